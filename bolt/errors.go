@@ -1,0 +1,84 @@
+package bolt
+
+import (
+	"fmt"
+	"time"
+)
+
+// WrongExpectedVersionError is returned by Append when the stream is not at
+// the version the caller expected. Nothing was appended.
+type WrongExpectedVersionError struct {
+	Stream   string
+	Expected int64
+	Actual   uint64
+}
+
+func (e *WrongExpectedVersionError) Error() string {
+	return fmt.Sprintf("append %s: wrong expected version: expected %d, stream is at %d", e.Stream, e.Expected, e.Actual)
+}
+
+// IDConflictError is returned when an event id already exists in the ledger
+// with different content. Nothing was appended.
+type IDConflictError struct {
+	ID       string
+	Position uint64
+}
+
+func (e *IDConflictError) Error() string {
+	return fmt.Sprintf("event id %s already exists at position %d with different content", e.ID, e.Position)
+}
+
+// LockedError is returned by Open when another process holds the ledger
+// past the lock timeout.
+type LockedError struct {
+	Path    string
+	Timeout time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s: ledger is locked by another process (waited %s)", e.Path, e.Timeout)
+}
+
+// NotFoundError is returned by a read-only Open when there is no ledger.
+type NotFoundError struct{ Path string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s: no ledger here (run `tree-ring init` or `tree-ring events import` first)", e.Path)
+}
+
+// InvalidRootError reports a root or ledger path that is not what it must
+// be: a symlink, a file where a directory belongs, a non-regular file.
+type InvalidRootError struct {
+	Path   string
+	Reason string
+}
+
+func (e *InvalidRootError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.Reason) }
+
+// CorruptError reports a ledger file that bbolt cannot read, or an invariant
+// that does not hold.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("%s: ledger is corrupt: %v", e.Path, e.Err) }
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// VerifyError names the first thing `audit verify` found wrong.
+type VerifyError struct {
+	Position   uint64 // 0 when not tied to one event
+	Projection string // set when a projection differs
+	Detail     string
+}
+
+func (e *VerifyError) Error() string {
+	switch {
+	case e.Projection != "":
+		return fmt.Sprintf("projection %s differs from a re-fold of the ledger: %s", e.Projection, e.Detail)
+	case e.Position != 0:
+		return fmt.Sprintf("position %d: %s", e.Position, e.Detail)
+	default:
+		return e.Detail
+	}
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// Version is the CLI version, overridable with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// IO is where a command reads and writes; tests substitute buffers.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// StdoutTerminal enables progress output for long work.
+	StdoutTerminal bool
+}
+
+func defaultIO() IO {
+	term := false
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		term = true
+	}
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, StdoutTerminal: term}
+}
+
+// Globals are the flags every command accepts, plus injected dependencies
+// (clock, id source) that tests fix.
+type Globals struct {
+	Root        string
+	SourceRoot  string
+	JSON        bool
+	LogLevel    string
+	LockTimeout time.Duration
+
+	IO
+	Now   func() time.Time
+	NewID func() ulid.ULID
+	Log   zerolog.Logger
+}
+
+// AddFlags registers the global flags.
+func (g *Globals) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&g.Root, "root", ".tree-ring", "memory store root (a directory named .tree-ring)")
+	fs.StringVar(&g.SourceRoot, "source-root", ".", "project root")
+	fs.BoolVar(&g.JSON, "json", false, "machine-readable JSON output")
+	fs.StringVar(&g.LogLevel, "log-level", "disabled", "log level on stderr: debug, info, warn, error, disabled")
+	fs.DurationVar(&g.LockTimeout, "lock-timeout", 3*time.Second, "how long to wait for another process's ledger lock")
+}
+
+// Factory mints envelopes with the globals' clock and id source.
+func (g *Globals) Factory(actor string) *events.Factory {
+	return &events.Factory{Now: g.Now, NewID: g.NewID, Actor: actor}
+}
+
+// OpenStore opens the ledger under --root with every projection registered.
+// readOnly never creates anything and fails with *bolt.NotFoundError when
+// there is no ledger.
+func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
+	return bolt.OpenRoot(g.Root, bolt.Options{
+		LockTimeout: g.LockTimeout,
+		ReadOnly:    readOnly,
+		Projections: projections.All(),
+	})
+}
+
+// options is implemented by every command's options struct.
+type options interface{ AddFlags(fs *pflag.FlagSet) }
+
+// command is one entry of the command table. Each command lives in its own
+// file and registers itself from init, so adding one touches one file.
+type command struct {
+	name    string // words, e.g. "audit verify"
+	args    string // positional synopsis, e.g. "FILE|-"
+	summary string
+	newOpts func() options
+	run     func(ctx context.Context, g *Globals, o options, args []string) error
+}
+
+var commands = map[string]*command{}
+
+// register adds a command. O is the options struct; run receives it typed.
+func register[O any, P interface {
+	*O
+	options
+}](name, args, summary string, run func(ctx context.Context, g *Globals, o P, args []string) error) {
+	if _, dup := commands[name]; dup {
+		panic("duplicate command " + name)
+	}
+	commands[name] = &command{
+		name: name, args: args, summary: summary,
+		newOpts: func() options { return P(new(O)) },
+		run: func(ctx context.Context, g *Globals, o options, a []string) error {
+			return run(ctx, g, o.(P), a)
+		},
+	}
+}
+
+// noOptions is the options struct of commands without flags of their own.
+type noOptions struct{}
+
+func (*noOptions) AddFlags(*pflag.FlagSet) {}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// Exit codes; docs/exit-codes.md explains each.
+const (
+	exitOK       = 0
+	exitError    = 2
+	exitVerify   = 3
+	exitCanceled = 130
+)
+
+// exitCode is the one place errors become exit codes.
+func exitCode(err error) int {
+	var verr *bolt.VerifyError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return exitOK
+	case errors.As(err, &verr):
+		return exitVerify
+	case errors.Is(err, context.Canceled):
+		return exitCanceled
+	default:
+		return exitError
+	}
+}
+
+// Main runs one invocation and returns its exit code. Handled errors print
+// one line on stderr and nothing on stdout.
+func Main(ctx context.Context, argv []string, stdio IO) int {
+	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: ulid.Make})
+}
+
+// deps are the injected clock and id source.
+type deps struct {
+	Now   func() time.Time
+	NewID func() ulid.ULID
+}
+
+func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID}
+	err := run(ctx, g, argv)
+	if err != nil && !errors.Is(err, pflag.ErrHelp) {
+		if errors.Is(err, errSilent) {
+			return exitCode(errors.Unwrap(err))
+		}
+		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(err.Error()))
+	}
+	return exitCode(err)
+}
+
+// errSilent wraps an error whose message the command already printed.
+var errSilent = errors.New("silent")
+
+type silentError struct{ err error }
+
+func (e *silentError) Error() string { return e.err.Error() }
+func (e *silentError) Unwrap() error { return e.err }
+func (e *silentError) Is(t error) bool { return t == errSilent }
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+func run(ctx context.Context, g *Globals, argv []string) error {
+	// Leading global flags, up to the command words.
+	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
+	pre.SetOutput(io.Discard)
+	pre.SetInterspersed(false)
+	pre.ParseErrorsAllowlist.UnknownFlags = true
+	g.AddFlags(pre)
+	help := pre.BoolP("help", "h", false, "show help")
+	if err := pre.Parse(argv); err != nil {
+		return usagef("%v", err)
+	}
+	rest := pre.Args()
+	cmd, words := lookup(rest)
+	if cmd == nil {
+		if len(rest) == 0 || rest[0] == "help" {
+			if len(rest) > 1 {
+				if c, _ := lookup(rest[1:]); c != nil {
+					return printCommandHelp(g, c)
+				}
+			}
+			printHelp(g.Stdout)
+			return nil
+		}
+		if *help {
+			printHelp(g.Stdout)
+			return nil
+		}
+		return usagef("unknown command %q (see `tree-ring --help`)", rest[0])
+	}
+	o := cmd.newOpts()
+	fs := newFlagSet(cmd, g, o)
+	if *help {
+		return printCommandHelp(g, cmd)
+	}
+	if err := fs.Parse(rest[words:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return printCommandHelp(g, cmd)
+		}
+		return usagef("%s: %v", cmd.name, err)
+	}
+	if err := g.setupLog(); err != nil {
+		return err
+	}
+	return cmd.run(ctx, g, o, fs.Args())
+}
+
+func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("tree-ring "+c.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	o.AddFlags(fs)
+	// Globals may also follow the command; their values from the leading
+	// pass are the defaults here.
+	gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
+	saved := *g
+	g.AddFlags(gl)
+	*g = saved
+	gl.VisitAll(func(f *pflag.Flag) {
+		if fs.Lookup(f.Name) == nil {
+			f.DefValue = f.Value.String()
+			fs.AddFlag(f)
+		}
+	})
+	return fs
+}
+
+// lookup finds the longest registered command name at the start of words.
+func lookup(words []string) (*command, int) {
+	for n := min(len(words), 3); n > 0; n-- {
+		if c, ok := commands[strings.Join(words[:n], " ")]; ok {
+			return c, n
+		}
+	}
+	return nil, 0
+}
+
+func (g *Globals) setupLog() error {
+	lvl := zerolog.Disabled
+	if g.LogLevel != "disabled" && g.LogLevel != "" {
+		l, err := zerolog.ParseLevel(g.LogLevel)
+		if err != nil || l == zerolog.NoLevel {
+			return usagef("--log-level %q: want debug, info, warn, error or disabled", g.LogLevel)
+		}
+		lvl = l
+	}
+	g.Log = zerolog.New(g.Stderr).Level(lvl).With().Timestamp().Logger()
+	return nil
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "tree-ring: provable project memory for AI coding-agent harnesses")
+	fmt.Fprintln(w, "\nUsage: tree-ring [--root DIR] [--json] [--log-level L] COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	width := 0
+	for n, c := range commands {
+		names = append(names, n)
+		width = max(width, len(n)+len(c.args)+1)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-*s  %s\n", width, strings.TrimSpace(n+" "+c.args), c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `tree-ring COMMAND --help` for a command's flags. Exit codes: docs/exit-codes.md.")
+}
+
+func printCommandHelp(g *Globals, c *command) error {
+	fs := newFlagSet(c, g, c.newOpts())
+	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
+	return nil
+}

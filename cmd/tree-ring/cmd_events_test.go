@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+const sampleLedger = "../../testdata/ledger/sample.ndjson"
+
+// buildSample appends a small, realistic history with a fixed clock and ids.
+func buildSample(t *testing.T, root string) {
+	t.Helper()
+	d := testDeps()
+	f := &events.Factory{Now: d.Now, NewID: d.NewID, Actor: "cli"}
+	st, err := bolt.OpenRoot(root, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	must := func(stream string, exp int64, evs ...events.Envelope) {
+		t.Helper()
+		if _, err := st.Append(ctx, stream, exp, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(events.StoreStream, 0, f.Must(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{
+		StoreID: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", Format: 1, ProjectRootFingerprint: strings.Repeat("ab", 32), CLIVersion: "0.1.0",
+	}))
+	hs := events.HarnessStream("claude-code")
+	must(hs, 0,
+		f.Must(hs, events.TypeHarnessDetected, &events.HarnessDetected{
+			Transition: events.Transition{From: "unsupported", To: "unsupported"}, HarnessID: "claude-code",
+			AdapterVersion: "4", Capability: "native-preflight", Markers: []string{".claude"},
+		}),
+		f.Must(hs, events.TypeBridgePublished, &events.BridgePublished{
+			Transition: events.Transition{From: "unsupported", To: "configured-awaiting-proof"}, HarnessID: "claude-code",
+			AdapterVersion: "4", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("cd", 32),
+			BridgePath:    ".claude/settings.json",
+			OwnedFiles:    []events.FileDigest{{Path: ".claude/skills/tree-ring-memory/SKILL.md", SHA256: strings.Repeat("01", 32)}},
+			ManagedBlocks: []events.BlockDigest{{Path: ".claude/settings.json", BlockID: "claude-code", SHA256: strings.Repeat("02", 32)}},
+			ChangedPaths:  []string{".claude/skills/tree-ring-memory/SKILL.md", ".claude/settings.json"},
+		}))
+	must(events.StoreStream, 1, f.Must(events.StoreStream, events.TypeManifestPublished, &events.ManifestPublished{
+		Path: ".tree-ring/activation.json", SHA256: strings.Repeat("03", 32), Harnesses: []string{"claude-code"},
+	}))
+}
+
+func TestSampleLedgerGolden(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".tree-ring")
+	buildSample(t, root)
+	r := runCLI(t, "", "--root", root, "events")
+	if r.code != 0 {
+		t.Fatalf("events: %d %s", r.code, r.stderr)
+	}
+	golden(t, "../../../testdata/ledger/sample.ndjson", []byte(r.stdout))
+}
+
+func TestEventsImportRoundTrip(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".tree-ring")
+	r := runCLI(t, "", "--root", root, "events", "import", sampleLedger)
+	if r.code != 0 || r.stdout != "imported 4, skipped 0 duplicates\n" {
+		t.Fatalf("import: code %d out %q err %q", r.code, r.stdout, r.stderr)
+	}
+	again := runCLI(t, "", "--root", root, "--json", "events", "import", sampleLedger)
+	if again.code != 0 || strings.TrimSpace(again.stdout) != `{"ok":true,"imported":0,"skipped_duplicates":4}` {
+		t.Fatalf("re-import: code %d out %q err %q", again.code, again.stdout, again.stderr)
+	}
+	out := runCLI(t, "", "--root", root, "events")
+	want, _ := os.ReadFile(sampleLedger)
+	if out.stdout != string(want) {
+		t.Errorf("export after import differs:\n%s\nwant\n%s", out.stdout, want)
+	}
+	if v := runCLI(t, "", "--root", root, "audit", "verify"); v.code != 0 {
+		t.Fatalf("verify: %d %s", v.code, v.stderr)
+	}
+}

@@ -1,0 +1,394 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The catalogue: every event type the ledger may hold, with its payload.
+// Payloads carry identifiers, digests, counts and reason codes only: never
+// prompts, task hints, memory text, transcript paths, absolute paths,
+// environment values or tokens (see docs/ledger.md, "What never enters").
+
+// Stream families.
+const (
+	StoreStream   = "store"
+	HarnessPrefix = "harness/"
+	MemoryPrefix  = "memory/"
+	RunPrefix     = "run/"
+)
+
+// HarnessStream is the stream of one harness.
+func HarnessStream(id string) string { return HarnessPrefix + id }
+
+// MemoryStream is the stream of one memory.
+func MemoryStream(id string) string { return MemoryPrefix + id }
+
+// RunStream is the stream of one run.
+func RunStream(id string) string { return RunPrefix + id }
+
+func init() {
+	register[StoreInitialized](TypeStoreInitialized, 1, StoreStream)
+
+	register[HarnessDetected](TypeHarnessDetected, 1, HarnessPrefix)
+	register[BridgePlanned](TypeBridgePlanned, 1, HarnessPrefix)
+	register[BridgePublished](TypeBridgePublished, 1, HarnessPrefix)
+	register[PublicationReviewRequired](TypePublicationReviewRequired, 1, HarnessPrefix)
+	register[ManifestPublished](TypeManifestPublished, 1, StoreStream)
+	register[HarnessDeactivationRequested](TypeHarnessDeactivationRequested, 1, HarnessPrefix)
+	register[HarnessDeactivated](TypeHarnessDeactivated, 1, HarnessPrefix)
+	register[BridgeDriftDetected](TypeBridgeDriftDetected, 1, HarnessPrefix)
+	register[PluginDescriptorFound](TypePluginDescriptorFound, 1, HarnessPrefix)
+	register[PluginDescriptorLost](TypePluginDescriptorLost, 1, HarnessPrefix)
+	register[TrustRequired](TypeTrustRequired, 1, HarnessPrefix)
+	register[ProjectUnreachable](TypeProjectUnreachable, 1, HarnessPrefix)
+
+	register[PreflightStarted](TypePreflightStarted, 1, HarnessPrefix)
+	register[PreflightSucceeded](TypePreflightSucceeded, 1, HarnessPrefix)
+	register[PreflightFailed](TypePreflightFailed, 1, HarnessPrefix)
+	register[ReceiptRecorded](TypeReceiptRecorded, 1, HarnessPrefix)
+	register[ReceiptPruned](TypeReceiptPruned, 1, HarnessPrefix)
+	register[CertificationRecorded](TypeCertificationRecorded, 1, StoreStream)
+
+	register[MemoryCaptured](TypeMemoryCaptured, 1, MemoryPrefix)
+	register[MemorySuperseded](TypeMemorySuperseded, 1, MemoryPrefix)
+	register[MemoryForgotten](TypeMemoryForgotten, 1, MemoryPrefix)
+
+	register[RunStarted](TypeRunStarted, 1, RunPrefix)
+	register[RunFinished](TypeRunFinished, 1, RunPrefix)
+	register[RunInterrupted](TypeRunInterrupted, 1, RunPrefix)
+}
+
+// Event type names: past-tense facts.
+const (
+	TypeStoreInitialized = "store.initialized"
+
+	TypeHarnessDetected              = "harness.detected"
+	TypeBridgePlanned                = "bridge.planned" // declared for dry-run reports; never appended
+	TypeBridgePublished              = "bridge.published"
+	TypePublicationReviewRequired    = "publication.review_required"
+	TypeManifestPublished            = "manifest.published"
+	TypeHarnessDeactivationRequested = "harness.deactivation_requested"
+	TypeHarnessDeactivated           = "harness.deactivated"
+	TypeBridgeDriftDetected          = "bridge.drift_detected"
+	TypePluginDescriptorFound        = "plugin.descriptor_found"
+	TypePluginDescriptorLost         = "plugin.descriptor_lost"
+	TypeTrustRequired                = "harness.trust_required"
+	TypeProjectUnreachable           = "harness.project_unreachable"
+
+	TypePreflightStarted      = "preflight.started"
+	TypePreflightSucceeded    = "preflight.succeeded"
+	TypePreflightFailed       = "preflight.failed"
+	TypeReceiptRecorded       = "receipt.recorded"
+	TypeReceiptPruned         = "receipt.pruned"
+	TypeCertificationRecorded = "certification.recorded"
+
+	TypeMemoryCaptured   = "memory.captured"
+	TypeMemorySuperseded = "memory.superseded"
+	TypeMemoryForgotten  = "memory.forgotten"
+
+	TypeRunStarted     = "run.started"
+	TypeRunFinished    = "run.finished"
+	TypeRunInterrupted = "run.interrupted"
+)
+
+// Transition is embedded in every payload that moves a harness through the
+// FSM: the state before and after, as decided when the event was appended.
+// Replay applies To and checks From; it never re-decides.
+type Transition struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Moves reports the transition carried by a decoded payload, if any.
+func Moves(payload any) (Transition, bool) {
+	if m, ok := payload.(interface{ transition() Transition }); ok {
+		return m.transition(), true
+	}
+	return Transition{}, false
+}
+
+func (t Transition) transition() Transition { return t }
+
+// Check requires both states to be present; the fsm package checks the names.
+func (t Transition) Check() error {
+	if t.From == "" || t.To == "" {
+		return errors.New("transition needs from and to")
+	}
+	return nil
+}
+
+// FileDigest is a project-relative path and the SHA-256 of its bytes.
+type FileDigest struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// BlockDigest is a managed block inside a file the user owns.
+type BlockDigest struct {
+	Path             string `json:"path"`
+	BlockID          string `json:"block_id"`
+	SHA256           string `json:"sha256"`
+	LeadingSeparator string `json:"leading_separator,omitempty"`
+}
+
+// StoreInitialized is the first event of a store: it mints the store id.
+type StoreInitialized struct {
+	StoreID                string `json:"store_id"`
+	Format                 int    `json:"format"`
+	ProjectRootFingerprint string `json:"project_root_fingerprint"`
+	CLIVersion             string `json:"cli_version"`
+}
+
+// Check validates the store id shape.
+func (p StoreInitialized) Check() error {
+	if len(p.StoreID) != 36 {
+		return fmt.Errorf("store_id %q is not a hyphenated UUID", p.StoreID)
+	}
+	return nil
+}
+
+// HarnessDetected records read-only discovery of a harness.
+type HarnessDetected struct {
+	Transition
+	HarnessID         string   `json:"harness_id"`
+	AdapterVersion    string   `json:"adapter_version"`
+	Capability        string   `json:"capability"`
+	Markers           []string `json:"markers"`
+	ExecutableVersion string   `json:"executable_version,omitempty"`
+}
+
+// BridgePlanned describes what a dry run would publish. It is never appended.
+type BridgePlanned struct {
+	HarnessID    string   `json:"harness_id"`
+	ChangedPaths []string `json:"changed_paths"`
+}
+
+// BridgePublished records files and blocks published create-only.
+type BridgePublished struct {
+	Transition
+	HarnessID         string        `json:"harness_id"`
+	AdapterVersion    string        `json:"adapter_version"`
+	Capability        string        `json:"capability"`
+	BridgeFingerprint string        `json:"bridge_fingerprint"`
+	BridgePath        string        `json:"bridge_path,omitempty"`
+	OwnedFiles        []FileDigest  `json:"owned_files"`
+	ManagedBlocks     []BlockDigest `json:"managed_blocks"`
+	ChangedPaths      []string      `json:"changed_paths"`
+	// Recognized is true when the user added the exact snippet by hand.
+	Recognized bool `json:"recognized,omitempty"`
+}
+
+// PublicationReviewRequired records that publishing would need mutation of
+// something that exists; nothing was written.
+type PublicationReviewRequired struct {
+	Transition
+	HarnessID string   `json:"harness_id"`
+	Reason    string   `json:"reason"`
+	Paths     []string `json:"paths"`
+}
+
+// ManifestPublished records activation.json as published.
+type ManifestPublished struct {
+	Path      string   `json:"path"`
+	SHA256    string   `json:"sha256"`
+	Harnesses []string `json:"harnesses"`
+}
+
+// HarnessDeactivationRequested records a deactivate request; nothing is
+// removed (create-only), so the harness needs the user's review.
+type HarnessDeactivationRequested struct {
+	Transition
+	HarnessID string   `json:"harness_id"`
+	Paths     []string `json:"paths"`
+}
+
+// HarnessDeactivated records that the user removed the bridge themselves.
+type HarnessDeactivated struct {
+	Transition
+	HarnessID string `json:"harness_id"`
+}
+
+// BridgeDriftDetected records bridge bytes on disk that no longer match the
+// published digests.
+type BridgeDriftDetected struct {
+	Transition
+	HarnessID string   `json:"harness_id"`
+	Paths     []string `json:"paths"`
+}
+
+// PluginDescriptorFound records a valid Agent Zero plugin descriptor.
+type PluginDescriptorFound struct {
+	Transition
+	HarnessID     string `json:"harness_id"`
+	PluginVersion string `json:"plugin_version"`
+}
+
+// PluginDescriptorLost records a missing or disabled plugin descriptor.
+type PluginDescriptorLost struct {
+	Transition
+	HarnessID string `json:"harness_id"`
+	Reason    string `json:"reason"`
+}
+
+// TrustRequired records that the harness must grant its own trust first.
+type TrustRequired struct {
+	Transition
+	HarnessID string `json:"harness_id"`
+}
+
+// ProjectUnreachable records that the project root was not mounted.
+type ProjectUnreachable struct {
+	Transition
+	HarnessID string `json:"harness_id"`
+	Reason    string `json:"reason"`
+}
+
+// PreflightStarted records the start of a preflight (no transition).
+type PreflightStarted struct {
+	HarnessID            string `json:"harness_id"`
+	WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
+}
+
+// PreflightSucceeded records a delivered context.
+type PreflightSucceeded struct {
+	Transition
+	HarnessID               string `json:"harness_id"`
+	WorkerKeyFingerprint    string `json:"worker_key_fingerprint"`
+	ReceiptID               string `json:"receipt_id"`
+	QueryClass              string `json:"query_class"`
+	ResultCount             int    `json:"result_count"`
+	SelectedMemoryIDsSHA256 string `json:"selected_memory_ids_sha256"`
+	DurationMS              int64  `json:"duration_ms"`
+	TaskHintSHA256          string `json:"task_hint_sha256,omitempty"`
+	TaskHintChars           int    `json:"task_hint_chars,omitempty"`
+}
+
+// PreflightFailed records a concrete diagnostic code (never error text).
+type PreflightFailed struct {
+	Transition
+	HarnessID string `json:"harness_id"`
+	Reason    string `json:"reason"`
+}
+
+// ReceiptRecorded is the privacy-safe receipt, as written to disk.
+type ReceiptRecorded struct {
+	HarnessID               string `json:"harness_id"`
+	ReceiptID               string `json:"receipt_id"`
+	ProtocolVersion         int    `json:"protocol_version"`
+	AdapterVersion          string `json:"adapter_version"`
+	BridgeFingerprint       string `json:"bridge_fingerprint"`
+	StoreID                 string `json:"store_id"`
+	ProjectRootFingerprint  string `json:"project_root_fingerprint"`
+	WorkerKeyFingerprint    string `json:"worker_key_fingerprint"`
+	State                   string `json:"state"`
+	QueryClass              string `json:"query_class"`
+	ResultCount             int    `json:"result_count"`
+	SelectedMemoryIDsSHA256 string `json:"selected_memory_ids_sha256"`
+	DurationMS              int64  `json:"duration_ms"`
+	Status                  string `json:"status"`
+	SHA256                  string `json:"sha256"`
+}
+
+// ReceiptPruned records a receipt removed by retention.
+type ReceiptPruned struct {
+	HarnessID            string `json:"harness_id"`
+	WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
+	ReceiptID            string `json:"receipt_id"`
+	Reason               string `json:"reason"`
+}
+
+// CertificationRecorded records one certification run.
+type CertificationRecorded struct {
+	PassCount int                   `json:"pass_count"`
+	FailCount int                   `json:"fail_count"`
+	SkipCount int                   `json:"skip_count"`
+	Records   []CertificationResult `json:"records"`
+}
+
+// CertificationResult is one harness's verdict.
+type CertificationResult struct {
+	HarnessID string `json:"harness_id"`
+	Status    string `json:"status"`
+	State     string `json:"state"`
+}
+
+// MemoryCaptured records a memory. The text is not here: BodySHA256 refers
+// to the bodies bucket, so forget can delete it while the chain verifies.
+type MemoryCaptured struct {
+	MemoryID     string   `json:"memory_id"`
+	BodySHA256   string   `json:"body_sha256"`
+	EventType    string   `json:"event_type"`
+	Ring         string   `json:"ring"`
+	Scope        string   `json:"scope"`
+	Sensitivity  string   `json:"sensitivity"`
+	Project      string   `json:"project,omitempty"`
+	AgentProfile string   `json:"agent_profile,omitempty"`
+	WorkflowID   string   `json:"workflow_id,omitempty"`
+	SessionID    string   `json:"session_id,omitempty"`
+	OperationID  string   `json:"operation_id,omitempty"`
+	SourceType   string   `json:"source_type,omitempty"`
+	SourceRef    string   `json:"source_ref,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	Salience     float64  `json:"salience"`
+	Confidence   float64  `json:"confidence"`
+	CreatedAt    string   `json:"created_at"`
+	ExpiresAt    string   `json:"expires_at,omitempty"`
+	Supersedes   string   `json:"supersedes,omitempty"`
+	IdemDigest   string   `json:"idempotency_sha256,omitempty"`
+}
+
+// MemorySuperseded records that a memory was replaced by another.
+type MemorySuperseded struct {
+	MemoryID     string `json:"memory_id"`
+	SupersededBy string `json:"superseded_by"`
+}
+
+// MemoryForgotten records a delete or redaction; the reason is stored as a
+// digest and a length only.
+type MemoryForgotten struct {
+	MemoryID       string `json:"memory_id"`
+	Mode           string `json:"mode"`
+	ReasonSHA256   string `json:"reason_sha256"`
+	ReasonChars    int    `json:"reason_chars"`
+	RedactedSHA256 string `json:"redacted_body_sha256,omitempty"`
+}
+
+// RunStarted opens a run record.
+type RunStarted struct {
+	SchemaVersion int    `json:"schema_version"`
+	RunID         string `json:"run_id"`
+	ScopeKey      string `json:"scope_key"`
+	Command       string `json:"command"`
+	Stage         string `json:"stage"`
+	PID           int    `json:"pid"`
+	InputSHA256   string `json:"input_sha256,omitempty"`
+	InputChars    int    `json:"input_chars"`
+}
+
+// RunFinished closes a run with a terminal outcome.
+type RunFinished struct {
+	RunID      string        `json:"run_id"`
+	ScopeKey   string        `json:"scope_key"`
+	Status     string        `json:"status"`
+	Stage      string        `json:"stage"`
+	DurationMS int64         `json:"duration_ms"`
+	Diagnostic string        `json:"diagnostic,omitempty"`
+	Telemetry  *RunTelemetry `json:"telemetry,omitempty"`
+}
+
+// RunTelemetry is bounded numeric and enumerated telemetry of a run.
+type RunTelemetry struct {
+	Harness     string `json:"harness,omitempty"`
+	QueryClass  string `json:"query_class,omitempty"`
+	ResultCount int    `json:"result_count"`
+	ReceiptID   string `json:"receipt_id,omitempty"`
+}
+
+// RunInterrupted records that a run's process died without finishing.
+type RunInterrupted struct {
+	RunID    string `json:"run_id"`
+	ScopeKey string `json:"scope_key"`
+	PID      int    `json:"pid"`
+	Detector int    `json:"detected_by_pid"`
+}

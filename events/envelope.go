@@ -1,0 +1,294 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// GenesisHash is the prev_hash of the first event of every ledger.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// MaxEnvelopeBytes bounds one encoded envelope (and one import line).
+const MaxEnvelopeBytes = 256 << 10
+
+// MaxPayloadBytes bounds the payload of one event. Memory text lives outside
+// the envelope (see the bodies bucket), so payloads stay small.
+const MaxPayloadBytes = 64 << 10
+
+// Envelope wraps every fact in the ledger. The store assigns Version,
+// Position, PrevHash and Hash inside the append transaction; callers fill the
+// rest. An Envelope is a value: copying it is safe, and the Payload slice is
+// never modified after creation.
+type Envelope struct {
+	ID            ulid.ULID       `json:"id"`
+	Stream        string          `json:"stream"`
+	Version       uint64          `json:"version"`
+	Position      uint64          `json:"position"`
+	Type          string          `json:"type"`
+	SchemaVersion int             `json:"schema_version"`
+	RecordedAt    time.Time       `json:"recorded_at"`
+	Actor         string          `json:"actor"`
+	Payload       json.RawMessage `json:"payload"`
+	PrevHash      string          `json:"prev_hash"`
+	Hash          string          `json:"hash"`
+}
+
+// canonicalTag versions the canonical encoding itself.
+const canonicalTag = "tree-ring.event.v1"
+
+// CanonicalBytes returns the bytes the hash chain is computed over. It is the
+// one definition used by the store, verify and import:
+//
+//	field(tag) field(id) field(stream) u64(version) u64(position) field(type)
+//	u64(schema_version) field(recorded_at RFC3339Nano UTC) field(actor)
+//	field(payload, compact JSON) field(prev_hash)
+//
+// where field(x) is the unsigned 64-bit big-endian length of x followed by x,
+// and u64(n) is field() of the 8-byte big-endian encoding of n. Length
+// delimiting makes the encoding unambiguous without escaping. The hash field
+// itself is excluded.
+func (e *Envelope) CanonicalBytes() []byte {
+	ts := e.RecordedAt.UTC().Format(time.RFC3339Nano)
+	id := e.ID.String()
+	n := 11*8 + len(canonicalTag) + len(id) + len(e.Stream) + 8 + 8 + len(e.Type) + 8 + len(ts) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
+	b := make([]byte, 0, n)
+	field := func(s []byte) {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	num := func(v uint64) {
+		b = binary.BigEndian.AppendUint64(b, 8)
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	field([]byte(canonicalTag))
+	field([]byte(id))
+	field([]byte(e.Stream))
+	num(e.Version)
+	num(e.Position)
+	field([]byte(e.Type))
+	num(uint64(e.SchemaVersion))
+	field([]byte(ts))
+	field([]byte(e.Actor))
+	field(e.Payload)
+	field([]byte(e.PrevHash))
+	return b
+}
+
+// ComputeHash returns the lowercase hex SHA-256 of the canonical bytes.
+func (e *Envelope) ComputeHash() string {
+	sum := sha256.Sum256(e.CanonicalBytes())
+	return hex.EncodeToString(sum[:])
+}
+
+// Seal sets PrevHash and Hash. The store calls it with the chain head.
+func (e *Envelope) Seal(prev string) {
+	e.PrevHash = prev
+	e.Hash = e.ComputeHash()
+}
+
+// SameContent reports whether two envelopes carry the same fact, ignoring what
+// a ledger assigns on append (version, position, hashes). Import uses it to
+// tell a harmless duplicate from a conflicting id.
+func SameContent(a, b *Envelope) bool {
+	return a.ID == b.ID && a.Stream == b.Stream && a.Type == b.Type &&
+		a.SchemaVersion == b.SchemaVersion && a.RecordedAt.Equal(b.RecordedAt) &&
+		a.Actor == b.Actor && string(a.Payload) == string(b.Payload)
+}
+
+// Encode returns the stored form: one line of compact JSON with a fixed field
+// order and no trailing newline. Identifier fields are validated on intake
+// (see Validate) to need no escaping; the payload is already compact JSON.
+func (e *Envelope) Encode() []byte {
+	b := make([]byte, 0, 256+len(e.Payload))
+	b = append(b, `{"id":"`...)
+	b = append(b, e.ID.String()...)
+	b = append(b, `","stream":"`...)
+	b = append(b, e.Stream...)
+	b = append(b, `","version":`...)
+	b = strconv.AppendUint(b, e.Version, 10)
+	b = append(b, `,"position":`...)
+	b = strconv.AppendUint(b, e.Position, 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type...)
+	b = append(b, `","schema_version":`...)
+	b = strconv.AppendInt(b, int64(e.SchemaVersion), 10)
+	b = append(b, `,"recorded_at":"`...)
+	b = e.RecordedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","actor":"`...)
+	b = append(b, e.Actor...)
+	b = append(b, `","payload":`...)
+	b = append(b, e.Payload...)
+	b = append(b, `,"prev_hash":"`...)
+	b = append(b, e.PrevHash...)
+	b = append(b, `","hash":"`...)
+	b = append(b, e.Hash...)
+	b = append(b, `"}`...)
+	return b
+}
+
+// DecodeEnvelope strictly decodes one envelope from outside input: at most
+// MaxEnvelopeBytes, no unknown or duplicate keys at any level, every field
+// present, identifiers valid, payload compact and decodable into its
+// registered type, and the hash consistent with the content.
+func DecodeEnvelope(data []byte) (Envelope, error) {
+	var raw struct {
+		ID            *string          `json:"id"`
+		Stream        *string          `json:"stream"`
+		Version       *uint64          `json:"version"`
+		Position      *uint64          `json:"position"`
+		Type          *string          `json:"type"`
+		SchemaVersion *int             `json:"schema_version"`
+		RecordedAt    *string          `json:"recorded_at"`
+		Actor         *string          `json:"actor"`
+		Payload       *json.RawMessage `json:"payload"`
+		PrevHash      *string          `json:"prev_hash"`
+		Hash          *string          `json:"hash"`
+	}
+	if len(data) > MaxEnvelopeBytes {
+		return Envelope{}, fmt.Errorf("envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
+	}
+	if err := StrictUnmarshal(data, &raw); err != nil {
+		return Envelope{}, err
+	}
+	missing := func(name string) error { return fmt.Errorf("envelope: missing key %q", name) }
+	switch {
+	case raw.ID == nil:
+		return Envelope{}, missing("id")
+	case raw.Stream == nil:
+		return Envelope{}, missing("stream")
+	case raw.Version == nil:
+		return Envelope{}, missing("version")
+	case raw.Position == nil:
+		return Envelope{}, missing("position")
+	case raw.Type == nil:
+		return Envelope{}, missing("type")
+	case raw.SchemaVersion == nil:
+		return Envelope{}, missing("schema_version")
+	case raw.RecordedAt == nil:
+		return Envelope{}, missing("recorded_at")
+	case raw.Actor == nil:
+		return Envelope{}, missing("actor")
+	case raw.Payload == nil:
+		return Envelope{}, missing("payload")
+	case raw.PrevHash == nil:
+		return Envelope{}, missing("prev_hash")
+	case raw.Hash == nil:
+		return Envelope{}, missing("hash")
+	}
+	id, err := ulid.ParseStrict(*raw.ID)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("envelope: id %q: %w", *raw.ID, err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, *raw.RecordedAt)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("envelope: recorded_at: %w", err)
+	}
+	if _, off := at.Zone(); off != 0 || (*raw.RecordedAt)[len(*raw.RecordedAt)-1] != 'Z' {
+		return Envelope{}, errors.New("envelope: recorded_at must be UTC (suffix Z)")
+	}
+	e := Envelope{
+		ID: id, Stream: *raw.Stream, Version: *raw.Version, Position: *raw.Position,
+		Type: *raw.Type, SchemaVersion: *raw.SchemaVersion, RecordedAt: at.UTC(),
+		Actor: *raw.Actor, Payload: compact(*raw.Payload), PrevHash: *raw.PrevHash, Hash: *raw.Hash,
+	}
+	if err := e.Validate(); err != nil {
+		return Envelope{}, err
+	}
+	if !isHex64(e.PrevHash) {
+		return Envelope{}, fmt.Errorf("envelope %s: prev_hash is not 64 lowercase hex", e.ID)
+	}
+	if !isHex64(e.Hash) {
+		return Envelope{}, fmt.Errorf("envelope %s: hash is not 64 lowercase hex", e.ID)
+	}
+	if got := e.ComputeHash(); got != e.Hash {
+		return Envelope{}, &HashMismatchError{Position: e.Position, Want: e.Hash, Got: got}
+	}
+	return e, nil
+}
+
+// HashMismatchError reports an envelope whose content does not hash to the
+// hash it carries.
+type HashMismatchError struct {
+	Position  uint64
+	Want, Got string
+}
+
+func (e *HashMismatchError) Error() string {
+	return fmt.Sprintf("envelope at position %d: bad hash: recorded %s, content hashes to %s", e.Position, short(e.Want), short(e.Got))
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// Validate checks the fields a caller supplies (not the ones the store
+// assigns): identifier syntax, a registered type and schema version, a UTC
+// timestamp and a payload that strictly decodes into its registered type.
+func (e *Envelope) Validate() error {
+	if e.ID == (ulid.ULID{}) {
+		return errors.New("envelope: zero id")
+	}
+	if err := ValidStream(e.Stream); err != nil {
+		return fmt.Errorf("envelope %s: %w", e.ID, err)
+	}
+	if err := validIdent("actor", e.Actor, true); err != nil {
+		return fmt.Errorf("envelope %s: %w", e.ID, err)
+	}
+	if e.RecordedAt.IsZero() {
+		return fmt.Errorf("envelope %s: zero recorded_at", e.ID)
+	}
+	if len(e.Payload) > MaxPayloadBytes {
+		return fmt.Errorf("envelope %s: payload is %d bytes, limit %d", e.ID, len(e.Payload), MaxPayloadBytes)
+	}
+	if _, err := DecodePayload(e); err != nil {
+		return fmt.Errorf("envelope %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// ValidStream checks a stream id: 1..200 bytes of [A-Za-z0-9._:/@-], so it
+// needs no escaping in JSON and never contains the 0x00 key separator.
+func ValidStream(s string) error { return validIdent("stream", s, false) }
+
+func validIdent(what, s string, emptyOK bool) error {
+	if s == "" {
+		if emptyOK {
+			return nil
+		}
+		return fmt.Errorf("empty %s", what)
+	}
+	if len(s) > 200 {
+		return fmt.Errorf("%s is %d bytes, limit 200", what, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '-') {
+			return fmt.Errorf("%s %q: byte %d (%q) not allowed", what, s, i, c)
+		}
+	}
+	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
