@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The catalogue: every event type the ledger may hold, with its payload.
@@ -140,12 +141,29 @@ type StoreInitialized struct {
 	CLIVersion             string `json:"cli_version"`
 }
 
-// Check validates the store id shape.
+// Check validates the store id shape: a hyphenated lowercase version-4 UUID.
 func (p StoreInitialized) Check() error {
-	if len(p.StoreID) != 36 {
-		return fmt.Errorf("store_id %q is not a hyphenated UUID", p.StoreID)
+	if !uuidV4(p.StoreID) {
+		return fmt.Errorf("store_id %q is not a hyphenated lowercase version-4 UUID", p.StoreID)
 	}
 	return nil
+}
+
+func uuidV4(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s[14] == '4' && strings.IndexByte("89ab", s[19]) >= 0
 }
 
 // HarnessDetected records read-only discovery of a harness.
@@ -164,7 +182,12 @@ type BridgePlanned struct {
 	ChangedPaths []string `json:"changed_paths"`
 }
 
-// BridgePublished records files and blocks published create-only.
+// BridgePublished records a harness's bridge as in place: the files and
+// blocks created create-only in this step (ChangedPaths), or material already
+// on disk that matched exactly (Recognized: the user added the snippet by
+// hand, or a retry found what an interrupted run had written). The digests
+// and fingerprint are the harness's activation contract; RecordState is the
+// state its manifest record carries (the adapter's state before proof).
 type BridgePublished struct {
 	Transition
 	HarnessID         string        `json:"harness_id"`
@@ -175,24 +198,55 @@ type BridgePublished struct {
 	OwnedFiles        []FileDigest  `json:"owned_files"`
 	ManagedBlocks     []BlockDigest `json:"managed_blocks"`
 	ChangedPaths      []string      `json:"changed_paths"`
-	// Recognized is true when the user added the exact snippet by hand.
-	Recognized bool `json:"recognized,omitempty"`
+	// Recognized is true when existing material matched exactly.
+	Recognized  bool   `json:"recognized,omitempty"`
+	RecordState string `json:"record_state,omitempty"`
+}
+
+// Contract returns the activation contract the event records.
+func (p BridgePublished) Contract() BridgeContract {
+	return BridgeContract{
+		AdapterVersion: p.AdapterVersion, Capability: p.Capability, BridgeFingerprint: p.BridgeFingerprint,
+		BridgePath: p.BridgePath, OwnedFiles: p.OwnedFiles, ManagedBlocks: p.ManagedBlocks, RecordState: p.RecordState,
+	}
+}
+
+// BridgeContract is a harness's activation contract: what its manifest
+// record states and what preflight verifies on disk.
+type BridgeContract struct {
+	AdapterVersion    string        `json:"adapter_version"`
+	Capability        string        `json:"capability"`
+	BridgeFingerprint string        `json:"bridge_fingerprint"`
+	BridgePath        string        `json:"bridge_path,omitempty"`
+	OwnedFiles        []FileDigest  `json:"owned_files"`
+	ManagedBlocks     []BlockDigest `json:"managed_blocks"`
+	RecordState       string        `json:"record_state"`
 }
 
 // PublicationReviewRequired records that publishing would need mutation of
-// something that exists; nothing was written.
+// something that exists (or that its durability is indeterminate); nothing
+// was replaced or removed. Reason is a code (docs/adapters/README.md lists
+// them), Paths are project-relative. Planned is the contract the harness
+// will accept once the user reconciles by hand; it is present only when
+// the harness had no contract yet, so that the manifest can carry it and
+// stay byte-for-byte unchanged when the exact snippet is later recognized.
 type PublicationReviewRequired struct {
 	Transition
-	HarnessID string   `json:"harness_id"`
-	Reason    string   `json:"reason"`
-	Paths     []string `json:"paths"`
+	HarnessID string          `json:"harness_id"`
+	Reason    string          `json:"reason"`
+	Paths     []string        `json:"paths"`
+	Planned   *BridgeContract `json:"planned,omitempty"`
 }
 
-// ManifestPublished records activation.json as published.
+// ManifestPublished records activation.json as created create-only with the
+// given digest, or, when Adopted, an existing file found semantically equal
+// to the manifest projection (after an interrupted run).
 type ManifestPublished struct {
-	Path      string   `json:"path"`
-	SHA256    string   `json:"sha256"`
-	Harnesses []string `json:"harnesses"`
+	Path       string   `json:"path"`
+	SHA256     string   `json:"sha256"`
+	Harnesses  []string `json:"harnesses"`
+	CLIVersion string   `json:"cli_version,omitempty"`
+	Adopted    bool     `json:"adopted,omitempty"`
 }
 
 // HarnessDeactivationRequested records a deactivate request; nothing is
@@ -215,6 +269,7 @@ type BridgeDriftDetected struct {
 	Transition
 	HarnessID string   `json:"harness_id"`
 	Paths     []string `json:"paths"`
+	Reason    string   `json:"reason,omitempty"`
 }
 
 // PluginDescriptorFound records a valid Agent Zero plugin descriptor.

@@ -1,0 +1,322 @@
+package activation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// reconcileManifest materializes the manifest the plan's events lead to and
+// compares it with activation.json on disk. The manifest is create-only like
+// every bridge: when it exists and a harness's record would differ from the
+// one it holds (or the file cannot be read, or states another store), that
+// harness's plan is blocked (nothing written, needs-user-review) and the
+// file is left as it is. A semantically unchanged manifest is kept
+// byte-for-byte.
+func (p *Plan) reconcileManifest() error {
+	_, ok, err := projections.Manifest(p.in.Manifest, p.in.CLIVersion)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		p.Action = ManifestNone
+		return nil
+	}
+	if last, ok, err := projections.LastPublished(p.in.Manifest); err != nil {
+		return err
+	} else if ok {
+		p.last = last
+	}
+	disk, raw, exists, err := adapters.LoadManifest(p.in.Root)
+	var merr *adapters.ManifestError
+	switch {
+	case err == nil:
+		if exists {
+			p.disk, p.diskRaw = &disk, raw
+		}
+	case errors.As(err, &merr), isTyped(err):
+		exists, p.DiskError = true, err
+	default:
+		return fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
+	}
+	after, err := p.fold()
+	if err != nil {
+		return err
+	}
+	if exists {
+		for _, o := range p.Outcomes {
+			if !o.Adapter.Publishes() {
+				continue
+			}
+			want, wantOK := after.Harnesses[o.Adapter.ID]
+			var have adapters.Record
+			haveOK := false
+			storeDiff := p.disk == nil || p.disk.StoreID != after.StoreID || p.disk.ProjectRootFingerprint != after.ProjectRootFingerprint
+			if p.disk != nil {
+				have, haveOK = p.disk.Harnesses[o.Adapter.ID]
+			}
+			if !wantOK && !haveOK || !storeDiff && wantOK && haveOK && want.Equal(have) {
+				continue
+			}
+			if err := o.blockOnManifest(); err != nil {
+				return err
+			}
+		}
+		if after, err = p.fold(); err != nil {
+			return err
+		}
+	}
+	p.Manifest, p.Bytes = after, after.Encode()
+	switch {
+	case !exists:
+		p.Action = ManifestCreate
+	case p.disk == nil || !after.SemanticallyEqual(*p.disk):
+		p.Action = ManifestBlocked
+	case p.last.SHA256 == adapters.SHA256Hex(p.diskRaw):
+		p.Action = ManifestKeep
+	default:
+		p.Action = ManifestAdopt
+	}
+	return nil
+}
+
+// blockOnManifest turns a plan the manifest cannot take into a review,
+// keeping only detection events. A review keeps its reason and drops its
+// planned record; anything else becomes manifest_mutation.
+func (o *Outcome) blockOnManifest() error {
+	var kept []Pending
+	for _, e := range o.Events {
+		if e.Type == events.TypeHarnessDetected {
+			kept = append(kept, e)
+		}
+	}
+	reason, paths := adapters.ReasonManifest, []string{adapters.ManifestPath}
+	if o.Kind == Review && o.Reason != adapters.ReasonManifest {
+		reason, paths = o.Reason, append(append([]string(nil), o.Paths...), adapters.ManifestPath)
+	}
+	o.Events, o.Creates, o.ChangedPaths, o.Recognized = kept, nil, nil, false
+	o.State, o.noPlanned = o.From, true
+	if settled(o.State) {
+		return o.drift(reason, paths)
+	}
+	return o.review(reason, paths)
+}
+
+// fold applies the plan's pending events to a copy of the manifest
+// projection and materializes the result.
+func (p *Plan) fold() (adapters.Manifest, error) {
+	kv := projections.NewMemKV()
+	if err := p.in.Manifest.ForEach(nil, func(k, v []byte) error { return kv.Put(k, v) }); err != nil {
+		return adapters.Manifest{}, err
+	}
+	var proj projections.Projection
+	for _, q := range projections.All() {
+		if q.Name() == projections.ManifestName {
+			proj = q
+		}
+	}
+	for _, o := range p.Outcomes {
+		for _, pe := range o.Events {
+			if !proj.Handles(pe.Type) {
+				continue
+			}
+			raw, err := json.Marshal(pe.Payload)
+			if err != nil {
+				return adapters.Manifest{}, err
+			}
+			spec, _ := events.Lookup(pe.Type)
+			e := events.Envelope{Stream: pe.Stream, Type: pe.Type, SchemaVersion: spec.SchemaVersion, Payload: raw}
+			if err := proj.Apply(kv, nil, &e); err != nil {
+				return adapters.Manifest{}, fmt.Errorf("fold %s: %w", pe.Type, err)
+			}
+		}
+	}
+	m, _, err := projections.Manifest(kv, p.in.CLIVersion)
+	return m, err
+}
+
+func isTyped(err error) bool {
+	var sl *adapters.SymlinkError
+	var nr *adapters.NotRegularError
+	var nd *adapters.NotDirError
+	var tl *adapters.TooLargeError
+	return errors.As(err, &sl) || errors.As(err, &nr) || errors.As(err, &nd) || errors.As(err, &tl)
+}
+
+// DurabilityFailure is returned by Apply when a created path's durability
+// is indeterminate. Nothing was rolled back; every harness changed in the
+// run is recorded needs-user-review and the manifest was not published
+// (or, when its own fsync failed, left on disk unrecorded).
+type DurabilityFailure struct {
+	Paths []string
+	Err   error
+}
+
+func (e *DurabilityFailure) Error() string {
+	return fmt.Sprintf("publication durability is indeterminate for %v: %v; nothing was rolled back and the changed harnesses are marked needs-user-review", e.Paths, e.Err)
+}
+
+func (e *DurabilityFailure) Unwrap() error { return e.Err }
+
+// Apply publishes the plan create-only: each publishing harness's absent
+// files in id order (a path shared by two harnesses is created once), then
+// the manifest, last. A harness whose creation fails before anything of it
+// was written becomes a review; after a durability failure publication
+// stops, every changed harness is marked needs-user-review and a
+// *DurabilityFailure is returned. Either way the outcomes' events describe
+// what is on disk and must be appended.
+func (p *Plan) Apply() error {
+	root := p.in.Root
+	created := map[string]bool{}
+	var fail *DurabilityFailure
+	for _, o := range p.Outcomes {
+		if o.Kind != Publish || len(o.Creates) == 0 {
+			continue
+		}
+		if fail != nil {
+			o.abandon()
+			continue
+		}
+		var own []string
+		var cleanErr error
+		cleanPath := ""
+		for _, f := range o.Creates {
+			if created[f.Path] {
+				continue
+			}
+			dirPerm := uint32(0o755)
+			if strings.HasPrefix(f.Path, adapters.StoreDir+"/") {
+				dirPerm = 0o700
+			}
+			err := root.CreateFile(f.Path, f.Data, f.Mode, dirPerm)
+			if err == nil {
+				created[f.Path] = true
+				own = append(own, f.Path)
+				continue
+			}
+			var de *adapters.DurabilityError
+			switch {
+			case errors.As(err, &de):
+				fail = &DurabilityFailure{Paths: append(own, f.Path), Err: err}
+			case len(own) > 0:
+				// Part of this harness is on disk: its state is indeterminate.
+				fail = &DurabilityFailure{Paths: append(own, f.Path), Err: err}
+			default:
+				cleanErr, cleanPath = err, f.Path
+			}
+			break
+		}
+		switch {
+		case fail != nil:
+			if err := o.indeterminate(uniq(fail.Paths), true); err != nil {
+				return err
+			}
+		case cleanErr != nil:
+			if err := o.createFailed(cleanPath, cleanErr); err != nil {
+				return err
+			}
+		}
+	}
+	if fail != nil {
+		return p.markChanged(fail)
+	}
+	if p.Action != ManifestCreate {
+		return nil
+	}
+	m, err := p.fold()
+	if err != nil {
+		return err
+	}
+	p.Manifest, p.Bytes = m, m.Encode()
+	err = root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
+	if err == nil {
+		return nil
+	}
+	p.Action = ManifestBlocked
+	return p.markChanged(&DurabilityFailure{Paths: []string{adapters.ManifestPath}, Err: err})
+}
+
+// markChanged records every harness that published something in this run
+// as needs-user-review, after its bridge.published.
+func (p *Plan) markChanged(fail *DurabilityFailure) error {
+	for _, o := range p.Outcomes {
+		if o.Kind == Publish && len(o.ChangedPaths) > 0 {
+			if err := o.indeterminate(o.ChangedPaths, false); err != nil {
+				return err
+			}
+		}
+	}
+	if p.Action == ManifestCreate {
+		p.Action = ManifestBlocked
+	}
+	return fail
+}
+
+// indeterminate marks o needs-user-review for durability. With replace,
+// o's bridge.published is dropped first (its material is incomplete) and the
+// review carries the planned contract when o has none yet.
+func (o *Outcome) indeterminate(paths []string, replace bool) error {
+	if replace {
+		var kept []Pending
+		for _, e := range o.Events {
+			if e.Type == events.TypeHarnessDetected {
+				kept = append(kept, e)
+			}
+		}
+		o.Events, o.State = kept, o.From
+	}
+	o.Kind, o.Reason, o.Paths = Review, adapters.ReasonDurability, uniq(paths)
+	o.NextStep = reviewNext(o)
+	var planned *events.BridgeContract
+	if replace && !o.hasRecord {
+		c := projections.ContractOf(o.record)
+		planned = &c
+	}
+	return o.requireReview(o.Reason, o.Paths, planned)
+}
+
+// createFailed turns a clean creation failure (nothing of o written) into a
+// review.
+func (o *Outcome) createFailed(path string, err error) error {
+	var kept []Pending
+	for _, e := range o.Events {
+		if e.Type == events.TypeHarnessDetected {
+			kept = append(kept, e)
+		}
+	}
+	o.Events, o.State, o.Creates, o.ChangedPaths, o.Recognized = kept, o.From, nil, nil, false
+	reason := "publication_failed"
+	var sl *adapters.SymlinkError
+	var ex *adapters.ExistsError
+	var nd *adapters.NotDirError
+	switch {
+	case errors.As(err, &sl):
+		reason, path = adapters.ReasonSymlink, sl.Path
+	case errors.As(err, &ex):
+		reason = adapters.ReasonExistingFile
+	case errors.As(err, &nd):
+		reason, path = adapters.ReasonNotRegular, nd.Path
+	}
+	if settled(o.State) {
+		return o.drift(reason, []string{path})
+	}
+	return o.review(reason, []string{path})
+}
+
+// abandon drops o's publication: publication stopped before reaching it.
+func (o *Outcome) abandon() {
+	var kept []Pending
+	for _, e := range o.Events {
+		if e.Type == events.TypeHarnessDetected {
+			kept = append(kept, e)
+		}
+	}
+	o.Events, o.State, o.Creates, o.ChangedPaths, o.Recognized = kept, o.From, nil, nil, false
+	o.Kind = Unchanged
+	o.NextStep = "Publication stopped before this harness; run `tree-ring integrations activate --harness " + o.Adapter.ID + "` once the failure above is resolved."
+}

@@ -1,0 +1,154 @@
+package activation
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// Next-step strings shared with the status command; they match the Rust
+// implementation's wording for output parity.
+const (
+	NextActive         = "No action required for the receipt-backed session."
+	NextActiveIsolated = "Bind the harness to this project's canonical store before claiming shared use."
+	NextAwaitingProof  = "Run the adapter preflight at the start of a new harness session."
+	NextNeedsPlugin    = "Install or enable the compatible separate tree_ring_memory Agent Zero plugin."
+	NextUnsupported    = "Author and register a native harness adapter before claiming Tree Ring activation."
+	NextPlan           = "Apply the reviewed bridge plan, then complete adapter-specific preflight and receipt verification."
+	NextStale          = "The installed adapter definition is out of date. Review the managed hook files and activation manifest, then reconfigure them with this CLI; preserve the memory database."
+	NextFailed         = "Inspect the harness's preflight diagnostic, repair it, then run a new harness session."
+	NextMount          = "Make the canonical project root reachable from the harness runtime, then start a new session."
+)
+
+// NextReview is the creation-only review sentence for harness id.
+func NextReview(id string) string {
+	return "Tree Ring will not replace or remove an existing " + id + " bridge entry; review and reconcile it before retrying."
+}
+
+// NextAfterActivate is the step after a successful activate or link without
+// a receipt: prove it in a new session, then check status.
+func NextAfterActivate(name string) string {
+	return "Open a new " + name + " session so its preflight runs, then check `tree-ring integrations status --verbose` for the receipt."
+}
+
+// NextTrust is Pi's step: trust is the user's decision in Pi itself.
+func NextTrust(name string) string {
+	return "Trust this project in " + name + " itself (Tree Ring never changes " + name + "'s trust settings), then open a new " + name + " session and check `tree-ring integrations status --verbose`."
+}
+
+// NextFor is the next step for a harness resting in state s, for a status
+// listing (init) or after activate/link (afterActivate).
+func NextFor(a *adapters.Adapter, s fsm.State, afterActivate bool) string {
+	switch s {
+	case fsm.Active:
+		return NextActive
+	case fsm.ActiveIsolated:
+		return NextActiveIsolated
+	case fsm.ConfiguredAwaitingProof:
+		if afterActivate {
+			return NextAfterActivate(a.Name)
+		}
+		return NextAwaitingProof
+	case fsm.NeedsTrust:
+		return NextTrust(a.Name)
+	case fsm.NeedsPlugin:
+		return NextNeedsPlugin
+	case fsm.Failed:
+		return NextFailed
+	case fsm.NeedsProjectMount:
+		return NextMount
+	case fsm.NeedsUserReview:
+		return NextReview(a.ID)
+	}
+	return NextUnsupported
+}
+
+func settledNext(o *Outcome, c Command) string {
+	if o.State == fsm.NeedsUserReview {
+		return reviewNext(o)
+	}
+	return NextFor(o.Adapter, o.State, c == Activate)
+}
+
+func retryCommand(o *Outcome) string {
+	cmd := "tree-ring integrations activate --harness " + o.Adapter.ID
+	for _, t := range o.Adapter.ManagedBlocks {
+		if t.Format == adapters.MarkdownBlock {
+			for _, p := range o.Paths {
+				if p == t.Path {
+					return cmd + " --accept-managed-block"
+				}
+			}
+		}
+	}
+	return cmd
+}
+
+// reviewNext explains a review: the creation-only sentence, what is in the
+// way (never file content), and the exact snippet to add by hand when
+// adding it resolves the review.
+func reviewNext(o *Outcome) string {
+	a := o.Adapter
+	if o.Reason == adapters.ReasonAdapterChanged {
+		return NextStale
+	}
+	var b strings.Builder
+	b.WriteString(NextReview(a.ID))
+	line := func(format string, args ...any) { b.WriteString("\n" + fmt.Sprintf(format, args...)) }
+	retry := retryCommand(o)
+	switch o.Reason {
+	case adapters.ReasonDeactivation:
+		var items []string
+		for _, p := range o.Paths {
+			items = append(items, describeOwned(a, p))
+		}
+		line("Tree Ring removes nothing. To finish deactivating %s, remove by hand: %s. To keep it instead, run `tree-ring integrations activate --harness %s`.", a.Name, strings.Join(items, "; "), a.ID)
+		return b.String()
+	case adapters.ReasonUnaccepted:
+		line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
+		return b.String()
+	case adapters.ReasonManifest:
+		line("%s already exists and would need a different %s record; Tree Ring never rewrites it. Review it and move it aside, then run `%s`: Tree Ring publishes it again from the ledger.", adapters.ManifestPath, a.ID, retry)
+		return b.String()
+	case adapters.ReasonDurability:
+		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+		return b.String()
+	}
+	var snippet *adapters.Block
+	for _, f := range o.findings {
+		if f.State == adapters.PathMatch {
+			continue
+		}
+		if f.Detail != "" {
+			line("%s", f.Detail)
+		} else if f.State == adapters.PathAbsent {
+			line("%s is missing.", f.Path)
+		}
+		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
+			snippet = f.Block
+		}
+	}
+	switch {
+	case snippet != nil && snippet.Format == adapters.ClaudeSettings:
+		line("Merge these entries into %s by hand (append each entry to hooks.<Event>), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
+	case snippet != nil:
+		line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
+	default:
+		line("Reconcile %s, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+	}
+	return b.String()
+}
+
+func describeOwned(a *adapters.Adapter, p string) string {
+	for _, t := range a.ManagedBlocks {
+		if t.Path == p {
+			if t.Format == adapters.ClaudeSettings {
+				return "Tree Ring's four handler entries in " + p
+			}
+			return "the Tree Ring block in " + p
+		}
+	}
+	return p
+}

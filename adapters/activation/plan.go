@@ -1,0 +1,466 @@
+// Package activation plans and applies bridge publication for init,
+// integrations activate/link and integrations deactivate: it compares each
+// harness's adapter material with disk and with the ledger's folded state,
+// decides every state change with fsm.Decide, publishes create-only, and
+// returns the events to append. It reads the ledger only through projection
+// snapshots and never imports the store; the command appends the events.
+package activation
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// Command is what the plan is for.
+type Command int
+
+// Commands.
+const (
+	Init Command = iota + 1
+	Activate
+	Deactivate
+)
+
+// Input is everything a plan depends on. Harnesses and Manifest are
+// snapshots of the projections of the same names (empty when there is no
+// store yet); Build copies them and never writes to them.
+type Input struct {
+	Command Command
+	Root    *adapters.ProjectRoot
+	// Targets are the harness ids to plan, in any order.
+	Targets []string
+	// Detections by harness id (missing: not detected).
+	Detections map[string]adapters.Detection
+	// Accept adopts a user-added Tree Ring block in an instruction file
+	// Tree Ring did not create (--accept-managed-block).
+	Accept     bool
+	Context    adapters.Context
+	CLIVersion string
+	Harnesses  projections.KV
+	Manifest   projections.KV
+}
+
+// Kind is the outcome of one harness's plan.
+type Kind int
+
+// Outcome kinds.
+const (
+	Unchanged   Kind = iota + 1 // nothing to write or record
+	Publish                     // create absent material and/or record matching material
+	Review                      // nothing written; the user must reconcile
+	Unsupported                 // guidance-only adapter
+)
+
+// Pending is an event to append: its stream, type and payload.
+type Pending struct {
+	Stream  string
+	Type    string
+	Payload any
+}
+
+// Outcome is one harness's result.
+type Outcome struct {
+	Adapter *adapters.Adapter
+	Kind    Kind
+	From    fsm.State // state before the plan
+	State   fsm.State // state after it
+	// Creates are the files publication creates (a block's Whole when its
+	// file is absent), in path order.
+	Creates []adapters.File
+	// ChangedPaths are the paths created (or, in a dry run, to create).
+	ChangedPaths []string
+	Recognized   bool
+	Reason       string   // review reason code
+	Paths        []string // review paths
+	NextStep     string
+	Events       []Pending
+
+	record    adapters.Record // the adapter's current contract
+	hasRecord bool            // a folded record exists
+	published bool            // ... and it came from bridge.published
+	oldRecord adapters.Record
+	noPlanned bool // the manifest cannot take a planned record
+	hv        projections.Harness
+	findings  []adapters.Finding
+}
+
+// ManifestAction is what happens to activation.json.
+type ManifestAction int
+
+// Manifest actions.
+const (
+	ManifestKeep    ManifestAction = iota + 1 // on disk and semantically equal: preserved byte-for-byte
+	ManifestCreate                            // absent: published create-only, last
+	ManifestAdopt                             // on disk, equal, but not yet recorded in the ledger
+	ManifestBlocked                           // on disk and different (or unreadable): never rewritten
+	ManifestNone                              // no store yet (dry run without a store)
+)
+
+// Plan is the result of Build: per-harness outcomes in id order, the
+// materialized manifest and what happens to it.
+type Plan struct {
+	Command   Command
+	Outcomes  []*Outcome
+	Manifest  adapters.Manifest
+	Bytes     []byte // Manifest.Encode()
+	Action    ManifestAction
+	DiskError error // why the manifest on disk could not be read, if so
+
+	in      Input
+	disk    *adapters.Manifest
+	diskRaw []byte
+	last    projections.PublishedManifest
+}
+
+// Build plans every target. It reads disk through in.Root and never writes.
+func Build(in Input) (*Plan, error) {
+	p := &Plan{Command: in.Command, in: in}
+	ids := slices.Clone(in.Targets)
+	sort.Strings(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		a, ok := adapters.Lookup(id)
+		if !ok {
+			return nil, fmt.Errorf("unknown harness %q", id)
+		}
+		o, err := p.planHarness(a)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", id, err)
+		}
+		p.Outcomes = append(p.Outcomes, o)
+	}
+	if err := p.reconcileManifest(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
+	in := p.in
+	o := &Outcome{Adapter: a, From: fsm.Initial}
+	hv, ok, err := projections.HarnessState(in.Harnesses, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		o.From = fsm.State(hv.State)
+		o.hv = hv
+	}
+	o.State = o.From
+	if mr, ok, err := projections.ManifestRecordOf(in.Manifest, a.ID); err != nil {
+		return nil, err
+	} else if ok {
+		o.hasRecord, o.published, o.oldRecord = true, mr.Published, mr.Record
+	}
+	// The first detection is recorded; later marker changes are not facts
+	// about the harness (publishing a bridge itself adds markers such as
+	// AGENTS.md or .claude), so they are not re-recorded.
+	if det, ok := in.Detections[a.ID]; ok && det.Detected() && in.Command != Deactivate && len(hv.Markers) == 0 {
+		o.add(a, events.TypeHarnessDetected, &events.HarnessDetected{
+			Transition: events.Transition{From: string(o.State), To: string(o.State)},
+			HarnessID:  a.ID, AdapterVersion: a.Version, Capability: string(a.Capability), Markers: det.MarkerPaths(),
+		})
+	}
+	if !a.Publishes() {
+		o.Kind = Unsupported
+		o.NextStep = NextUnsupported
+		return o, nil
+	}
+	mat := a.Material(in.Context)
+	o.record = a.Record(mat)
+	if in.Command == Deactivate {
+		return o, p.planDeactivate(o)
+	}
+	if in.Command == Init && o.From == fsm.NeedsUserReview && hv.Reason == adapters.ReasonDeactivation {
+		o.Kind = Unchanged // a deactivation request sticks until activate
+		o.Reason, o.Paths = hv.Reason, hv.Paths
+		o.NextStep = reviewNext(o)
+		return o, nil
+	}
+	if o.findings, err = adapters.Evaluate(in.Root, mat); err != nil {
+		return nil, err
+	}
+	if settled(o.From) {
+		return o, p.planSettled(o)
+	}
+	return o, p.planPublication(o)
+}
+
+// settled states are owned by proof, trust, plugin and mount checks;
+// publication moves only a harness that has no bridge yet (unsupported) or
+// that awaits review.
+func settled(s fsm.State) bool { return s != fsm.Unsupported && s != fsm.NeedsUserReview }
+
+func (p *Plan) planSettled(o *Outcome) error {
+	if o.hasRecord && o.published && !o.oldRecord.Equal(o.record) {
+		return o.drift(adapters.ReasonAdapterChanged, o.oldRecord.Paths())
+	}
+	var bad []adapters.Finding
+	for _, f := range o.findings {
+		if f.State != adapters.PathMatch {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) == 0 && o.hasRecord && o.published {
+		o.Kind = Unchanged
+		o.NextStep = settledNext(o, p.Command)
+		return nil
+	}
+	reason := adapters.ReasonBridgeFileChanged
+	var paths []string
+	for _, f := range bad {
+		paths = append(paths, f.Path)
+	}
+	if len(bad) > 0 && bad[0].State == adapters.PathConflict && bad[0].Reason != adapters.ReasonExistingFile {
+		reason = bad[0].Reason
+	}
+	if !o.hasRecord || !o.published {
+		paths = o.record.Paths()
+	}
+	return o.drift(reason, paths)
+}
+
+// drift moves a settled harness to needs-user-review without writing.
+func (o *Outcome) drift(reason string, paths []string) error {
+	paths = uniq(paths)
+	o.Kind, o.Reason, o.Paths = Review, reason, paths
+	if to, err := fsm.Decide(o.State, fsm.Drift); err == nil {
+		o.add(o.Adapter, events.TypeBridgeDriftDetected, &events.BridgeDriftDetected{
+			Transition: events.Transition{From: string(o.State), To: string(to)},
+			HarnessID:  o.Adapter.ID, Paths: paths, Reason: reason,
+		})
+		o.State = to
+	} else if err := o.requireReview(reason, paths, nil); err != nil {
+		return err
+	}
+	o.NextStep = reviewNext(o)
+	return nil
+}
+
+func (o *Outcome) requireReview(reason string, paths []string, planned *events.BridgeContract) error {
+	to, err := fsm.Decide(o.State, fsm.RequireReview)
+	if err != nil {
+		return err
+	}
+	o.add(o.Adapter, events.TypePublicationReviewRequired, &events.PublicationReviewRequired{
+		Transition: events.Transition{From: string(o.State), To: string(to)},
+		HarnessID:  o.Adapter.ID, Reason: reason, Paths: paths, Planned: planned,
+	})
+	o.State = to
+	return nil
+}
+
+// review records a review unless the harness already awaits review for the
+// same reason and paths (so that a re-run appends nothing).
+func (o *Outcome) review(reason string, paths []string) error {
+	paths = uniq(paths)
+	o.Kind, o.Reason, o.Paths = Review, reason, paths
+	o.NextStep = reviewNext(o)
+	if o.State == fsm.NeedsUserReview && o.hv.Reason == reason && slices.Equal(o.hv.Paths, paths) {
+		return nil
+	}
+	var planned *events.BridgeContract
+	if !o.hasRecord && !o.noPlanned {
+		c := projections.ContractOf(o.record)
+		planned = &c
+	}
+	return o.requireReview(reason, paths, planned)
+}
+
+func (p *Plan) planPublication(o *Outcome) error {
+	if o.hasRecord && o.published && !o.oldRecord.Equal(o.record) {
+		return o.review(adapters.ReasonAdapterChanged, o.oldRecord.Paths())
+	}
+	var conflicts []adapters.Finding
+	for _, f := range o.findings {
+		if f.State == adapters.PathConflict {
+			conflicts = append(conflicts, f)
+		}
+	}
+	if len(conflicts) > 0 {
+		var paths []string
+		for _, f := range conflicts {
+			paths = append(paths, f.Path)
+		}
+		return o.review(conflicts[0].Reason, paths)
+	}
+	// A Tree Ring block the user placed in their own instruction file is
+	// adopted only with --accept-managed-block; a block this harness's
+	// published record already owns is not a new adoption.
+	for _, f := range o.findings {
+		if f.State == adapters.PathMatch && f.Block != nil && f.Block.Format == adapters.MarkdownBlock &&
+			!(o.published && ownsBlock(o.oldRecord, f.Block)) && !p.in.Accept {
+			return o.review(adapters.ReasonUnaccepted, []string{f.Path})
+		}
+	}
+	o.Kind = Publish
+	for _, f := range o.findings {
+		switch {
+		case f.State == adapters.PathAbsent && f.File != nil:
+			o.Creates = append(o.Creates, *f.File)
+		case f.State == adapters.PathAbsent:
+			o.Creates = append(o.Creates, adapters.File{Path: f.Path, Data: f.Block.Whole, Mode: 0o644})
+		case f.State == adapters.PathMatch:
+			o.Recognized = o.Recognized || f.Block != nil
+		}
+	}
+	for _, c := range o.Creates {
+		o.ChangedPaths = append(o.ChangedPaths, c.Path)
+	}
+	if len(o.Creates) == 0 {
+		o.Recognized = true
+	}
+	o.ChangedPaths = nonNil(o.ChangedPaths)
+	if err := o.publish(); err != nil {
+		return err
+	}
+	o.NextStep = settledNext(o, p.Command)
+	return nil
+}
+
+// publish appends bridge.published and moves the harness to its resting
+// state: in one event when the adapter's settling transition is legal from
+// here, otherwise publish first and settle in a second event.
+func (o *Outcome) publish() error {
+	a := o.Adapter
+	settle := map[fsm.State]string{fsm.NeedsTrust: fsm.RequireTrust, fsm.NeedsPlugin: fsm.RequirePlugin}[a.RestingState]
+	first := fsm.Publish
+	if settle != "" {
+		if _, err := fsm.Decide(o.State, settle); err == nil {
+			first, settle = settle, ""
+		}
+	}
+	to, err := fsm.Decide(o.State, first)
+	if err != nil {
+		return err
+	}
+	c := projections.ContractOf(o.record)
+	o.add(a, events.TypeBridgePublished, &events.BridgePublished{
+		Transition: events.Transition{From: string(o.State), To: string(to)},
+		HarnessID:  a.ID, AdapterVersion: c.AdapterVersion, Capability: c.Capability,
+		BridgeFingerprint: c.BridgeFingerprint, BridgePath: c.BridgePath,
+		OwnedFiles: c.OwnedFiles, ManagedBlocks: c.ManagedBlocks,
+		ChangedPaths: o.ChangedPaths, Recognized: o.Recognized, RecordState: c.RecordState,
+	})
+	o.State = to
+	switch settle {
+	case fsm.RequireTrust:
+		to, err := fsm.Decide(o.State, fsm.RequireTrust)
+		if err != nil {
+			return err
+		}
+		o.add(a, events.TypeTrustRequired, &events.TrustRequired{Transition: events.Transition{From: string(o.State), To: string(to)}, HarnessID: a.ID})
+		o.State = to
+	case fsm.RequirePlugin:
+		// require_plugin does not leave configured-awaiting-proof in the
+		// table; the passive binding has no descriptor, which lose_plugin
+		// records.
+		to, err := fsm.Decide(o.State, fsm.LosePlugin)
+		if err != nil {
+			return err
+		}
+		o.add(a, events.TypePluginDescriptorLost, &events.PluginDescriptorLost{Transition: events.Transition{From: string(o.State), To: string(to)}, HarnessID: a.ID, Reason: "descriptor_absent"})
+		o.State = to
+	}
+	return nil
+}
+
+func (p *Plan) planDeactivate(o *Outcome) error {
+	if !o.hasRecord || !o.published {
+		o.Kind = Unchanged
+		if o.State == fsm.NeedsUserReview {
+			o.Reason, o.Paths = o.hv.Reason, o.hv.Paths
+			o.NextStep = reviewNext(o)
+		} else {
+			o.NextStep = "Nothing to deactivate: Tree Ring has not published a " + o.Adapter.ID + " bridge."
+		}
+		return nil
+	}
+	paths := o.oldRecord.Paths()
+	o.Kind, o.Reason, o.Paths = Review, adapters.ReasonDeactivation, paths
+	o.NextStep = reviewNext(o)
+	if o.State == fsm.NeedsUserReview && o.hv.Reason == adapters.ReasonDeactivation {
+		return nil
+	}
+	to, err := fsm.Decide(o.State, fsm.Deactivate)
+	if err != nil {
+		return err
+	}
+	o.add(o.Adapter, events.TypeHarnessDeactivationRequested, &events.HarnessDeactivationRequested{
+		Transition: events.Transition{From: string(o.State), To: string(to)}, HarnessID: o.Adapter.ID, Paths: paths,
+	})
+	o.State = to
+	return nil
+}
+
+func (o *Outcome) add(a *adapters.Adapter, typ string, payload any) {
+	o.Events = append(o.Events, Pending{Stream: events.HarnessStream(a.ID), Type: typ, Payload: payload})
+}
+
+func ownsBlock(r adapters.Record, b *adapters.Block) bool {
+	for _, mb := range r.ManagedBlocks {
+		if mb.Path == b.Path && mb.BlockID == b.ID && mb.SHA256 == adapters.SHA256Hex(b.Digest) {
+			return true
+		}
+	}
+	return false
+}
+
+func uniq(ps []string) []string {
+	ps = slices.Clone(ps)
+	sort.Strings(ps)
+	return nonNil(slices.Compact(ps))
+}
+
+func nonNil(ps []string) []string {
+	if ps == nil {
+		return []string{}
+	}
+	return ps
+}
+
+// Events returns every pending event in append order: harness streams in id
+// order, then the manifest.
+func (p *Plan) Events() []Pending {
+	var out []Pending
+	for _, o := range p.Outcomes {
+		out = append(out, o.Events...)
+	}
+	if e, ok := p.manifestEvent(); ok {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (p *Plan) manifestEvent() (Pending, bool) {
+	if p.Action != ManifestCreate && p.Action != ManifestAdopt {
+		return Pending{}, false
+	}
+	raw := p.Bytes
+	if p.Action == ManifestAdopt {
+		raw = p.diskRaw
+	}
+	ids := make([]string, 0, len(p.Manifest.Harnesses))
+	for id := range p.Manifest.Harnesses {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	cli := p.in.CLIVersion
+	if p.Action == ManifestAdopt {
+		cli = p.disk.CLIVersion
+	}
+	return Pending{Stream: events.StoreStream, Type: events.TypeManifestPublished, Payload: &events.ManifestPublished{
+		Path: adapters.ManifestPath, SHA256: adapters.SHA256Hex(raw), Harnesses: ids, CLIVersion: cli, Adopted: p.Action == ManifestAdopt,
+	}}, true
+}
+
+// String names a kind for messages.
+func (k Kind) String() string {
+	return [...]string{"", "unchanged", "publish", "review", "unsupported"}[k]
+}

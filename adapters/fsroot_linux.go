@@ -1,0 +1,230 @@
+//go:build linux
+
+package adapters
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// oPath is O_PATH (asm-generic value, shared by every Linux architecture Go
+// supports); package syscall does not export it.
+const oPath = 0x200000
+
+// ProjectRoot is a pinned project directory. Every access is relative to the
+// directory descriptor opened once, component by component with O_NOFOLLOW,
+// so a symlink anywhere below the root (a symlinked .claude, a symlinked
+// bridge file) is refused instead of followed, and a rename of an ancestor
+// cannot redirect writes. Safe for concurrent use; Close when done.
+type ProjectRoot struct {
+	fd   int
+	path string
+	// FailSync is a test seam: when set it is called with the
+	// project-relative directory before each directory fsync, and a non-nil
+	// result is treated as that fsync's failure.
+	FailSync func(dir string) error
+}
+
+// OpenProjectRoot pins canonical, an absolute directory path without
+// symlinks (see CanonicalProjectRoot).
+func OpenProjectRoot(canonical string) (*ProjectRoot, error) {
+	fd, err := syscall.Open(canonical, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open project root: %w", err)
+	}
+	return &ProjectRoot{fd: fd, path: canonical}, nil
+}
+
+// Path is the canonical absolute path the root was opened at.
+func (r *ProjectRoot) Path() string { return r.path }
+
+// Close releases the directory descriptor.
+func (r *ProjectRoot) Close() error { return syscall.Close(r.fd) }
+
+// walk opens the directory made of comps below the root. With create,
+// missing directories are made with mode dirPerm and their parent is synced.
+// absent is true (with a nil error) when a component is missing and create
+// is false. The returned descriptor must be closed by the caller.
+func (r *ProjectRoot) walk(comps []string, create bool, dirPerm uint32) (fd int, absent bool, err error) {
+	fd, err = syscall.Dup(r.fd)
+	if err != nil {
+		return -1, false, err
+	}
+	for i, c := range comps {
+		rel := strings.Join(comps[:i+1], "/")
+		next, err := syscall.Openat(fd, c, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) && create {
+			if err := syscall.Mkdirat(fd, c, dirPerm); err != nil && !errors.Is(err, syscall.EEXIST) {
+				syscall.Close(fd)
+				return -1, false, fmt.Errorf("create directory %s: %w", rel, err)
+			}
+			if err := r.syncDir(fd, strings.Join(comps[:i], "/")); err != nil {
+				syscall.Close(fd)
+				return -1, false, &DurabilityError{Path: rel, Err: err}
+			}
+			next, err = syscall.Openat(fd, c, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			kindErr := classify(fd, c, rel, err)
+			syscall.Close(fd)
+			if errors.Is(err, syscall.ENOENT) {
+				return -1, true, nil
+			}
+			return -1, false, kindErr
+		}
+		syscall.Close(fd)
+		fd = next
+	}
+	return fd, false, nil
+}
+
+// classify turns an open failure on an existing entry into a typed error.
+func classify(dirfd int, name, rel string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return &SymlinkError{Path: rel}
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EEXIST):
+		pfd, perr := syscall.Openat(dirfd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if perr == nil {
+			var st syscall.Stat_t
+			serr := syscall.Fstat(pfd, &st)
+			syscall.Close(pfd)
+			if serr == nil && st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+				return &SymlinkError{Path: rel}
+			}
+		}
+		if errors.Is(err, syscall.EEXIST) {
+			return &ExistsError{Path: rel}
+		}
+		return &NotDirError{Path: rel}
+	}
+	return fmt.Errorf("open %s: %w", rel, err)
+}
+
+func (r *ProjectRoot) syncDir(fd int, rel string) error {
+	if rel == "" {
+		rel = "."
+	}
+	if r.FailSync != nil {
+		if err := r.FailSync(rel); err != nil {
+			return err
+		}
+	}
+	return syscall.Fsync(fd)
+}
+
+// ReadFile inspects the final path rel: absent (Exists false), or a regular
+// file of at most limit bytes whose content is returned. A symlink in any
+// component, a non-directory parent, a non-regular final entry or a larger
+// file is a typed error. Nothing is created.
+func (r *ProjectRoot) ReadFile(rel string, limit int) (Entry, error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return Entry{}, err
+	}
+	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	if err != nil || absent {
+		return Entry{}, err
+	}
+	defer syscall.Close(dfd)
+	name := comps[len(comps)-1]
+	fd, err := syscall.Openat(dfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return Entry{}, nil
+	}
+	if err != nil {
+		return Entry{}, classify(dfd, name, rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Entry{}, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Entry{}, &NotRegularError{Path: rel}
+	}
+	if fi.Size() > int64(limit) {
+		return Entry{}, &TooLargeError{Path: rel, Limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return Entry{}, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if len(data) > limit {
+		return Entry{}, &TooLargeError{Path: rel, Limit: limit}
+	}
+	return Entry{Exists: true, Data: data}, nil
+}
+
+// Exists reports whether the final path rel exists (of any kind), without
+// following a symlink in any component; a symlinked parent is an error.
+func (r *ProjectRoot) Exists(rel string) (bool, error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return false, err
+	}
+	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	if err != nil || absent {
+		return false, err
+	}
+	defer syscall.Close(dfd)
+	fd, err := syscall.Openat(dfd, comps[len(comps)-1], oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("inspect %s: %w", rel, err)
+	}
+	syscall.Close(fd)
+	return true, nil
+}
+
+// CreateFile publishes data at rel create-only: missing parent directories
+// are made (mode dirPerm, parent synced), the file is opened with
+// O_CREAT|O_EXCL|O_NOFOLLOW, its mode set to perm exactly, written, fsynced,
+// and then its directory is fsynced. An existing final path is never
+// replaced: it is an *ExistsError (or *SymlinkError) and nothing was
+// written. A failure after the file was created is a *DurabilityError; the
+// file is left as it is.
+func (r *ProjectRoot) CreateFile(rel string, data []byte, perm, dirPerm uint32) error {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return err
+	}
+	dfd, _, err := r.walk(comps[:len(comps)-1], true, dirPerm)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dfd)
+	name := comps[len(comps)-1]
+	fd, err := syscall.Openat(dfd, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return classify(dfd, name, rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	indeterminate := func(err error) error {
+		f.Close()
+		return &DurabilityError{Path: rel, Err: err}
+	}
+	if err := f.Chmod(os.FileMode(perm)); err != nil {
+		return indeterminate(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return indeterminate(err)
+	}
+	if err := f.Sync(); err != nil {
+		return indeterminate(err)
+	}
+	if err := f.Close(); err != nil {
+		return &DurabilityError{Path: rel, Err: err}
+	}
+	if err := r.syncDir(dfd, strings.Join(comps[:len(comps)-1], "/")); err != nil {
+		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package adapters
+
+import "strings"
+
+// StdinMode is how a harness hands its runtime identity to Tree Ring.
+type StdinMode string
+
+// Stdin modes.
+const (
+	// LifecycleHook: the host runs the managed hook command with its event
+	// object on stdin (Codex, Claude Code).
+	LifecycleHook StdinMode = "lifecycle-hook"
+	// AdapterStdin: a Tree Ring bridge or plugin sends a fixed identity
+	// object to `integrations preflight --input-json-stdin` (Pi, Agent Zero).
+	AdapterStdin StdinMode = "adapter-stdin"
+	// NoStdin: guidance-only adapters never invoke Tree Ring.
+	NoStdin StdinMode = "none"
+)
+
+// MaxStdinBytes bounds every stdin document (larger input is rejected).
+const MaxStdinBytes = 1 << 20
+
+// StdinContract declares what a harness may send on stdin and what Tree
+// Ring answers. The preflight and hook commands enforce it; it is data here
+// so that the contract of every adapter is reviewed in one place and its
+// fixtures under testdata/adapters/<id>/stdin are checked against it.
+type StdinContract struct {
+	Mode StdinMode
+	// ContextFormats are the --context-format values valid for this
+	// harness in adapter-stdin mode.
+	ContextFormats []string
+	// Events lists hook_event_name values a lifecycle hook accepts.
+	Events []string
+	// Required fields for every event or request; EventRequired adds per
+	// event (lifecycle hooks only).
+	Required      []string
+	EventRequired map[string][]string
+	// Optional fields that are read when present. For adapter stdin,
+	// Required+Optional is the complete allow-list: any other key is
+	// rejected. For lifecycle hooks other keys are benign host metadata and
+	// ignored (never read, forwarded, logged or stored).
+	Optional []string
+	// Forbidden keys are rejected wherever they appear (matched after
+	// lowercasing and mapping '-' to '_'), because they claim a store, root,
+	// capability, identity or receipt that only the manifest may supply.
+	Forbidden []string
+	// Output describes the one JSON object written to stdout on success.
+	Output string
+	// TimeoutSeconds is the host-side bound written into the bridge (0:
+	// the bridge applies its own bound in-process).
+	TimeoutSeconds int
+}
+
+// RejectsUnknown reports whether keys outside Required+Optional are errors.
+func (c StdinContract) RejectsUnknown() bool { return c.Mode == AdapterStdin }
+
+// IsForbidden reports whether key is forbidden by the contract.
+func (c StdinContract) IsForbidden(key string) bool {
+	k := strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	for _, f := range c.Forbidden {
+		if k == f {
+			return true
+		}
+	}
+	return false
+}
+
+// IsKnown reports whether key is read by the contract (required, required
+// for some event, or optional).
+func (c StdinContract) IsKnown(key string) bool {
+	for _, k := range c.Required {
+		if k == key {
+			return true
+		}
+	}
+	for _, ks := range c.EventRequired {
+		for _, k := range ks {
+			if k == key {
+				return true
+			}
+		}
+	}
+	for _, k := range c.Optional {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// hookForbidden: fields that would select a store or root or carry a
+// capability; a lifecycle hook rejects them instead of ignoring them.
+var hookForbidden = []string{"authorization", "capability", "capabilities", "coordinator_capability", "memory_root", "project_root", "store_id", "task_hint"}
+
+// adapterForbidden is checked recursively in adapter stdin.
+var adapterForbidden = []string{"authorization", "bridge_fingerprint", "capability", "capabilities", "coordinator_capability", "harness_id", "memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "state", "store_id", "token", "tree_ring_coordinator_token"}
+
+func lifecycleContract() StdinContract {
+	return StdinContract{
+		Mode:     LifecycleHook,
+		Events:   []string{"SessionStart", "SubagentStart", "Stop", "SubagentStop"},
+		Required: []string{"session_id", "cwd", "hook_event_name"},
+		EventRequired: map[string][]string{
+			"SubagentStart": {"agent_id", "agent_type"},
+			"Stop":          {"stop_hook_active"},
+			"SubagentStop":  {"agent_id", "agent_type", "stop_hook_active"},
+		},
+		Forbidden:      hookForbidden,
+		Output:         `start: {"hookSpecificOutput":{"hookEventName":"SessionStart"|"SubagentStart","additionalContext":"..."}}; stop: {"decision":"block","reason":"..."} on the first attempt, {} when stop_hook_active is true`,
+		TimeoutSeconds: 10,
+	}
+}

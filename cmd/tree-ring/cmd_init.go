@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+type initOptions struct{ DryRun bool }
+
+func (o *initOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.DryRun, "dry-run", false, "report what init would publish; create nothing, not even the store")
+}
+
+func init() {
+	register("init", "", "create the project store and publish every detected harness's bridge create-only", runInit)
+}
+
+// initEntry is one integration in init's JSON output: the status entry of
+// the protocol plus the paths this run created.
+type initEntry struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	State        string   `json:"state"`
+	Capability   string   `json:"capability"`
+	ManagedPaths []string `json:"managed_paths,omitempty"`
+	ChangedPaths []string `json:"changed_paths"`
+	NextStep     string   `json:"next_step"`
+}
+
+type awareness struct {
+	CreatedCount  int `json:"created_count"`
+	ExistingCount int `json:"existing_count"`
+}
+
+func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("init takes no arguments")
+	}
+	pr, err := resolveProject(g)
+	if err != nil {
+		return err
+	}
+	defer pr.root.Close()
+	dets := adapters.Detect(pr.canonical, g.Getenv("HOME"))
+	// Plans cover detected harnesses plus Agent Zero's passive binding.
+	targets := []string{"agent-zero"}
+	for _, d := range dets {
+		if d.Detected() {
+			targets = append(targets, d.Adapter.ID)
+		}
+	}
+	in := activation.Input{Command: activation.Init, Targets: targets, Detections: detectionsByID(dets)}
+	if o.DryRun {
+		plan, err := pr.plan(ctx, g, true, in)
+		if err != nil {
+			return err
+		}
+		return printInitDryRun(g, plan)
+	}
+	storeID, err := pr.initStore(ctx, g)
+	if err != nil {
+		return err
+	}
+	aw, err := pr.installAwareness()
+	if err != nil {
+		return err
+	}
+	plan, err := pr.plan(ctx, g, false, in)
+	if err != nil {
+		return err
+	}
+	return printInit(g, plan, storeID, aw)
+}
+
+// initStore opens (creating) the store and records store.initialized once,
+// minting the store id from crypto/rand. It runs in its own transaction
+// before anything is published, so every bridge names a recorded store.
+func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	snap := newSnapshot()
+	if err := snap.read(st); err != nil {
+		return "", err
+	}
+	if err := pr.checkStore(snap); err != nil {
+		return "", err
+	}
+	if snap.storeID != "" {
+		return snap.storeID, nil
+	}
+	if snap.versions[events.StoreStream] != 0 {
+		return "", fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")
+	}
+	id, err := adapters.NewStoreID(nil)
+	if err != nil {
+		return "", err
+	}
+	e, err := g.Factory("cli").New(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{
+		StoreID: id, Format: 1, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version,
+	})
+	if err != nil {
+		return "", err
+	}
+	if _, err := st.Append(ctx, events.StoreStream, 0, e); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// installAwareness creates the guidance files under .tree-ring and the
+// project-local binary when absent; existing ones are never replaced, even
+// an older binary (a binary update is not a hook upgrade).
+func (pr *project) installAwareness() (awareness, error) {
+	var aw awareness
+	for _, f := range adapters.GuidanceFiles() {
+		err := pr.root.CreateFile(f.Path, f.Data, f.Mode, 0o700)
+		var ex *adapters.ExistsError
+		switch {
+		case err == nil:
+			aw.CreatedCount++
+		case errors.As(err, &ex):
+			aw.ExistingCount++
+		default:
+			return aw, err
+		}
+	}
+	if ok, err := pr.root.Exists(adapters.BinaryPath); err != nil || ok {
+		return aw, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return aw, fmt.Errorf("locate the running binary: %w", err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		return aw, fmt.Errorf("read the running binary: %w", unwrapPath(err))
+	}
+	err = pr.root.CreateFile(adapters.BinaryPath, data, 0o755, 0o700)
+	var ex *adapters.ExistsError
+	if err != nil && !errors.As(err, &ex) {
+		return aw, err
+	}
+	return aw, nil
+}
+
+func managedPaths(plan *activation.Plan, id string) []string {
+	if r, ok := plan.Manifest.Harnesses[id]; ok {
+		return r.Paths()
+	}
+	return nil
+}
+
+func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness) error {
+	var entries []initEntry
+	for _, o := range plan.Outcomes {
+		e := initEntry{
+			ID: o.Adapter.ID, Name: o.Adapter.Name, State: string(o.State), Capability: string(o.Adapter.Capability),
+			ChangedPaths: o.ChangedPaths, NextStep: o.NextStep,
+		}
+		if e.ChangedPaths == nil {
+			e.ChangedPaths = []string{}
+		}
+		if o.State != fsm.NeedsUserReview && o.State != fsm.Unsupported {
+			e.ManagedPaths = managedPaths(plan, o.Adapter.ID)
+		}
+		entries = append(entries, e)
+	}
+	if g.JSON {
+		return writeJSON(g.Stdout, struct {
+			OK             bool        `json:"ok"`
+			DryRun         bool        `json:"dry_run"`
+			StoreID        string      `json:"store_id"`
+			Integrations   []initEntry `json:"integrations"`
+			AgentAwareness awareness   `json:"agent_awareness"`
+		}{true, false, storeID, entries, aw})
+	}
+	fmt.Fprintln(g.Stdout, "Tree Ring Memory initialized.")
+	for _, e := range entries {
+		fmt.Fprintf(g.Stdout, "%s: %s\n", e.Name, e.State)
+		if e.State != string(fsm.Active) {
+			printNext(g.Stdout, e.NextStep)
+		}
+	}
+	return nil
+}
+
+func printInitDryRun(g *Globals, plan *activation.Plan) error {
+	var rs []report
+	for _, o := range plan.Outcomes {
+		rs = append(rs, reportOf(o, true))
+	}
+	if g.JSON {
+		return writeJSON(g.Stdout, struct {
+			OK           bool     `json:"ok"`
+			DryRun       bool     `json:"dry_run"`
+			Integrations []report `json:"integrations"`
+		}{true, true, rs})
+	}
+	fmt.Fprintln(g.Stdout, "Tree Ring Memory init (dry-run): nothing was created.")
+	for _, r := range rs {
+		fmt.Fprintf(g.Stdout, "%s: %s (dry-run)\n", r.HarnessID, r.State)
+		if len(r.ChangedPaths) > 0 {
+			fmt.Fprintf(g.Stdout, "  creates: %s\n", joinPaths(r.ChangedPaths))
+		}
+		printNext(g.Stdout, r.NextStep)
+	}
+	return nil
+}
+
+func joinPaths(ps []string) string { return strings.Join(ps, ", ") }

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+type activateOptions struct {
+	Harness string
+	DryRun  bool
+	Accept  bool
+}
+
+func (o *activateOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Harness, "harness", "", "harness id (codex, claude-code, pi, agent-zero, ...)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "report the plan; create nothing, not even the store")
+	fs.BoolVar(&o.Accept, "accept-managed-block", false, "adopt a Tree Ring block you added by hand to an instruction file Tree Ring did not create (AGENTS.md)")
+}
+
+func init() {
+	register("integrations activate", "", "publish one harness's bridge create-only and record it", runActivate)
+	register("integrations link", "", "alias of `integrations activate`", runActivate)
+}
+
+func runActivate(ctx context.Context, g *Globals, o *activateOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("integrations activate takes no arguments")
+	}
+	a, err := harnessFlag(o.Harness)
+	if err != nil {
+		return err
+	}
+	pr, err := resolveProject(g)
+	if err != nil {
+		return err
+	}
+	defer pr.root.Close()
+	dets := detectionsByID(adapters.Detect(pr.canonical, g.Getenv("HOME")))
+	plan, err := pr.plan(ctx, g, o.DryRun, activation.Input{
+		Command: activation.Activate, Targets: []string{a.ID}, Detections: dets, Accept: o.Accept,
+	})
+	if err != nil {
+		return err
+	}
+	return printReport(g, plan.Outcomes[0], o.DryRun)
+}
+
+// harnessFlag resolves --harness to a registered adapter.
+func harnessFlag(id string) (*adapters.Adapter, error) {
+	if id == "" {
+		return nil, usagef("--harness is required (one of: %s)", strings.Join(adapters.IDs(), ", "))
+	}
+	a, ok := adapters.Lookup(id)
+	if !ok {
+		return nil, usagef("--harness %q is not a registered adapter (one of: %s)", id, strings.Join(adapters.IDs(), ", "))
+	}
+	return a, nil
+}
+
+// openProjectRoot pins the project directory; tests replace it to inject
+// durability failures.
+var openProjectRoot = adapters.OpenProjectRoot
+
+// project is the resolved project of an integrations command. Absolute paths
+// stay in memory: they never enter events, output or errors.
+type project struct {
+	canonical   string
+	fingerprint string
+	storeRoot   string // absolute, lexical
+	root        *adapters.ProjectRoot
+}
+
+// resolveProject resolves --source-root and checks that --root names this
+// project's store: a directory named .tree-ring directly under the project
+// root. ".tree-ring", "./.tree-ring", ".tree-ring/" and the absolute path are
+// the same store; another directory is a different store and is refused, as
+// is a symlinked or non-directory store root.
+func resolveProject(g *Globals) (*project, error) {
+	canonical, err := adapters.CanonicalProjectRoot(g.SourceRoot)
+	if err != nil {
+		return nil, fmt.Errorf("--source-root %s: %w", g.SourceRoot, unwrapPath(err))
+	}
+	abs, err := filepath.Abs(g.Root)
+	if err != nil {
+		return nil, fmt.Errorf("--root %s: %w", g.Root, err)
+	}
+	if filepath.Base(abs) != adapters.StoreDir {
+		return nil, fmt.Errorf("--root %s: the store must be the project's %s directory", g.Root, adapters.StoreDir)
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil || parent != canonical {
+		return nil, fmt.Errorf("--root %s is not this project's store (%s under --source-root); a different store is refused", g.Root, adapters.StoreDir)
+	}
+	switch fi, err := os.Lstat(abs); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("--root %s is a symlink; Tree Ring refuses to follow it", g.Root)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("--root %s is not a directory", g.Root)
+	}
+	root, err := openProjectRoot(canonical)
+	if err != nil {
+		return nil, fmt.Errorf("--source-root %s: %w", g.SourceRoot, unwrapPath(err))
+	}
+	return &project{canonical: canonical, fingerprint: adapters.ProjectRootFingerprint(canonical), storeRoot: abs, root: root}, nil
+}
+
+// unwrapPath drops the absolute path from *fs.PathError messages.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (pr *project) hasLedger() (bool, error) {
+	_, err := os.Lstat(filepath.Join(pr.storeRoot, bolt.LedgerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func detectionsByID(ds []adapters.Detection) map[string]adapters.Detection {
+	m := map[string]adapters.Detection{}
+	for _, d := range ds {
+		m[d.Adapter.ID] = d
+	}
+	return m
+}
+
+// plan builds (and unless dryRun applies and records) a plan. A dry run
+// reads an existing store read-only and creates nothing; without a store it
+// plans against an empty ledger. A real run needs the store initialized
+// (init does that first).
+func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activation.Input) (*activation.Plan, error) {
+	in.Root, in.CLIVersion = pr.root, Version
+	exists, err := pr.hasLedger()
+	if err != nil {
+		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
+	}
+	if !exists && !dryRun {
+		return nil, fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
+	}
+	snap := newSnapshot()
+	var st *bolt.Store
+	if exists {
+		if st, err = g.OpenStore(dryRun); err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		if err := snap.read(st); err != nil {
+			return nil, err
+		}
+		if err := pr.checkStore(snap); err != nil {
+			return nil, err
+		}
+	}
+	in.Harnesses, in.Manifest = snap.harnesses, snap.manifest
+	in.Context = adapters.Context{StoreID: snap.storeID, ProjectRootFingerprint: pr.fingerprint}
+	plan, err := activation.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return plan, nil
+	}
+	applyErr := plan.Apply()
+	if err := appendPending(ctx, g, st, snap, plan.Events()); err != nil {
+		return nil, err
+	}
+	return plan, applyErr
+}
+
+// checkStore refuses a store initialized for another project root.
+func (pr *project) checkStore(s *snapshot) error {
+	if s.storeID != "" && s.rootFingerprint != pr.fingerprint {
+		return fmt.Errorf("the store was initialized for a different project root; refusing to publish its bridges here")
+	}
+	return nil
+}
+
+// snapshot is a copy of the projections a plan reads, and the stream
+// versions its appends expect.
+type snapshot struct {
+	harnesses, manifest *projections.MemKV
+	versions            map[string]uint64
+	storeID             string
+	rootFingerprint     string
+}
+
+func newSnapshot() *snapshot {
+	return &snapshot{harnesses: projections.NewMemKV(), manifest: projections.NewMemKV(), versions: map[string]uint64{}}
+}
+
+func (s *snapshot) read(st *bolt.Store) error {
+	return st.View(func(r *bolt.Reader) error {
+		for _, c := range []struct {
+			name string
+			kv   *projections.MemKV
+		}{{projections.HarnessesName, s.harnesses}, {projections.ManifestName, s.manifest}} {
+			if err := r.Projection(c.name).ForEach(nil, func(k, v []byte) error { return c.kv.Put(k, v) }); err != nil {
+				return err
+			}
+		}
+		s.versions[events.StoreStream] = r.StreamVersion(events.StoreStream)
+		for _, a := range adapters.All() {
+			s.versions[events.HarnessStream(a.ID)] = r.StreamVersion(events.HarnessStream(a.ID))
+		}
+		m, ok, err := projections.Manifest(s.manifest, Version)
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.storeID, s.rootFingerprint = m.StoreID, m.ProjectRootFingerprint
+		}
+		return nil
+	})
+}
+
+// appendPending appends a plan's events in one transaction, each stream at
+// the version the snapshot saw (the store's file lock is held throughout, so
+// a mismatch means a bug, not a race).
+func appendPending(ctx context.Context, g *Globals, st *bolt.Store, snap *snapshot, pend []activation.Pending) error {
+	if len(pend) == 0 {
+		return nil
+	}
+	f := g.Factory("cli")
+	var order []string
+	byStream := map[string][]events.Envelope{}
+	for _, p := range pend {
+		e, err := f.New(p.Stream, p.Type, p.Payload)
+		if err != nil {
+			return err
+		}
+		if _, seen := byStream[p.Stream]; !seen {
+			order = append(order, p.Stream)
+		}
+		byStream[p.Stream] = append(byStream[p.Stream], e)
+	}
+	return st.Update(ctx, func(tx *bolt.Tx) error {
+		for _, s := range order {
+			if _, err := tx.Append(s, int64(snap.versions[s]), byStream[s]...); err != nil {
+				return fmt.Errorf("append %s: %w", s, err)
+			}
+		}
+		return nil
+	})
+}
+
+// report is the activate/link/deactivate JSON shape.
+type report struct {
+	HarnessID    string   `json:"harness_id"`
+	State        string   `json:"state"`
+	ChangedPaths []string `json:"changed_paths"`
+	DryRun       bool     `json:"dry_run"`
+	NextStep     string   `json:"next_step"`
+}
+
+func reportOf(o *activation.Outcome, dryRun bool) report {
+	r := report{HarnessID: o.Adapter.ID, State: string(o.State), ChangedPaths: o.ChangedPaths, DryRun: dryRun, NextStep: o.NextStep}
+	if r.ChangedPaths == nil {
+		r.ChangedPaths = []string{}
+	}
+	if dryRun && len(r.ChangedPaths) > 0 && o.Kind == activation.Publish {
+		r.NextStep = activation.NextPlan
+	}
+	return r
+}
+
+func printReport(g *Globals, o *activation.Outcome, dryRun bool) error {
+	r := reportOf(o, dryRun)
+	if g.JSON {
+		return writeJSON(g.Stdout, r)
+	}
+	suffix := ""
+	if dryRun {
+		suffix = " (dry-run)"
+	}
+	fmt.Fprintf(g.Stdout, "%s: %s%s\n", r.HarnessID, r.State, suffix)
+	if dryRun && len(r.ChangedPaths) > 0 {
+		fmt.Fprintf(g.Stdout, "  creates: %s\n", strings.Join(r.ChangedPaths, ", "))
+	}
+	printNext(g.Stdout, r.NextStep)
+	return nil
+}
+
+// printNext prints "  next: " and the step; continuation lines (a snippet to
+// paste) are printed verbatim so that they stay exact.
+func printNext(w io.Writer, step string) {
+	if step == "" {
+		return
+	}
+	fmt.Fprintf(w, "  next: %s\n", step)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,111 @@
+package projections
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// HarnessesName is the bucket of the harness-state projection.
+const HarnessesName = "harnesses"
+
+// Harness is the folded state of one harness stream: its FSM state (the To
+// of the last event that carries a transition), the markers of its last
+// detection, and while it needs review, why and which paths.
+type Harness struct {
+	State   string   `json:"state"`
+	Markers []string `json:"markers,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
+}
+
+type harnessesProjection struct{ moving map[string]bool }
+
+func init() {
+	p := &harnessesProjection{moving: map[string]bool{}}
+	for _, t := range events.Types() {
+		spec, _ := events.Lookup(t)
+		if _, ok := events.Moves(spec.NewPayload()); ok && spec.StreamPrefix == events.HarnessPrefix {
+			p.moving[t] = true
+		}
+	}
+	register(p)
+}
+
+func (*harnessesProjection) Name() string { return HarnessesName }
+func (*harnessesProjection) Version() int { return 1 }
+
+// Handles every harness event that embeds a transition.
+func (p *harnessesProjection) Handles(t string) bool { return p.moving[t] }
+
+func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
+	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)
+	if !ok {
+		return fmt.Errorf("%s on stream %s", e.Type, e.Stream)
+	}
+	v, err := events.DecodePayload(e)
+	if err != nil {
+		return err
+	}
+	tr, ok := events.Moves(v)
+	if !ok {
+		return nil
+	}
+	key := []byte("h/" + id)
+	var h Harness
+	if raw := kv.Get(key); raw != nil {
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return fmt.Errorf("harness %s state: %w", id, err)
+		}
+	}
+	h.State = tr.To
+	switch pl := v.(type) {
+	case *events.HarnessDetected:
+		h.Markers = pl.Markers
+	case *events.PublicationReviewRequired:
+		h.Reason, h.Paths = pl.Reason, pl.Paths
+	case *events.BridgeDriftDetected:
+		h.Reason, h.Paths = pl.Reason, pl.Paths
+		if h.Reason == "" {
+			h.Reason = "bridge_changed"
+		}
+	case *events.HarnessDeactivationRequested:
+		h.Reason, h.Paths = "deactivation_requested", pl.Paths
+	}
+	if h.State != "needs-user-review" {
+		h.Reason, h.Paths = "", nil
+	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return kv.Put(key, raw)
+}
+
+// HarnessState returns the folded state of harness id; ok is false when the
+// harness has no events (its state is then fsm.Initial).
+func HarnessState(kv KV, id string) (Harness, bool, error) {
+	raw := kv.Get([]byte("h/" + id))
+	if raw == nil {
+		return Harness{}, false, nil
+	}
+	var h Harness
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return Harness{}, false, fmt.Errorf("harness %s state: %w", id, err)
+	}
+	return h, true, nil
+}
+
+// HarnessIDs lists the harnesses with events, sorted.
+func HarnessIDs(kv KV) ([]string, error) {
+	var ids []string
+	err := kv.ForEach([]byte("h/"), func(k, _ []byte) error {
+		ids = append(ids, string(k[2:]))
+		return nil
+	})
+	sort.Strings(ids)
+	return ids, err
+}
