@@ -96,7 +96,13 @@ func reviewNext(o *Outcome) string {
 	}
 	var b strings.Builder
 	b.WriteString(NextReview(a.ID))
-	line := func(format string, args ...any) { b.WriteString("\n" + fmt.Sprintf(format, args...)) }
+	said := map[string]bool{}
+	line := func(format string, args ...any) {
+		if l := fmt.Sprintf(format, args...); !said[l] {
+			said[l] = true
+			b.WriteString("\n" + l)
+		}
+	}
 	retry := retryCommand(o)
 	switch o.Reason {
 	case adapters.ReasonDeactivation:
@@ -117,22 +123,25 @@ func reviewNext(o *Outcome) string {
 		return b.String()
 	}
 	var snippet *adapters.Block
+	snippetReason := ""
 	for _, f := range o.findings {
 		if f.State == adapters.PathMatch {
 			continue
 		}
 		if f.Detail != "" {
 			line("%s", f.Detail)
-		} else if f.State == adapters.PathAbsent {
+		} else if f.State == adapters.PathAbsent && settled(o.From) {
 			line("%s is missing.", f.Path)
 		}
 		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
-			snippet = f.Block
+			snippet, snippetReason = f.Block, f.Reason
 		}
 	}
 	switch {
 	case snippet != nil && snippet.Format == adapters.ClaudeSettings:
 		line("Merge these entries into %s by hand (append each entry to hooks.<Event>), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
+	case snippet != nil && (snippetReason == adapters.ReasonBlockChanged || snippetReason == adapters.ReasonMarkers):
+		line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
 	case snippet != nil:
 		line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
 	default:
