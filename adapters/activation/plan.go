@@ -425,6 +425,20 @@ func nonNil(ps []string) []string {
 	return ps
 }
 
+// HasWork reports whether applying the plan would create a file or append
+// an event.
+func (p *Plan) HasWork() bool {
+	if p.Action == ManifestCreate || p.Action == ManifestAdopt {
+		return true
+	}
+	for _, o := range p.Outcomes {
+		if len(o.Events) > 0 || len(o.Creates) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Events returns every pending event in append order: harness streams in id
 // order, then the manifest.
 func (p *Plan) Events() []Pending {

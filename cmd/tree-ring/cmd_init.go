@@ -85,6 +85,23 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 // minting the store id from crypto/rand. It runs in its own transaction
 // before anything is published, so every bridge names a recorded store.
 func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
+	if exists, err := pr.hasLedger(); err != nil {
+		return "", err
+	} else if exists {
+		ro, err := g.OpenStore(true)
+		if err != nil {
+			return "", err
+		}
+		snap := newSnapshot()
+		err = snap.read(ro)
+		ro.Close()
+		if err != nil {
+			return "", err
+		}
+		if err := pr.checkStore(snap); err != nil || snap.storeID != "" {
+			return snap.storeID, err
+		}
+	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return "", err

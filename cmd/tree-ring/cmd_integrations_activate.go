@@ -146,12 +146,14 @@ func detectionsByID(ds []adapters.Detection) map[string]adapters.Detection {
 	return m
 }
 
-// plan builds (and unless dryRun applies and records) a plan. A dry run
-// reads an existing store read-only and creates nothing; without a store it
-// plans against an empty ledger. A real run needs the store initialized
-// (init does that first).
+// plan builds (and unless dryRun applies and records) a plan. It plans on
+// a read-only snapshot first, so that a run with nothing to publish or
+// record never opens the ledger for writing and leaves every byte, the
+// ledger file's included, as it was. Otherwise it re-plans holding the
+// store's exclusive lock until the events are appended. A dry run creates
+// nothing; without a store it plans against an empty ledger. A real run
+// needs the store initialized (init does that first).
 func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activation.Input) (*activation.Plan, error) {
-	in.Root, in.CLIVersion = pr.root, Version
 	exists, err := pr.hasLedger()
 	if err != nil {
 		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
@@ -159,34 +161,51 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 	if !exists && !dryRun {
 		return nil, fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
 	}
-	snap := newSnapshot()
-	var st *bolt.Store
-	if exists {
-		if st, err = g.OpenStore(dryRun); err != nil {
-			return nil, err
-		}
-		defer st.Close()
-		if err := snap.read(st); err != nil {
-			return nil, err
-		}
-		if err := pr.checkStore(snap); err != nil {
-			return nil, err
-		}
+	if !exists {
+		plan, _, err := pr.build(nil, in)
+		return plan, err
 	}
-	in.Harnesses, in.Manifest = snap.harnesses, snap.manifest
-	in.Context = adapters.Context{StoreID: snap.storeID, ProjectRootFingerprint: pr.fingerprint}
-	plan, err := activation.Build(in)
+	ro, err := g.OpenStore(true)
 	if err != nil {
 		return nil, err
 	}
-	if dryRun {
-		return plan, nil
+	plan, _, err := pr.build(ro, in)
+	ro.Close()
+	if err != nil || dryRun || !plan.HasWork() {
+		return plan, err
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	plan, snap, err := pr.build(st, in)
+	if err != nil {
+		return nil, err
 	}
 	applyErr := plan.Apply()
 	if err := appendPending(ctx, g, st, snap, plan.Events()); err != nil {
 		return nil, err
 	}
 	return plan, applyErr
+}
+
+// build snapshots st (nil: no store) and builds the plan.
+func (pr *project) build(st *bolt.Store, in activation.Input) (*activation.Plan, *snapshot, error) {
+	snap := newSnapshot()
+	if st != nil {
+		if err := snap.read(st); err != nil {
+			return nil, nil, err
+		}
+		if err := pr.checkStore(snap); err != nil {
+			return nil, nil, err
+		}
+	}
+	in.Root, in.CLIVersion = pr.root, Version
+	in.Harnesses, in.Manifest = snap.harnesses, snap.manifest
+	in.Context = adapters.Context{StoreID: snap.storeID, ProjectRootFingerprint: pr.fingerprint}
+	plan, err := activation.Build(in)
+	return plan, snap, err
 }
 
 // checkStore refuses a store initialized for another project root.
