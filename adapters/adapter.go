@@ -9,6 +9,7 @@
 package adapters
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/tree-ring/tree-ring/fsm"
@@ -43,11 +44,22 @@ const (
 	ClaudeSettings                        // the four handler entries in .claude/settings.json
 )
 
+// MarshalText names the format.
+func (f BlockFormat) MarshalText() ([]byte, error) {
+	switch f {
+	case MarkdownBlock:
+		return []byte("markdown-markers"), nil
+	case ClaudeSettings:
+		return []byte("claude-settings-handlers"), nil
+	}
+	return nil, fmt.Errorf("unknown block format %d", int(f))
+}
+
 // BlockTarget is a managed block an adapter may own: a file and a block id.
 type BlockTarget struct {
-	Path    string
-	BlockID string
-	Format  BlockFormat
+	Path    string      `json:"path"`
+	BlockID string      `json:"block_id"`
+	Format  BlockFormat `json:"format"`
 }
 
 // Adapter is one harness's registered contract. Values are immutable after

@@ -16,11 +16,12 @@ func init() {
 		BridgePath:   agentZeroBinding,
 		OwnedFiles:   []string{agentZeroBinding},
 		Stdin: StdinContract{
-			Mode:           AdapterStdin,
-			ContextFormats: []string{"json"},
-			Required:       []string{"agent_profile", "workflow_id", "session_id"},
-			Forbidden:      adapterForbidden,
-			Output:         `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
+			Mode:            AdapterStdin,
+			ContextFormats:  []string{"json"},
+			Required:        []string{"agent_profile", "workflow_id", "session_id"},
+			Forbidden:       adapterForbidden,
+			ForbiddenNested: true,
+			Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
 		},
 		material: func(c Context) Material {
 			return Material{

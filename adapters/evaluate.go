@@ -24,6 +24,7 @@ const (
 	ReasonDurability        = "durability_indeterminate"
 	ReasonDeactivation      = "deactivation_requested"
 	ReasonBridgeFileChanged = "bridge_file_changed"
+	ReasonPublicationFailed = "publication_failed"
 )
 
 // PathState is how one piece of bridge material compares with disk.

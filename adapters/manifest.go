@@ -331,6 +331,9 @@ func (rr rawRecord) record(id string) (Record, error) {
 		r.ManagedBlocks = append(r.ManagedBlocks, mb)
 	}
 	if r.BridgePath != "" {
+		if err := CheckRelPath(r.BridgePath); err != nil {
+			return fail("bridge_path: %v", err)
+		}
 		if _, ok := seen[r.BridgePath]; !ok {
 			return fail("bridge_path %s is not one of the record's owned paths", r.BridgePath)
 		}

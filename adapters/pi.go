@@ -18,12 +18,13 @@ func init() {
 		BridgePath:     piExtension,
 		OwnedFiles:     []string{SharedSkill, piExtension},
 		Stdin: StdinContract{
-			Mode:           AdapterStdin,
-			ContextFormats: []string{"pi-before-agent-start"},
-			Required:       []string{"agent_profile", "workflow_id", "session_id"},
-			Optional:       []string{"task_hint"},
-			Forbidden:      adapterForbidden,
-			Output:         `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
+			Mode:            AdapterStdin,
+			ContextFormats:  []string{"pi-before-agent-start"},
+			Required:        []string{"agent_profile", "workflow_id", "session_id"},
+			Optional:        []string{"task_hint"},
+			Forbidden:       adapterForbidden,
+			ForbiddenNested: true,
+			Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
 		},
 		material: func(Context) Material {
 			return Material{

@@ -44,6 +44,10 @@ type StdinContract struct {
 	// lowercasing and mapping '-' to '_'), because they claim a store, root,
 	// capability, identity or receipt that only the manifest may supply.
 	Forbidden []string
+	// ForbiddenNested applies Forbidden at every depth (adapter stdin);
+	// otherwise only top-level keys are checked (lifecycle hooks, whose
+	// hosts nest benign metadata such as background task descriptions).
+	ForbiddenNested bool
 	// Output describes the one JSON object written to stdout on success.
 	Output string
 	// TimeoutSeconds is the host-side bound written into the bridge (0:

@@ -290,7 +290,7 @@ func (o *Outcome) createFailed(path string, err error) error {
 		}
 	}
 	o.Events, o.State, o.Creates, o.ChangedPaths, o.Recognized = kept, o.From, nil, nil, false
-	reason := "publication_failed"
+	reason := adapters.ReasonPublicationFailed
 	var sl *adapters.SymlinkError
 	var ex *adapters.ExistsError
 	var nd *adapters.NotDirError
