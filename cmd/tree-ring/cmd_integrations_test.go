@@ -729,3 +729,35 @@ func TestScan(t *testing.T) {
 		t.Fatal("scan created the store")
 	}
 }
+
+// TestReactivationSettlesPiAndAgentZero: from needs-user-review the table
+// has no require_trust / require_plugin, so re-activation publishes first
+// and then settles in a second event.
+func TestReactivationSettlesPiAndAgentZero(t *testing.T) {
+	p := newProj(t, ".pi")
+	p.ok("init")
+	for id, want := range map[string][]string{
+		"pi":         {"bridge.published unsupported>needs-trust", "harness.deactivation_requested needs-trust>needs-user-review", "bridge.published needs-user-review>configured-awaiting-proof", "harness.trust_required configured-awaiting-proof>needs-trust"},
+		"agent-zero": {"bridge.published unsupported>needs-plugin", "harness.deactivation_requested needs-plugin>needs-user-review", "bridge.published needs-user-review>configured-awaiting-proof", "plugin.descriptor_lost configured-awaiting-proof>needs-plugin"},
+	} {
+		p.ok("integrations", "deactivate", "--harness", id)
+		var r activateOut
+		p.json(&r, "integrations", "activate", "--harness", id)
+		if len(r.ChangedPaths) != 0 {
+			t.Fatalf("%s re-activation created %v", id, r.ChangedPaths)
+		}
+		var got []string
+		for _, e := range p.events() {
+			if e.Stream != "harness/"+id || e.Type == "harness.detected" {
+				continue
+			}
+			var tr struct{ From, To string }
+			_ = json.Unmarshal(e.Payload, &tr)
+			got = append(got, e.Type+" "+tr.From+">"+tr.To)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n%s\nwant\n%s", id, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	p.ok("audit", "verify")
+}
