@@ -761,3 +761,50 @@ func TestReactivationSettlesPiAndAgentZero(t *testing.T) {
 	}
 	p.ok("audit", "verify")
 }
+
+// TestManifestIsCreateOnly: an existing manifest that would need another
+// record (a harness added after init, or a manifest of another store) is
+// never rewritten; the harness's whole plan waits, and moving the file
+// aside lets Tree Ring publish it again from the ledger.
+func TestManifestIsCreateOnly(t *testing.T) {
+	p := newProj(t, ".codex")
+	p.ok("init")
+	manifest := p.read(".tree-ring/activation.json")
+	if err := os.Mkdir(p.path(".pi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var r activateOut
+	p.json(&r, "integrations", "activate", "--harness", "pi")
+	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, ".tree-ring/activation.json already exists") || p.exists(".pi/extensions") {
+		t.Fatalf("pi after init: %+v", r)
+	}
+	if p.read(".tree-ring/activation.json") != manifest {
+		t.Fatal("manifest rewritten")
+	}
+	if err := os.Rename(p.path(".tree-ring/activation.json"), p.path("activation.json.reviewed")); err != nil {
+		t.Fatal(err)
+	}
+	p.json(&r, "integrations", "activate", "--harness", "pi")
+	if r.State != "needs-trust" || !slices.Contains(r.ChangedPaths, ".pi/extensions/tree-ring-memory.ts") {
+		t.Fatalf("pi after moving the manifest aside: %+v", r)
+	}
+	m := p.manifest()
+	if _, ok := m.Harnesses["pi"]; !ok || len(m.Harnesses) != 3 {
+		t.Fatalf("re-published manifest %v", m.Harnesses)
+	}
+
+	// A manifest of another store blocks every plan that needs a record in it.
+	q := newProj(t, ".codex")
+	foreign := strings.Replace(string(m.Encode()), m.StoreID, "11111111-2222-4333-8444-555555555555", 1)
+	q.write(".tree-ring/activation.json", foreign)
+	var out initOut
+	q.json(&out, "init")
+	for id, s := range out.states() {
+		if s != "needs-user-review" {
+			t.Errorf("%s %s under a foreign manifest", id, s)
+		}
+	}
+	if q.exists("AGENTS.md") || q.exists(".codex/hooks.json") || q.read(".tree-ring/activation.json") != foreign {
+		t.Fatal("published under a foreign manifest")
+	}
+}
