@@ -80,6 +80,7 @@ type History struct {
 	cur         State
 	lastVersion uint64
 	stopped     bool
+	clock       time.Time // latest recorded_at replayed
 	rs          []Receipt // live receipts since the harness last entered a proven state, oldest first
 	rbase       int       // absolute index of rs[0]
 	ridx        map[string]int
@@ -211,7 +212,12 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		return fail(BadEvent, id, "payload names harness %q on stream %s", hid, e.Stream)
 	}
 	at := e.RecordedAt
-	h.check(at)
+	// Check times never go back: a writer clock that stepped backwards must
+	// not make an earlier receipt look "in the future".
+	if at.After(h.clock) {
+		h.clock = at
+	}
+	h.check(h.clock)
 	st := Step{Position: e.Position, Version: e.Version, At: at, Type: e.Type, From: h.cur, To: h.cur, payload: p}
 	if tr, moves := events.Moves(p); moves {
 		from, to := State(tr.From), State(tr.To)
@@ -248,7 +254,7 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		if i, ok := h.ridx[p.ReceiptID]; ok {
 			h.rs[i-h.rbase].dead = true
 		}
-		h.check(at)
+		h.check(h.clock)
 	}
 	return nil
 }
