@@ -162,6 +162,10 @@ func short(h string) string {
 	return h
 }
 
+// Printable is clean for callers that print other payload strings (receipt
+// ids, fingerprints) next to a Reason.
+func Printable(s string) string { return clean(s) }
+
 // maxReasonField bounds one free-form field in a reason, in runes.
 const maxReasonField = 64
 
