@@ -118,19 +118,19 @@ func reason(p any) string {
 	case *events.HarnessDetected:
 		return fmt.Sprintf("%s adapter %s", clean(p.Capability), clean(p.AdapterVersion))
 	case *events.BridgePublished:
-		s := fmt.Sprintf("bridge %s, %d paths changed", short(p.BridgeFingerprint), len(p.ChangedPaths))
+		s := fmt.Sprintf("bridge %s, %s changed", short(p.BridgeFingerprint), paths(len(p.ChangedPaths)))
 		if p.Recognized {
 			s += ", user snippet recognized"
 		}
 		return s
 	case *events.PublicationReviewRequired:
-		return fmt.Sprintf("reason %s, %d paths", clean(p.Reason), len(p.Paths))
+		return fmt.Sprintf("reason %s, %s", clean(p.Reason), paths(len(p.Paths)))
 	case *events.HarnessDeactivationRequested:
-		return fmt.Sprintf("%d paths kept for review", len(p.Paths))
+		return paths(len(p.Paths)) + " kept for review"
 	case *events.HarnessDeactivated:
 		return "bridge removed by the user"
 	case *events.BridgeDriftDetected:
-		return fmt.Sprintf("%d paths changed on disk", len(p.Paths))
+		return paths(len(p.Paths)) + " changed on disk"
 	case *events.PluginDescriptorFound:
 		return "plugin " + clean(p.PluginVersion)
 	case *events.PluginDescriptorLost:
@@ -151,6 +151,13 @@ func reason(p any) string {
 		return fmt.Sprintf("receipt %s, reason %s", clean(p.ReceiptID), clean(p.Reason))
 	}
 	return ""
+}
+
+func paths(n int) string {
+	if n == 1 {
+		return "1 path"
+	}
+	return fmt.Sprintf("%d paths", n)
 }
 
 // short shortens a digest or fingerprint for display.

@@ -93,9 +93,10 @@ func historyGraph(h *History) ([]State, []graphEdge) {
 		if k.Transition == Expire {
 			label += " (derived)"
 		}
-		label += fmt.Sprintf(" x%d, first %s", a.n, basicTime(a.first))
-		if a.n > 1 {
-			label += ", last " + basicTime(a.last)
+		if a.n == 1 {
+			label += " x1, at " + basicTime(a.first)
+		} else {
+			label += fmt.Sprintf(" x%d, first %s, last %s", a.n, basicTime(a.first), basicTime(a.last))
 		}
 		out = append(out, graphEdge{from: k.From, to: k.To, label: label, derived: k.Transition == Expire})
 	}
