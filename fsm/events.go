@@ -20,6 +20,10 @@ func TransitionOf(eventType string, payload any) (string, bool) {
 	if t, ok := events.Moves(payload); ok {
 		to = State(t.To)
 	}
+	return transitionName(eventType, to)
+}
+
+func transitionName(eventType string, to State) (string, bool) {
 	switch eventType {
 	case events.TypeHarnessDetected:
 		return Detect, true

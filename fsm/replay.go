@@ -34,8 +34,10 @@ type Step struct {
 	From, To   State
 	Derived    bool
 
-	payload any    // decoded payload, for Reason
-	note    string // reason of a derived step
+	stream string // for decoding raw
+	schema int
+	raw    []byte // the payload, decoded again by Reason
+	note   string // reason of a derived step
 }
 
 // Reason is a short, privacy-safe explanation: review reason code, receipt
@@ -45,7 +47,12 @@ func (s *Step) Reason() string {
 	if s.Derived {
 		return s.note
 	}
-	return reason(s.payload)
+	e := events.Envelope{Stream: s.stream, Type: s.Type, SchemaVersion: s.schema, Payload: s.raw}
+	p, err := events.DecodePayload(&e)
+	if err != nil {
+		return "payload does not decode: " + clean(err.Error())
+	}
+	return reason(p)
 }
 
 // Receipt is a proof a preflight left: from preflight.succeeded (to active
@@ -204,12 +211,12 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		h.Later++
 		return nil
 	}
-	p, err := events.DecodePayload(e)
+	c, err := payloadCore(e)
 	if err != nil {
 		return fail(BadEvent, id, "%v", err)
 	}
-	if hid, ok := harnessOf(p); ok && hid != id {
-		return fail(BadEvent, id, "payload names harness %q on stream %s", hid, e.Stream)
+	if c.harness != id {
+		return fail(BadEvent, id, "payload names harness %q on stream %s", c.harness, e.Stream)
 	}
 	at := e.RecordedAt
 	// Check times never go back: a writer clock that stepped backwards must
@@ -218,19 +225,22 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		h.clock = at
 	}
 	h.check(h.clock)
-	st := Step{Position: e.Position, Version: e.Version, At: at, Type: e.Type, From: h.cur, To: h.cur, payload: p}
-	if tr, moves := events.Moves(p); moves {
-		from, to := State(tr.From), State(tr.To)
+	// The payload is kept (copied: a ledger scan reuses its buffers) and
+	// decoded again only if a reason is asked for.
+	st := Step{Position: e.Position, Version: e.Version, At: at, Type: e.Type, From: h.cur, To: h.cur,
+		stream: e.Stream, schema: e.SchemaVersion, raw: append([]byte(nil), e.Payload...)}
+	if name, moves := transitionName(e.Type, State(c.to)); moves {
+		from, to := State(c.from), State(c.to)
 		if !Valid(from) {
-			return fail(BadEvent, id, "recorded from %q is not a state", tr.From)
+			return fail(BadEvent, id, "recorded from %q is not a state", c.from)
 		}
 		if !Valid(to) {
-			return fail(BadEvent, id, "recorded to %q is not a state", tr.To)
+			return fail(BadEvent, id, "recorded to %q is not a state", c.to)
 		}
 		if from != h.cur && from != h.Recorded {
 			return fail(FromMismatch, id, "recorded from %s, but the state there is %s", from, h.cur)
 		}
-		st.Transition, _ = TransitionOf(e.Type, p)
+		st.Transition = name
 		st.From, st.To = from, to
 		h.cur, h.Recorded = to, to
 		if !Proven(to) {
@@ -241,17 +251,17 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 	}
 	h.Steps = append(h.Steps, st)
 	h.Events++
-	switch p := p.(type) {
-	case *events.PreflightSucceeded:
+	switch e.Type {
+	case events.TypePreflightSucceeded:
 		if Proven(st.To) {
-			h.addReceipt(Receipt{ID: p.ReceiptID, Worker: p.WorkerKeyFingerprint, At: at, State: st.To, Position: e.Position})
+			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: at, State: st.To, Position: e.Position})
 		}
-	case *events.ReceiptRecorded:
-		if s := State(p.State); p.Status == "success" && Proven(s) {
-			h.addReceipt(Receipt{ID: p.ReceiptID, Worker: p.WorkerKeyFingerprint, At: at, State: s, Position: e.Position})
+	case events.TypeReceiptRecorded:
+		if s := State(c.state); c.status == "success" && Proven(s) {
+			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: at, State: s, Position: e.Position})
 		}
-	case *events.ReceiptPruned:
-		if i, ok := h.ridx[p.ReceiptID]; ok {
+	case events.TypeReceiptPruned:
+		if i, ok := h.ridx[c.receipt]; ok {
 			h.rs[i-h.rbase].dead = true
 		}
 		h.check(h.clock)
