@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,9 +48,19 @@ func (s *Step) Reason() string {
 	if s.Derived {
 		return s.note
 	}
+	// The payload was validated strictly before replay (see Replayer.Apply);
+	// for display, plain decoding (after upcasting) is enough and much faster.
 	e := events.Envelope{Stream: s.stream, Type: s.Type, SchemaVersion: s.schema, Payload: s.raw}
-	p, err := events.DecodePayload(&e)
+	spec, ok := events.Lookup(s.Type)
+	if !ok {
+		return ""
+	}
+	raw, err := events.Upcast(&e)
 	if err != nil {
+		return "payload does not decode: " + clean(err.Error())
+	}
+	p := spec.NewPayload()
+	if err := json.Unmarshal(raw, p); err != nil {
 		return "payload does not decode: " + clean(err.Error())
 	}
 	return reason(p)
