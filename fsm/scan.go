@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -53,6 +54,15 @@ func payloadCore(e *events.Envelope) (core, error) {
 			dst = &c.status
 		default:
 			return nil
+		}
+		// The common values (state names, the stream's harness id,
+		// "success") are shared rather than allocated per event.
+		if len(raw) >= 2 && raw[0] == '"' {
+			in := raw[1 : len(raw)-1]
+			if s, ok := known(in, e.Stream); ok {
+				*dst = s
+				return nil
+			}
 		}
 		s, err := jsonString(raw)
 		if err != nil {
@@ -203,4 +213,21 @@ func isDelim(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// known returns a shared string equal to b when b is a state name, the
+// harness id of stream, or "success"; the comparisons do not allocate.
+func known(b []byte, stream string) (string, bool) {
+	for _, st := range States {
+		if string(b) == string(st) {
+			return string(st), true
+		}
+	}
+	if id, ok := strings.CutPrefix(stream, events.HarnessPrefix); ok && string(b) == id {
+		return id, true
+	}
+	if string(b) == "success" {
+		return "success", true
+	}
+	return "", false
 }
