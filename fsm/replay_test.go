@@ -353,3 +353,28 @@ func TestFresh(t *testing.T) {
 		}
 	}
 }
+
+// Reasons carry codes, ids, shortened fingerprints and counts: never paths,
+// task-hint digests or anything free-form beyond a bounded code.
+func TestReasonsArePrivacySafe(t *testing.T) {
+	l := newLog(t)
+	l.publish("codex", Unsupported, ConfiguredAwaitingProof)
+	hint := strings.Repeat("9", 64)
+	l.add(events.HarnessStream("codex"), events.TypePreflightSucceeded, &events.PreflightSucceeded{
+		Transition: tr(ConfiguredAwaitingProof, Active), HarnessID: "codex", WorkerKeyFingerprint: worker('a'), ReceiptID: "receipt-1",
+		QueryClass: "task_hint", ResultCount: 2, SelectedMemoryIDsSHA256: strings.Repeat("ee", 32), TaskHintSHA256: hint, TaskHintChars: 120,
+	})
+	l.add(events.HarnessStream("codex"), events.TypePublicationReviewRequired, &events.PublicationReviewRequired{
+		Transition: tr(Active, NeedsUserReview), HarnessID: "codex", Reason: "existing_hook\nINJECTED " + strings.Repeat("x", 200), Paths: []string{".codex/hooks.json", "AGENTS.md"},
+	})
+	h := replayOne(t, l, "codex", l.now)
+	for _, s := range h.Steps {
+		r := s.Reason()
+		if strings.Contains(r, "/") || strings.Contains(r, "AGENTS.md") || strings.Contains(r, hint[:12]) || strings.Contains(r, "\n") || len([]rune(r)) > 200 {
+			t.Errorf("%s reason %q", s.Type, r)
+		}
+	}
+	if got := h.Steps[2].Reason(); !strings.HasPrefix(got, "reason existing_hook?INJECTED xxx") || !strings.HasSuffix(got, "…, 2 paths") {
+		t.Errorf("review reason %q", got)
+	}
+}
