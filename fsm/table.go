@@ -1,6 +1,7 @@
 // Package fsm is the harness state machine: one transition table over the
 // protocol's nine states, used to decide new states (with looplab/fsm), to
-// replay the ledger and to draw the diagrams. It is pure: no I/O.
+// replay the ledger and to draw the diagrams. It is pure: no I/O, no clock
+// (callers pass the instant).
 package fsm
 
 import (
@@ -34,21 +35,27 @@ var States = []State{Unsupported, Failed, NeedsTrust, NeedsProjectMount, NeedsPl
 const Initial = Unsupported
 
 // Valid reports whether s is one of the nine states.
-func Valid(s State) bool {
-	for _, v := range States {
+func Valid(s State) bool { return stateIndex(s) >= 0 }
+
+func stateIndex(s State) int {
+	for i, v := range States {
 		if v == s {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
-// Transition names: what happened to the harness.
+// Proven reports whether s is a state that only a fresh receipt can hold.
+func Proven(s State) bool { return s == Active || s == ActiveIsolated }
+
+// Transition names: what happened to the harness. docs/fsm.md explains each.
 const (
+	Detect        = "detect"         // read-only discovery; never changes a state
 	Publish       = "publish"        // bridge published (or exact user-added snippet recognized)
 	RequireReview = "require_review" // publication would need mutation; review required
 	RequireTrust  = "require_trust"  // the harness must grant its own trust first
-	RequirePlugin = "require_plugin" // passive binding without a valid plugin descriptor
+	RequirePlugin = "require_plugin" // passive Agent Zero binding published; the plugin must prove it
 	FindPlugin    = "find_plugin"    // a valid plugin descriptor appeared
 	LosePlugin    = "lose_plugin"    // the plugin descriptor is gone or disabled
 	Prove         = "prove"          // preflight succeeded against the canonical store
@@ -57,8 +64,12 @@ const (
 	LoseMount     = "lose_mount"     // the project root is unreachable
 	Deactivate    = "deactivate"     // deactivation requested; nothing is removed
 	Drift         = "drift"          // bridge bytes on disk changed
-	Expire        = "expire"         // the newest receipt is older than 30 days (derived, never appended)
+	Remove        = "remove"         // the user removed the reviewed bridge; back to the start
+	Expire        = "expire"         // the newest receipt is 30 days old (derived, never appended)
 )
+
+// Transitions lists every transition name in the table's order.
+var Transitions = []string{Detect, Publish, RequireReview, RequireTrust, RequirePlugin, FindPlugin, LosePlugin, Prove, ProveIsolated, Fail, LoseMount, Deactivate, Drift, Remove, Expire}
 
 func all(except ...State) []string {
 	var out []string
@@ -82,23 +93,36 @@ func from(ss ...State) []string {
 	return out
 }
 
-// Table is the one transition table. Each row: a transition, the states it
-// may leave, the state it enters. docs/fsm.md explains every row.
-var Table = lfsm.Events{
-	{Name: Publish, Src: from(Unsupported, Failed, NeedsUserReview, NeedsProjectMount), Dst: string(ConfiguredAwaitingProof)},
-	{Name: RequireReview, Src: all(NeedsUserReview), Dst: string(NeedsUserReview)},
-	{Name: RequireTrust, Src: from(Unsupported, ConfiguredAwaitingProof, Failed, NeedsProjectMount), Dst: string(NeedsTrust)},
-	{Name: RequirePlugin, Src: from(Unsupported, Failed, NeedsProjectMount), Dst: string(NeedsPlugin)},
-	{Name: FindPlugin, Src: from(NeedsPlugin), Dst: string(ConfiguredAwaitingProof)},
-	{Name: LosePlugin, Src: from(ConfiguredAwaitingProof, Active, ActiveIsolated, Failed), Dst: string(NeedsPlugin)},
-	{Name: Prove, Src: from(ConfiguredAwaitingProof, NeedsTrust, ActiveIsolated), Dst: string(Active)},
-	{Name: ProveIsolated, Src: from(ConfiguredAwaitingProof, NeedsTrust, Active), Dst: string(ActiveIsolated)},
-	{Name: Fail, Src: from(ConfiguredAwaitingProof, NeedsTrust, NeedsPlugin, Active, ActiveIsolated), Dst: string(Failed)},
-	{Name: LoseMount, Src: all(NeedsProjectMount, Unsupported), Dst: string(NeedsProjectMount)},
-	{Name: Deactivate, Src: from(ConfiguredAwaitingProof, Active, ActiveIsolated, NeedsTrust, NeedsPlugin, Failed), Dst: string(NeedsUserReview)},
-	{Name: Drift, Src: from(ConfiguredAwaitingProof, Active, ActiveIsolated, NeedsTrust), Dst: string(NeedsUserReview)},
-	{Name: Expire, Src: from(Active, ActiveIsolated), Dst: string(ConfiguredAwaitingProof)},
+// selfLoops gives t a no-op row in every state: looplab keys rows by
+// (name, source), so "stays where it is" needs one row per state.
+func selfLoops(t string) lfsm.Events {
+	out := make(lfsm.Events, len(States))
+	for i, s := range States {
+		out[i] = lfsm.EventDesc{Name: t, Src: []string{string(s)}, Dst: string(s)}
+	}
+	return out
 }
+
+// Table is the one transition table. Each row: a transition, the states it
+// may leave, the state it enters. A row whose sources include its
+// destination is an allowed no-op there (Decide returns the same state).
+// docs/fsm.md explains every row; fsm_test.go pins every cell.
+var Table = append(selfLoops(Detect), lfsm.Events{
+	{Name: Publish, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsUserReview, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
+	{Name: RequireReview, Src: all(), Dst: string(NeedsUserReview)},
+	{Name: RequireTrust, Src: from(Unsupported, Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsTrust)},
+	{Name: RequirePlugin, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsPlugin, NeedsUserReview), Dst: string(NeedsPlugin)},
+	{Name: FindPlugin, Src: from(NeedsPlugin, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
+	{Name: LosePlugin, Src: from(Failed, NeedsProjectMount, NeedsPlugin, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsPlugin)},
+	{Name: Prove, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(Active)},
+	{Name: ProveIsolated, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(ActiveIsolated)},
+	{Name: Fail, Src: all(NeedsUserReview), Dst: string(Failed)},
+	{Name: LoseMount, Src: all(Unsupported), Dst: string(NeedsProjectMount)},
+	{Name: Deactivate, Src: all(Unsupported), Dst: string(NeedsUserReview)},
+	{Name: Drift, Src: all(Unsupported), Dst: string(NeedsUserReview)},
+	{Name: Remove, Src: from(NeedsUserReview), Dst: string(Unsupported)},
+	{Name: Expire, Src: from(ActiveIsolated, Active), Dst: string(ConfiguredAwaitingProof)},
+}...)
 
 // IllegalTransitionError is returned when a transition is not allowed from
 // the current state.
@@ -118,17 +142,22 @@ func (e *UnknownTransitionError) Error() string {
 	return fmt.Sprintf("unknown transition %q", e.Transition)
 }
 
-// Decide returns the state after applying transition t in state cur. A
-// transition that leaves the state unchanged (the same state again, such as
-// a second successful preflight while active) is not an error: it returns
-// cur. Each call uses a fresh FSM and context.Background(), so no shared
-// machine can be left "in transition" (looplab/fsm issue #115).
+// UnknownStateError is returned for a state outside the nine.
+type UnknownStateError struct{ State State }
+
+func (e *UnknownStateError) Error() string { return fmt.Sprintf("unknown state %q", e.State) }
+
+// Decide returns the state after applying transition t in state cur. An
+// allowed self-loop (a second successful preflight while active, detection
+// in any state) is not an error: it returns cur. Each call uses a fresh FSM
+// and context.Background(), so no shared machine can be left "in
+// transition" (looplab/fsm issue #115). Decide is for writers deciding a new
+// event; replay never calls it (history is not re-validated against today's
+// table). Writers should pass the state at their instant (see StateAt), so
+// that a receipt's expiry is taken into account.
 func Decide(cur State, t string) (State, error) {
 	if !Valid(cur) {
-		return cur, fmt.Errorf("unknown state %q", cur)
-	}
-	if Idempotent(cur, t) {
-		return cur, nil
+		return cur, &UnknownStateError{State: cur}
 	}
 	m := lfsm.NewFSM(string(cur), Table, nil)
 	err := m.Event(context.Background(), t)
@@ -149,14 +178,38 @@ func Decide(cur State, t string) (State, error) {
 	}
 }
 
-// Idempotent reports whether t repeated in the state it leads to is a no-op
-// (for example prove while already active): the table lists each
-// transition's destination, and a self-loop is never an error.
+// Idempotent reports whether t is an allowed no-op in cur (the table lists
+// cur as both a source and the destination of t), for example prove while
+// already active.
 func Idempotent(cur State, t string) bool {
 	for _, row := range Table {
-		if row.Name == t {
-			return row.Dst == string(cur)
+		if row.Name != t || row.Dst != string(cur) {
+			continue
+		}
+		for _, s := range row.Src {
+			if s == string(cur) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// Edge is one allowed cell of the table: From --Transition--> To.
+type Edge struct {
+	From, To   State
+	Transition string
+}
+
+// Edges lists every allowed (state, transition) cell, sorted by source
+// state (protocol order), then destination, then transition name.
+func Edges() []Edge {
+	var out []Edge
+	for _, row := range Table {
+		for _, s := range row.Src {
+			out = append(out, Edge{From: State(s), To: State(row.Dst), Transition: row.Name})
+		}
+	}
+	sortEdges(out)
+	return out
 }
