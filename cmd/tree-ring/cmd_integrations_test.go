@@ -731,14 +731,14 @@ func TestScan(t *testing.T) {
 }
 
 // TestReactivationSettlesPiAndAgentZero: from needs-user-review the table
-// has no require_trust / require_plugin, so re-activation publishes first
-// and then settles in a second event.
+// has require_plugin but no require_trust, so agent-zero settles in one
+// event and pi publishes first, then records that trust is required.
 func TestReactivationSettlesPiAndAgentZero(t *testing.T) {
 	p := newProj(t, ".pi")
 	p.ok("init")
 	for id, want := range map[string][]string{
 		"pi":         {"bridge.published unsupported>needs-trust", "harness.deactivation_requested needs-trust>needs-user-review", "bridge.published needs-user-review>configured-awaiting-proof", "harness.trust_required configured-awaiting-proof>needs-trust"},
-		"agent-zero": {"bridge.published unsupported>needs-plugin", "harness.deactivation_requested needs-plugin>needs-user-review", "bridge.published needs-user-review>configured-awaiting-proof", "plugin.descriptor_lost configured-awaiting-proof>needs-plugin"},
+		"agent-zero": {"bridge.published unsupported>needs-plugin", "harness.deactivation_requested needs-plugin>needs-user-review", "bridge.published needs-user-review>needs-plugin"},
 	} {
 		p.ok("integrations", "deactivate", "--harness", id)
 		var r activateOut
