@@ -384,37 +384,30 @@ func (r *Run) end() {
 	ownRuns.Delete(r.id)
 }
 
-// committed reports whether the ledger already holds a run.finished of r.
+// committed reports whether the ledger already holds the run's outcome:
+// its stream has a terminal event and the projection does not wait for a
+// run.finished (as it does after another process's run.interrupted).
 func (r *Run) committed() bool {
 	var ok bool
 	err := r.st.View(func(rd *bolt.Reader) error {
-		rec, found, err := projections.RunRecordOf(rd.Projection(projections.RunsName), r.id)
-		ok = err == nil && found && rec.Status != events.RunStatusRunning && rec.Status != events.RunStatusInterrupted
-		if !found && err == nil {
-			// Record dropped or projection behind: the stream tells.
-			ok = rd.StreamVersion(r.stream) >= 2
-		}
-		return err
+		ok = rd.StreamVersion(r.stream) >= 2 && !projections.AwaitsFinish(rd.Projection(projections.RunsName), r.scope, r.id)
+		return nil
 	})
 	return err == nil && ok
 }
 
 // canFinish reports whether run.finished may be appended now and at which
-// expected version: the stream holds only run.started, or ends with
-// run.interrupted.
+// expected version: the stream holds only run.started, or it ends with a
+// run.interrupted that the projection holds open.
 func (r *Run) canFinish(tx *bolt.Tx) (bool, uint64, error) {
-	v := tx.StreamVersion(r.stream)
-	switch {
+	switch v := tx.StreamVersion(r.stream); {
 	case v == 0:
 		return false, 0, fmt.Errorf("finish run %s: the run was never started", r.id)
 	case v == 1:
 		return true, 1, nil
+	default:
+		return projections.AwaitsFinish(tx.Projection(projections.RunsName), r.scope, r.id), v, nil
 	}
-	rec, found, err := projections.RunRecordOf(tx.Projection(projections.RunsName), r.id)
-	if err != nil {
-		return false, 0, err
-	}
-	return found && rec.Status == events.RunStatusInterrupted, v, nil
 }
 
 func (r *Run) finishedEvent(cause error) (events.Envelope, error) {
