@@ -170,7 +170,7 @@ func (p RunStarted) Check() error {
 	if err := checkRunTime("started_at", p.StartedAt); err != nil {
 		return err
 	}
-	return checkInput(p.InputSHA256, p.InputChars)
+	return CheckRunInput(p.InputSHA256, p.InputChars)
 }
 
 // Check validates bounds and enums.
@@ -199,7 +199,7 @@ func (p RunFinished) Check() error {
 	if p.DurationMS < 0 || p.DurationMS > MaxRunDurationMS {
 		return fmt.Errorf("duration_ms %d out of range 0..%d", p.DurationMS, int64(MaxRunDurationMS))
 	}
-	if err := checkInput(p.InputSHA256, p.InputChars); err != nil {
+	if err := CheckRunInput(p.InputSHA256, p.InputChars); err != nil {
 		return err
 	}
 	if p.Telemetry != nil {
@@ -317,7 +317,9 @@ func checkRunTime(name, s string) error {
 	return nil
 }
 
-func checkInput(sha string, chars int64) error {
+// CheckRunInput validates an input digest (64 lowercase hex, or empty) and
+// its character count.
+func CheckRunInput(sha string, chars int64) error {
 	if sha == "" {
 		if chars != 0 {
 			return errors.New("input_chars without input_sha256")

@@ -282,24 +282,57 @@ func processAlive(runID string, pid int) bool {
 // ID is the run id (a ULID).
 func (r *Run) ID() string { return r.id }
 
-// SetStage names the stage the command enters; the terminal event records
-// the stage the run ended in ("done" on success). Invalid names make the
-// terminal write fail, so use constants.
-func (r *Run) SetStage(stage string) { r.stage = stage }
+// The setters take values chosen by the program (constants, counts, ids it
+// minted), never input; an invalid value is a programming error and
+// panics, so that it fails tests rather than a command's final commit.
 
-// SetInput records the digest and character count of the command's input.
-func (r *Run) SetInput(sha256hex string, chars int64) { r.input.sha, r.input.chars = sha256hex, chars }
+// SetStage names the stage the command enters; the terminal event records
+// the stage the run ended in ("done" on success).
+func (r *Run) SetStage(stage string) {
+	must(events.ValidRunStage(stage))
+	r.stage = stage
+}
+
+// SetInput records the digest and character count of the command's input
+// (see InputDigest and inputMeter).
+func (r *Run) SetInput(sha256hex string, chars int64) {
+	must(events.CheckRunInput(sha256hex, chars))
+	r.input.sha, r.input.chars = sha256hex, chars
+}
 
 // SetItems records how many items the command processed.
-func (r *Run) SetItems(n int64) { r.tel.Items = &n; r.telSet = true }
+func (r *Run) SetItems(n int64) {
+	t := r.tel
+	t.Items = &n
+	r.setTelemetry(t)
+}
 
 // SetRecall records a preflight's query class and result count.
 func (r *Run) SetRecall(queryClass string, resultCount int) {
-	r.tel.QueryClass, r.tel.ResultCount, r.telSet = queryClass, &resultCount, true
+	t := r.tel
+	t.QueryClass, t.ResultCount = queryClass, &resultCount
+	r.setTelemetry(t)
 }
 
 // SetReceipt records the id of the receipt a preflight wrote.
-func (r *Run) SetReceipt(receiptID string) { r.tel.ReceiptID, r.telSet = receiptID, true }
+func (r *Run) SetReceipt(receiptID string) {
+	t := r.tel
+	t.ReceiptID = receiptID
+	r.setTelemetry(t)
+}
+
+// setTelemetry checks t before keeping it, so a rejected value leaves the
+// run's telemetry as it was.
+func (r *Run) setTelemetry(t events.RunTelemetry) {
+	must(t.Check())
+	r.tel, r.telSet = t, true
+}
+
+func must(err error) {
+	if err != nil {
+		panic("run recorder: " + err.Error())
+	}
+}
 
 // FinishIn appends run.finished for cause (nil: succeeded) to the command's
 // own final write transaction, so ending the run costs no extra commit. If

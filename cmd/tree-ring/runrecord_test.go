@@ -1016,3 +1016,40 @@ func FuzzSessionScope(f *testing.F) {
 		}
 	})
 }
+
+// The setters take program-chosen values; a wrong one panics in tests
+// instead of failing a command's final commit.
+func TestRunSettersRejectProgrammingErrors(t *testing.T) {
+	s := newCLISession()
+	src, root := project(t, "p")
+	_, st, run := openRecorded(t, s, root, src)
+	defer st.Close()
+	for name, f := range map[string]func(){
+		"stage with a space":  func() { run.SetStage("read input") },
+		"query class unknown": func() { run.SetRecall("my task", 1) },
+		"result count":        func() { run.SetRecall(events.QueryClassTaskHint, -1) },
+		"receipt path":        func() { run.SetReceipt("a/b") },
+		"input digest":        func() { run.SetInput("abc", 3) },
+		"items":               func() { run.SetItems(-1) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	// Rejected values left nothing behind.
+	run.SetStage("publish")
+	run.SetItems(2)
+	if err := run.Finish(context.Background(), errors.New("x")); err != nil {
+		t.Fatal(err)
+	}
+	_, last := countType(t, st, events.TypeRunFinished)
+	p, _ := events.Payload[events.RunFinished](&last)
+	if p.Stage != "publish" || p.Telemetry == nil || *p.Telemetry.Items != 2 || p.Telemetry.QueryClass != "" || p.Telemetry.ReceiptID != "" {
+		t.Fatalf("%+v %+v", p, p.Telemetry)
+	}
+}
