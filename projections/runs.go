@@ -20,16 +20,19 @@ import (
 //	                    scope lives in slot n % MaxRunsPerScope, so the
 //	                    1001st run overwrites the 1st: retention is bounded
 //	                    and needs no deletes
-//	r/<scope>/<run id>  a running run: pid (8 bytes) and slot (2 bytes)
+//	u/<scope>/<run id>  an unfinished (running) run: pid (8 bytes) and slot
+//	                    (2 bytes)
 //	x/<scope>/<run id>  an interrupted run whose own process may still
 //	                    finish it: slot (2 bytes); dropped when the late
 //	                    run.finished arrives or the slot is reused
 //
-// The fold only Gets, Puts and Deletes known keys and never iterates, and
-// its deletes touch the small running/interrupted sets: bbolt shifts a
-// node's entries on a delete, so deleting the oldest of many records in
-// one big rebuild transaction would be quadratic. Readers visit at most
-// MaxRunsPerScope records of a scope.
+// The fold only Gets, Puts and Deletes known keys and never iterates. Its
+// inserts and deletes touch the small running/interrupted sets, whose
+// prefixes sort after the records: within one write transaction bbolt
+// keeps a leaf's entries in one slice and shifts every later entry on an
+// insert or delete, so churn in front of the records would cost O(records)
+// per event in a rebuild. Readers visit at most MaxRunsPerScope records of
+// a scope.
 type Runs struct{}
 
 // RunsName is the projection's bucket name.
@@ -241,7 +244,7 @@ func recKey(scope string, slot uint16) []byte {
 	return binary.BigEndian.AppendUint16([]byte("s/"+scope+"/"), slot)
 }
 
-func runningKey(scope, runID string) []byte     { return []byte("r/" + scope + "/" + runID) }
+func runningKey(scope, runID string) []byte     { return []byte("u/" + scope + "/" + runID) }
 func interruptedKey(scope, runID string) []byte { return []byte("x/" + scope + "/" + runID) }
 
 // errStop ends a ForEach early.
@@ -278,7 +281,7 @@ type RunningRun struct {
 // run id order.
 func RunningRuns(kv KV, scope string, limit int) ([]RunningRun, error) {
 	var out []RunningRun
-	prefix := []byte("r/" + scope + "/")
+	prefix := []byte("u/" + scope + "/")
 	err := kv.ForEach(prefix, func(k, v []byte) error {
 		if len(out) >= limit {
 			return errStop

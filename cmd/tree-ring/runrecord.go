@@ -382,6 +382,7 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 		return fmt.Errorf("finish run %s: %w", r.id, err)
 	}
 	r.end()
+	r.g.Log.Debug().Str("run_id", r.id).Msg("run finished")
 	return nil
 }
 
@@ -401,6 +402,7 @@ func (r *Run) End(ctx context.Context, errp *error) {
 	}
 	if r.pending && cause == nil && r.committed() {
 		r.end()
+		r.g.Log.Debug().Str("run_id", r.id).Msg("run finished with the command's commit")
 		return
 	}
 	if err := r.Finish(ctx, cause); err != nil {

@@ -407,7 +407,7 @@ const bigLedgerEvents = 60_000
 // runs of one unrelated scope) directly through the bolt API. Envelopes are
 // built from one marshalled payload shape instead of events.Factory, whose
 // per-event validation would dominate the test's time.
-func bigLedger(t *testing.T, path string) {
+func bigLedger(t testing.TB, path string) {
 	t.Helper()
 	st, err := bolt.Open(path, bolt.Options{Projections: projections.All()})
 	if err != nil {
@@ -1052,4 +1052,35 @@ func TestRunSettersRejectProgrammingErrors(t *testing.T) {
 	if p.Stage != "publish" || p.Telemetry == nil || *p.Telemetry.Items != 2 || p.Telemetry.QueryClass != "" || p.Telemetry.ReceiptID != "" {
 		t.Fatalf("%+v %+v", p, p.Telemetry)
 	}
+}
+
+// BenchmarkRunLedgerRebuild refolds a ledger of bigLedgerEvents run events
+// (the run ledger is the only projection folding them) and reports events
+// per second.
+func BenchmarkRunLedgerRebuild(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	bigLedger(b, path)
+	st, err := bolt.Open(path, bolt.Options{Projections: projections.All()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := st.Rebuild(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(bigLedgerEvents) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
+	// CPU time per event is steadier than wall time on a shared machine.
+	b.ReportMetric(float64(cpuTime()-cpu0)/n, "cpu-ns/event")
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
