@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"os"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
