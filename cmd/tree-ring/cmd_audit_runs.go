@@ -110,7 +110,7 @@ func runAuditRuns(ctx context.Context, g *Globals, o *auditRunsOptions, args []s
 			parts = append(parts, fmt.Sprintf("%s %d", s, byStatus[s]))
 		}
 	}
-	fmt.Fprintf(g.Stdout, "%d runs in %d scopes (%s); showing %d, newest first\n\n", total, len(scopes), strings.Join(parts, ", "), len(views))
+	fmt.Fprintf(g.Stdout, "%s in %s (%s); showing %d, newest first\n\n", plural(total, "run"), plural(len(scopes), "scope"), strings.Join(parts, ", "), len(views))
 	return printRuns(g.Stdout, g.Now(), views, true)
 }
 

@@ -109,7 +109,7 @@ func runRuns(ctx context.Context, g *Globals, o *runsOptions, args []string) err
 		fmt.Fprintf(g.Stdout, "no runs recorded in scope %s\n", scope)
 		return nil
 	}
-	fmt.Fprintf(g.Stdout, "scope %s: latest %d runs, newest first\n\n", scope, len(views))
+	fmt.Fprintf(g.Stdout, "scope %s: latest %s, newest first\n\n", scope, plural(len(views), "run"))
 	return printRuns(g.Stdout, g.Now(), views, false)
 }
 
@@ -146,6 +146,13 @@ func outcome(v runView) string {
 		return v.Status + " (pid gone)"
 	}
 	return v.Status
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func dash(s string) string {

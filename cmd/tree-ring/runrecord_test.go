@@ -954,6 +954,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 			defer st.Close()
 			scope, _ := g.CLIScope()
 			f := g.Factory("cli")
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var run *Run
@@ -979,6 +980,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
