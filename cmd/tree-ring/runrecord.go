@@ -388,10 +388,11 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 
 // End is deferred right after StartRun with the command's named error. It
 // records the outcome of *errp unless FinishIn's transaction committed
-// (checked against the ledger, so a rolled-back FinishIn is not lost). A
-// failure to write the record becomes the command's error only if the
-// command succeeded; otherwise the command's error stands and the write
-// failure is logged.
+// (checked against the ledger with a read, so a rolled-back FinishIn is not
+// lost and a committed one costs no further commit, even if the command
+// failed afterwards). A failure to write the record becomes the command's
+// error only if the command succeeded; otherwise the command's error stands
+// and the write failure is logged (as a diagnostic code).
 func (r *Run) End(ctx context.Context, errp *error) {
 	if r.done {
 		return
@@ -400,7 +401,7 @@ func (r *Run) End(ctx context.Context, errp *error) {
 	if errp != nil {
 		cause = *errp
 	}
-	if r.pending && cause == nil && r.committed() {
+	if r.pending && r.committed() {
 		r.end()
 		r.g.Log.Debug().Str("run_id", r.id).Msg("run finished with the command's commit")
 		return
