@@ -1086,3 +1086,25 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Only ESRCH means dead: EPERM (another user's live process) and unknown
+// errors keep a run running.
+func TestProcessAliveClassification(t *testing.T) {
+	old := killProbe
+	t.Cleanup(func() { killProbe = old })
+	for _, c := range []struct {
+		err   error
+		alive bool
+	}{{nil, true}, {syscall.EPERM, true}, {syscall.EINVAL, true}, {syscall.ESRCH, false}} {
+		killProbe = func(int, syscall.Signal) error { return c.err }
+		if got := processAlive("01M6A6FT000000000000000001", 4242); got != c.alive {
+			t.Errorf("kill error %v: alive %v, want %v", c.err, got, c.alive)
+		}
+	}
+	killProbe = func(int, syscall.Signal) error { t.Fatal("own pid probed with kill"); return nil }
+	ownRuns.Store("01M6A6FT000000000000000002", struct{}{})
+	defer ownRuns.Delete("01M6A6FT000000000000000002")
+	if !processAlive("01M6A6FT000000000000000002", os.Getpid()) || processAlive("01M6A6FT000000000000000003", os.Getpid()) {
+		t.Fatal("own pid: alive only for this process's own runs")
+	}
+}
