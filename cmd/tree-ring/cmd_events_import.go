@@ -20,11 +20,25 @@ func init() {
 // maxImportBytes bounds an import file.
 const maxImportBytes = 4 << 30
 
-func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []string) error {
+func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []string) (err error) {
 	if len(args) != 1 {
 		return usagef("events import needs exactly one FILE (or - for stdin)")
 	}
 	name := args[0]
+	scope, err := g.CLIScope()
+	if err != nil {
+		return err
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope, Stage: "read"})
+	if err != nil {
+		return err
+	}
+	defer run.End(ctx, &err)
 	var r io.Reader = g.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -34,18 +48,20 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		defer f.Close()
 		r = f
 	}
-	envs, err := readEnvelopes(io.LimitReader(r, maxImportBytes), name)
+	meter := newInputMeter()
+	envs, err := readEnvelopes(io.TeeReader(io.LimitReader(r, maxImportBytes), meter), name)
 	if err != nil {
 		return err
 	}
-	st, err := g.OpenStore(false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	run.SetInput(meter.Digest())
+	run.SetStage("append")
 	res, err := st.Import(ctx, envs)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", name, err)
+	}
+	run.SetItems(int64(res.Imported))
+	if err := run.Finish(ctx, nil); err != nil {
+		return err
 	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {

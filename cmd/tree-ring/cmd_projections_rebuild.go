@@ -4,31 +4,49 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 func init() {
 	register("projections rebuild", "", "drop every projection and refold it from the ledger", runProjectionsRebuild)
 }
 
-func runProjectionsRebuild(ctx context.Context, g *Globals, _ *noOptions, args []string) error {
+func runProjectionsRebuild(ctx context.Context, g *Globals, _ *noOptions, args []string) (err error) {
 	if len(args) > 0 {
 		return usagef("projections rebuild takes no arguments")
+	}
+	scope, err := g.CLIScope()
+	if err != nil {
+		return err
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var progress func(done, total uint64)
-	if g.StdoutTerminal && !g.JSON {
-		progress = func(done, total uint64) { fmt.Fprintf(g.Stdout, "\rrebuilt %d/%d events", done, total) }
+	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdProjectionsRebuild, Scope: scope, Stage: "fold"})
+	if err != nil {
+		return err
+	}
+	defer run.End(ctx, &err)
+	term := g.StdoutTerminal && !g.JSON
+	progress := func(done, total uint64) {
+		g.Log.Debug().Uint64("done", done).Uint64("total", total).Msg("rebuild progress")
+		if term {
+			fmt.Fprintf(g.Stdout, "\rrebuilt %d/%d events", done, total)
+		}
 	}
 	n, err := st.Rebuild(ctx, progress)
-	if progress != nil {
+	if term {
 		fmt.Fprintln(g.Stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
+	}
+	run.SetItems(int64(n))
+	if err := run.Finish(ctx, nil); err != nil {
+		return err
 	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(map[string]any{"ok": true, "events": n})
