@@ -60,7 +60,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	in := activation.Input{Command: activation.Init, Targets: targets, Detections: detectionsByID(dets)}
 	if o.DryRun {
-		plan, err := pr.plan(ctx, g, true, in)
+		plan, err := pr.plan(ctx, g, true, in, events.RunCmdInit)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	plan, err := pr.plan(ctx, g, false, in)
+	plan, err := pr.plan(ctx, g, false, in, events.RunCmdInit)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type activateOptions struct {
 	Harness string
 	DryRun  bool
 	Accept  bool
+	link    bool // invoked as `integrations link`, for the run record
 }
 
 func (o *activateOptions) AddFlags(fs *pflag.FlagSet) {
@@ -33,7 +34,10 @@ func (o *activateOptions) AddFlags(fs *pflag.FlagSet) {
 
 func init() {
 	register("integrations activate", "", "publish one harness's bridge create-only and record it", runActivate)
-	register("integrations link", "", "alias of `integrations activate`", runActivate)
+	register("integrations link", "", "alias of `integrations activate`", func(ctx context.Context, g *Globals, o *activateOptions, args []string) error {
+		o.link = true
+		return runActivate(ctx, g, o, args)
+	})
 }
 
 func runActivate(ctx context.Context, g *Globals, o *activateOptions, args []string) error {
@@ -50,9 +54,13 @@ func runActivate(ctx context.Context, g *Globals, o *activateOptions, args []str
 	}
 	defer pr.root.Close()
 	dets := detectionsByID(adapters.Detect(pr.canonical, g.Getenv("HOME")))
+	runCmd := events.RunCmdIntegrationsActivate
+	if o.link {
+		runCmd = events.RunCmdIntegrationsLink
+	}
 	plan, err := pr.plan(ctx, g, o.DryRun, activation.Input{
 		Command: activation.Activate, Targets: []string{a.ID}, Detections: dets, Accept: o.Accept,
-	})
+	}, runCmd)
 	if err != nil {
 		return err
 	}
@@ -153,7 +161,10 @@ func detectionsByID(ds []adapters.Detection) map[string]adapters.Detection {
 // store's exclusive lock until the events are appended. A dry run creates
 // nothing; without a store it plans against an empty ledger. A real run
 // needs the store initialized (init does that first).
-func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activation.Input) (*activation.Plan, error) {
+//
+// A run is recorded (runCmd, docs/runs.md) only for the write phase: a
+// command that finds nothing to do changes no state and appends nothing.
+func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activation.Input, runCmd string) (_ *activation.Plan, err error) {
 	exists, err := pr.hasLedger()
 	if err != nil {
 		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
@@ -179,12 +190,22 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 		return nil, err
 	}
 	defer st.Close()
+	scope, err := g.CLIScope()
+	if err != nil {
+		return nil, err
+	}
+	run, err := g.StartRun(ctx, st, RunSpec{Command: runCmd, Scope: scope})
+	if err != nil {
+		return nil, err
+	}
+	defer run.End(ctx, &err)
 	plan, snap, err := pr.build(st, in)
 	if err != nil {
 		return nil, err
 	}
+	run.SetStage("publish")
 	applyErr := plan.Apply()
-	if err := appendPending(ctx, g, st, snap, plan.Events()); err != nil {
+	if err := appendPending(ctx, g, st, snap, plan.Events(), func(tx *bolt.Tx) error { return run.FinishIn(tx, applyErr) }); err != nil {
 		return nil, err
 	}
 	return plan, applyErr
@@ -257,7 +278,9 @@ func (s *snapshot) read(st *bolt.Store) error {
 // appendPending appends a plan's events in one transaction, each stream at
 // the version the snapshot saw (the store's file lock is held throughout, so
 // a mismatch means a bug, not a race).
-func appendPending(ctx context.Context, g *Globals, st *bolt.Store, snap *snapshot, pend []activation.Pending) error {
+// finish, when not nil, runs last inside the same transaction (the run
+// record's run.finished).
+func appendPending(ctx context.Context, g *Globals, st *bolt.Store, snap *snapshot, pend []activation.Pending, finish func(*bolt.Tx) error) error {
 	if len(pend) == 0 {
 		return nil
 	}
@@ -279,6 +302,9 @@ func appendPending(ctx context.Context, g *Globals, st *bolt.Store, snap *snapsh
 			if _, err := tx.Append(s, int64(snap.versions[s]), byStream[s]...); err != nil {
 				return fmt.Errorf("append %s: %w", s, err)
 			}
+		}
+		if finish != nil {
+			return finish(tx)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/events"
 )
 
 type deactivateOptions struct {
@@ -38,7 +39,7 @@ func runDeactivate(ctx context.Context, g *Globals, o *deactivateOptions, args [
 		return err
 	}
 	defer pr.root.Close()
-	plan, err := pr.plan(ctx, g, o.DryRun, activation.Input{Command: activation.Deactivate, Targets: []string{a.ID}})
+	plan, err := pr.plan(ctx, g, o.DryRun, activation.Input{Command: activation.Deactivate, Targets: []string{a.ID}}, events.RunCmdIntegrationsDeactivate)
 	if err != nil {
 		return err
 	}
