@@ -56,35 +56,56 @@ const canonicalTag = "tree-ring.event.v1"
 // delimiting makes the encoding unambiguous without escaping. The hash field
 // itself is excluded.
 func (e *Envelope) CanonicalBytes() []byte {
-	ts := e.RecordedAt.UTC().Format(time.RFC3339Nano)
-	id := e.ID.String()
-	n := 11*8 + len(canonicalTag) + len(id) + len(e.Stream) + 8 + 8 + len(e.Type) + 8 + len(ts) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
-	b := make([]byte, 0, n)
-	field := func(s []byte) {
-		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	num := func(v uint64) {
-		b = binary.BigEndian.AppendUint64(b, 8)
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
-	field([]byte(canonicalTag))
-	field([]byte(id))
-	field([]byte(e.Stream))
-	num(e.Version)
-	num(e.Position)
-	field([]byte(e.Type))
-	num(uint64(e.SchemaVersion))
-	field([]byte(ts))
-	field([]byte(e.Actor))
-	field(e.Payload)
-	field([]byte(e.PrevHash))
+	return e.appendCanonical(make([]byte, 0, e.canonicalSize()))
+}
+
+func (e *Envelope) canonicalSize() int {
+	// 11 length prefixes, 3 u64 values, the fixed-width fields, the rest.
+	return 11*8 + 3*8 + len(canonicalTag) + 26 + len(e.Stream) + len(e.Type) + 8 +
+		len(time.RFC3339Nano) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
+}
+
+func (e *Envelope) appendCanonical(b []byte) []byte {
+	b = appendField(b, canonicalTag)
+	b = binary.BigEndian.AppendUint64(b, 26)
+	b = appendID(b, e.ID)
+	b = appendField(b, e.Stream)
+	b = appendU64(b, e.Version)
+	b = appendU64(b, e.Position)
+	b = appendField(b, e.Type)
+	b = appendU64(b, uint64(e.SchemaVersion))
+	// The timestamp's length is only known after formatting: reserve it.
+	at := len(b)
+	b = binary.BigEndian.AppendUint64(b, 0)
+	b = e.RecordedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	binary.BigEndian.PutUint64(b[at:], uint64(len(b)-at-8))
+	b = appendField(b, e.Actor)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(e.Payload)))
+	b = append(b, e.Payload...)
+	b = appendField(b, e.PrevHash)
 	return b
+}
+
+func appendID(b []byte, id ulid.ULID) []byte {
+	var t [ulid.EncodedSize]byte
+	_ = id.MarshalTextTo(t[:]) // cannot fail: t has the encoded size
+	return append(b, t[:]...)
+}
+
+func appendField(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendU64(b []byte, v uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, 8)
+	return binary.BigEndian.AppendUint64(b, v)
 }
 
 // ComputeHash returns the lowercase hex SHA-256 of the canonical bytes.
 func (e *Envelope) ComputeHash() string {
-	sum := sha256.Sum256(e.CanonicalBytes())
+	var buf [512]byte // most envelopes fit: no heap allocation for the bytes
+	sum := sha256.Sum256(e.appendCanonical(buf[:0]))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -109,7 +130,7 @@ func SameContent(a, b *Envelope) bool {
 func (e *Envelope) Encode() []byte {
 	b := make([]byte, 0, 256+len(e.Payload))
 	b = append(b, `{"id":"`...)
-	b = append(b, e.ID.String()...)
+	b = appendID(b, e.ID)
 	b = append(b, `","stream":"`...)
 	b = append(b, e.Stream...)
 	b = append(b, `","version":`...)
@@ -156,7 +177,7 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
 	}
 	if err := StrictUnmarshal(data, &raw); err != nil {
-		return Envelope{}, err
+		return Envelope{}, fmt.Errorf("envelope: %w", err)
 	}
 	missing := func(name string) error { return fmt.Errorf("envelope: missing key %q", name) }
 	switch {
@@ -193,6 +214,9 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 	}
 	if _, off := at.Zone(); off != 0 || (*raw.RecordedAt)[len(*raw.RecordedAt)-1] != 'Z' {
 		return Envelope{}, errors.New("envelope: recorded_at must be UTC (suffix Z)")
+	}
+	if *raw.Version == 0 || *raw.Position == 0 {
+		return Envelope{}, fmt.Errorf("envelope %s: version and position start at 1", id)
 	}
 	e := Envelope{
 		ID: id, Stream: *raw.Stream, Version: *raw.Version, Position: *raw.Position,
@@ -248,8 +272,19 @@ func (e *Envelope) Validate() error {
 	if e.RecordedAt.IsZero() {
 		return fmt.Errorf("envelope %s: zero recorded_at", e.ID)
 	}
+	if y := e.RecordedAt.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("envelope %s: recorded_at year %d outside 1..9999", e.ID, y)
+	}
 	if len(e.Payload) > MaxPayloadBytes {
 		return fmt.Errorf("envelope %s: payload is %d bytes, limit %d", e.ID, len(e.Payload), MaxPayloadBytes)
+	}
+	// The stored form embeds the payload verbatim and the hash covers it:
+	// only a compact object round-trips through export and import.
+	if len(e.Payload) < 2 || e.Payload[0] != '{' {
+		return fmt.Errorf("envelope %s: payload must be a JSON object", e.ID)
+	}
+	if !isCompact(e.Payload) {
+		return fmt.Errorf("envelope %s: payload must be compact JSON", e.ID)
 	}
 	if _, err := DecodePayload(e); err != nil {
 		return fmt.Errorf("envelope %s: %w", e.ID, err)

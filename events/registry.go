@@ -118,8 +118,8 @@ func DecodePayload(e *Envelope) (any, error) {
 	if !ok {
 		return nil, &UnknownTypeError{Type: e.Type}
 	}
-	if spec.StreamPrefix == "store" && e.Stream != "store" ||
-		spec.StreamPrefix != "store" && !strings.HasPrefix(e.Stream, spec.StreamPrefix) {
+	if spec.StreamPrefix == StoreStream && e.Stream != StoreStream ||
+		spec.StreamPrefix != StoreStream && (len(e.Stream) <= len(spec.StreamPrefix) || !strings.HasPrefix(e.Stream, spec.StreamPrefix)) {
 		return nil, fmt.Errorf("%s does not belong on stream %q", e.Type, e.Stream)
 	}
 	raw, err := Upcast(e)
