@@ -18,12 +18,12 @@ import (
 // all. A Tx is valid only inside the Update callback that received it and
 // must not be used from other goroutines.
 type Tx struct {
-	s       *Store
-	tx      *bbolt.Tx
-	events  *bbolt.Bucket
-	head    string // chain head within this tx
-	dirty   bool
-	live    []projections.Projection // projections at the head, folded inline
+	s      *Store
+	tx     *bbolt.Tx
+	events *bbolt.Bucket
+	head   string // chain head within this tx
+	dirty  bool
+	live   []projections.Projection // projections at the head, folded inline
 }
 
 // Update runs fn in one write transaction. If fn returns an error, nothing it

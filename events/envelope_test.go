@@ -205,7 +205,9 @@ func TestValidateRejects(t *testing.T) {
 		"schema too new":     func(e *Envelope) { e.SchemaVersion = 2 },
 		"schema zero":        func(e *Envelope) { e.SchemaVersion = 0 },
 		"missing transition": func(e *Envelope) { e.Payload = json.RawMessage(`{"harness_id":"x"}`) },
-		"payload too large":  func(e *Envelope) { e.Payload = json.RawMessage(`{"harness_id":"` + strings.Repeat("x", MaxPayloadBytes) + `"}`) },
+		"payload too large": func(e *Envelope) {
+			e.Payload = json.RawMessage(`{"harness_id":"` + strings.Repeat("x", MaxPayloadBytes) + `"}`)
+		},
 	}
 	for name, mut := range cases {
 		e := detected(f)
