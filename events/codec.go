@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/oklog/ulid/v2"
 )
 
 // MaxDepth bounds the nesting of any JSON document we accept from outside.
@@ -24,7 +21,7 @@ const MaxDepth = 32
 // matching is exact: encoding/json alone would also accept "ID" for "id".
 type UnknownKeyError struct {
 	Key  string
-	Path string // where the object sits, e.g. "payload.owned_files[0]"; "" at the top
+	Path string // where the object sits, e.g. "owned_files[0]"; "" at the top
 }
 
 func (e *UnknownKeyError) Error() string {
@@ -57,115 +54,161 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// StrictUnmarshal decodes one JSON value into v and rejects what
-// encoding/json lets through silently: keys the target type does not declare
-// exactly (case-sensitive, at any level, named with their path), duplicate
-// keys (named), invalid UTF-8, nesting deeper than MaxDepth and trailing
-// data. Callers bound the size of data before calling.
+// TypeError is a JSON value of the wrong kind (or out of range) for its
+// field.
+type TypeError struct {
+	Path string
+	Want string // what the field takes: "string", "integer", "object", ...
+	Got  string // the JSON kind, or the offending number
+}
+
+func (e *TypeError) Error() string {
+	where := e.Path
+	if where == "" {
+		where = "value"
+	}
+	return fmt.Sprintf("%s: want %s, got %s", where, e.Want, e.Got)
+}
+
+// StrictUnmarshal decodes one JSON value into v (a non-nil pointer) and
+// rejects what encoding/json lets through silently: keys the target type
+// does not declare exactly (case-sensitive, at any level, named with their
+// path), duplicate keys (named), invalid UTF-8, nesting deeper than
+// MaxDepth and trailing data. Callers bound the size of data before calling.
+//
+// It decodes in one pass driven by the target type (no reflection on the
+// hot path beyond setting fields); values of types with their own
+// UnmarshalJSON or UnmarshalText, interfaces and json.RawMessage are
+// checked structurally and then handed to encoding/json. On error v may be
+// partly filled.
 func StrictUnmarshal(data []byte, v any) error {
-	rt := reflect.TypeOf(v)
-	if rt == nil || rt.Kind() != reflect.Pointer {
-		return fmt.Errorf("decode: target %T is not a pointer", v)
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode: target %T is not a non-nil pointer", v)
 	}
-	if err := checkJSON(data, schemaOf(rt.Elem())); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	return nil
+	return decodeJSON(data, schemaOf(rv.Type().Elem()), rv.Elem())
 }
 
 // ValidJSON checks one JSON value with the structural rules of
 // StrictUnmarshal (syntax, UTF-8, depth, duplicate keys, no trailing data)
 // without a target type.
-func ValidJSON(data []byte) error { return checkJSON(data, anySchema) }
+func ValidJSON(data []byte) error { return decodeJSON(data, anySchema, reflect.Value{}) }
+
+type schemaKind uint8
+
+const (
+	kOpaque schemaKind = iota // checked structurally, decoded by encoding/json
+	kString
+	kBool
+	kInt
+	kUint
+	kFloat
+	kStruct
+	kMap
+	kSlice
+	kArray
+	kPointer
+)
 
 // schema is what a JSON value may contain where a Go type is decoded:
 // objects of a struct admit exactly the struct's json keys.
 type schema struct {
-	fields map[string]fieldSchema // struct: exact key -> field; nil otherwise
+	kind   schemaKind
+	t      reflect.Type
+	fields map[string]*fieldSchema // kStruct: exact key -> field
 	nField int
-	elem   *schema // map value / slice or array element
-	free   bool    // anything goes (any, RawMessage, custom unmarshalers)
+	elem   *schema // kMap value, kSlice/kArray element, kPointer target
 }
 
 type fieldSchema struct {
-	idx int // dense index for duplicate detection
-	s   *schema
+	idx   int   // dense index for duplicate detection
+	index []int // reflect field path (embedded structs)
+	s     *schema
 }
 
 var (
-	anySchema   = &schema{free: true}
+	anySchema   = &schema{kind: kOpaque}
 	schemaCache sync.Map // reflect.Type -> *schema
+	schemaMu    sync.Mutex
 
-	rawMessageType       = reflect.TypeFor[json.RawMessage]()
-	jsonUnmarshalerType  = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
-	scalarSchema         = &schema{}
-	schemaBuildMu        sync.Mutex
-	schemaBuildInProcess = map[reflect.Type]*schema{}
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 func schemaOf(t reflect.Type) *schema {
 	if s, ok := schemaCache.Load(t); ok {
 		return s.(*schema)
 	}
-	schemaBuildMu.Lock()
-	defer schemaBuildMu.Unlock()
-	s := buildSchema(t)
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	return buildSchema(t, map[reflect.Type]*schema{})
+}
+
+// buildSchema runs under schemaMu; building breaks cycles of recursive
+// types through the in-progress map.
+func buildSchema(t reflect.Type, building map[reflect.Type]*schema) *schema {
+	if s, ok := schemaCache.Load(t); ok {
+		return s.(*schema)
+	}
+	if s, ok := building[t]; ok {
+		return s
+	}
+	s := &schema{t: t}
+	building[t] = s
+	switch {
+	case t == rawMessageType || t.Kind() == reflect.Interface ||
+		reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType):
+		s.kind = kOpaque
+	default:
+		switch t.Kind() {
+		case reflect.String:
+			s.kind = kString
+		case reflect.Bool:
+			s.kind = kBool
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			s.kind = kInt
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			s.kind = kUint
+		case reflect.Float32, reflect.Float64:
+			s.kind = kFloat
+		case reflect.Pointer:
+			s.kind = kPointer
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Slice:
+			if t.Elem().Kind() == reflect.Uint8 {
+				s.kind = kOpaque // []byte is base64
+				break
+			}
+			s.kind = kSlice
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Array:
+			s.kind = kArray
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Map:
+			if t.Key().Kind() != reflect.String {
+				s.kind = kOpaque
+				break
+			}
+			s.kind = kMap
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Struct:
+			s.kind = kStruct
+			s.fields = map[string]*fieldSchema{}
+			addFields(s, t, nil, building)
+		default:
+			s.kind = kOpaque // chan, func, complex: encoding/json reports them
+		}
+	}
+	delete(building, t)
 	schemaCache.Store(t, s)
 	return s
 }
 
-// buildSchema runs under schemaBuildMu; schemaBuildInProcess breaks cycles
-// of recursive types.
-func buildSchema(t reflect.Type) *schema {
-	if s, ok := schemaCache.Load(t); ok {
-		return s.(*schema)
-	}
-	if s, ok := schemaBuildInProcess[t]; ok {
-		return s
-	}
-	if t == rawMessageType || t.Kind() == reflect.Interface ||
-		t.Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
-		return anySchema
-	}
-	if t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
-		return scalarSchema // decoded from a string; objects are a type error
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return buildSchema(t.Elem())
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
-			return scalarSchema // []byte is a base64 string
-		}
-		s := &schema{}
-		schemaBuildInProcess[t] = s
-		s.elem = buildSchema(t.Elem())
-		delete(schemaBuildInProcess, t)
-		return s
-	case reflect.Map:
-		s := &schema{}
-		schemaBuildInProcess[t] = s
-		s.elem = buildSchema(t.Elem())
-		delete(schemaBuildInProcess, t)
-		return s
-	case reflect.Struct:
-		s := &schema{fields: map[string]fieldSchema{}}
-		schemaBuildInProcess[t] = s
-		addFields(s, t)
-		delete(schemaBuildInProcess, t)
-		return s
-	default:
-		return scalarSchema
-	}
-}
-
 // addFields collects the json keys of t, promoting untagged embedded
-// structs as encoding/json does.
-func addFields(s *schema, t reflect.Type) {
+// structs as encoding/json does (the shallower field wins a name).
+func addFields(s *schema, t reflect.Type, prefix []int, building map[reflect.Type]*schema) {
+	var embedded []reflect.StructField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -179,7 +222,7 @@ func addFields(s *schema, t reflect.Type) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				addFields(s, ft)
+				embedded = append(embedded, f)
 				continue
 			}
 		}
@@ -190,37 +233,49 @@ func addFields(s *schema, t reflect.Type) {
 			name = f.Name
 		}
 		if _, dup := s.fields[name]; dup {
-			continue // encoding/json ignores ambiguous names; so do we (shallower wins)
+			continue
 		}
-		s.fields[name] = fieldSchema{idx: s.nField, s: buildSchema(f.Type)}
+		index := append(append([]int(nil), prefix...), i)
+		s.fields[name] = &fieldSchema{idx: s.nField, index: index, s: buildSchema(f.Type, building)}
 		s.nField++
+	}
+	for _, f := range embedded {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		addFields(s, ft, append(append([]int(nil), prefix...), f.Index...), building)
 	}
 }
 
-// checkJSON validates data as exactly one JSON value against s.
-func checkJSON(data []byte, s *schema) error {
-	c := checker{data: data}
-	c.ws()
-	if c.pos >= len(data) {
-		return &SyntaxError{Offset: c.pos, Msg: "empty input"}
+// decodeJSON checks data as exactly one JSON value against s and, when v is
+// valid, decodes it into v.
+func decodeJSON(data []byte, s *schema, v reflect.Value) error {
+	d := decoder{data: data}
+	d.path = d.pathBuf[:0]
+	d.ws()
+	if d.pos >= len(data) {
+		return &SyntaxError{Offset: d.pos, Msg: "empty input"}
 	}
-	if err := c.value(s); err != nil {
+	if err := d.value(s, v); err != nil {
 		return err
 	}
-	c.ws()
-	if c.pos != len(data) {
-		return &SyntaxError{Offset: c.pos, Msg: "trailing data after JSON value"}
+	d.ws()
+	if d.pos != len(data) {
+		return &SyntaxError{Offset: d.pos, Msg: "trailing data after JSON value"}
 	}
 	return nil
 }
 
-// checker walks JSON bytes once, without allocating on the common path.
-type checker struct {
-	data  []byte
-	pos   int
-	depth int
-	path  []pathSeg // for messages only
-	kbuf  []byte    // scratch for unescaped keys
+// decoder walks JSON bytes once. A zero reflect.Value target means "check
+// only".
+type decoder struct {
+	data    []byte
+	pos     int
+	depth   int
+	path    []pathSeg // for messages only
+	pathBuf [8]pathSeg
+	sbuf    []byte // scratch for unescaping
 }
 
 // pathSeg is an object key (the raw bytes data[ks:ke]) or an array index.
@@ -230,14 +285,14 @@ type pathSeg struct {
 	idx    int
 }
 
-func (c *checker) pathString() string {
+func (d *decoder) pathString() string {
 	var b strings.Builder
-	for i, p := range c.path {
+	for i, p := range d.path {
 		if p.isKey {
 			if i > 0 {
 				b.WriteByte('.')
 			}
-			b.Write(c.data[p.ks:p.ke])
+			b.Write(d.data[p.ks:p.ke])
 		} else {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(p.idx))
@@ -247,146 +302,347 @@ func (c *checker) pathString() string {
 	return b.String()
 }
 
-func (c *checker) errf(format string, a ...any) error {
-	return &SyntaxError{Offset: c.pos, Msg: fmt.Sprintf(format, a...)}
+func (d *decoder) errf(format string, a ...any) error {
+	return &SyntaxError{Offset: d.pos, Msg: fmt.Sprintf(format, a...)}
 }
 
-func (c *checker) ws() {
-	for c.pos < len(c.data) {
-		switch c.data[c.pos] {
+func (d *decoder) typeErr(s *schema, got string) error {
+	return &TypeError{Path: d.pathString(), Want: s.jsonKind(), Got: got}
+}
+
+func (s *schema) jsonKind() string {
+	switch s.kind {
+	case kString:
+		return "string"
+	case kBool:
+		return "boolean"
+	case kInt:
+		return fmt.Sprintf("integer (%s)", s.t)
+	case kUint:
+		return fmt.Sprintf("non-negative integer (%s)", s.t)
+	case kFloat:
+		return "number"
+	case kStruct, kMap:
+		return "object"
+	case kSlice, kArray:
+		return "array"
+	case kPointer:
+		return s.elem.jsonKind()
+	default:
+		return "value"
+	}
+}
+
+func (d *decoder) ws() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
 		case ' ', '\t', '\n', '\r':
-			c.pos++
+			d.pos++
 		default:
 			return
 		}
 	}
 }
 
-func (c *checker) value(s *schema) error {
-	if c.pos >= len(c.data) {
-		return c.errf("unexpected end of input")
+func (d *decoder) value(s *schema, v reflect.Value) error {
+	if d.pos >= len(d.data) {
+		return d.errf("unexpected end of input")
 	}
-	switch b := c.data[c.pos]; {
-	case b == '{':
-		return c.object(s)
-	case b == '[':
-		return c.array(s)
-	case b == '"':
-		_, err := c.str(false)
-		return err
-	case b == 't':
-		return c.literal("true")
-	case b == 'f':
-		return c.literal("false")
-	case b == 'n':
-		return c.literal("null")
-	case b == '-' || b >= '0' && b <= '9':
-		return c.number()
+	if s.kind == kOpaque {
+		start := d.pos
+		if err := d.skip(); err != nil {
+			return err
+		}
+		if !v.IsValid() {
+			return nil
+		}
+		if s.t == rawMessageType {
+			v.SetBytes(append([]byte(nil), d.data[start:d.pos]...))
+			return nil
+		}
+		if err := d.unmarshalOpaque(d.data[start:d.pos], v); err != nil {
+			return fmt.Errorf("%s: %w", d.pathString(), err)
+		}
+		return nil
+	}
+	c := d.data[d.pos]
+	if c == 'n' {
+		if err := d.literal("null"); err != nil {
+			return err
+		}
+		if v.IsValid() && (s.kind == kPointer || s.kind == kSlice || s.kind == kMap) {
+			v.SetZero() // as encoding/json: null clears references, leaves the rest
+		}
+		return nil
+	}
+	if s.kind == kPointer {
+		if !v.IsValid() {
+			return d.value(s.elem, v)
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(s.t.Elem()))
+		}
+		return d.value(s.elem, v.Elem())
+	}
+	switch {
+	case c == '{':
+		if s.kind != kStruct && s.kind != kMap {
+			return d.typeErr(s, "object")
+		}
+		return d.object(s, v)
+	case c == '[':
+		if s.kind != kSlice && s.kind != kArray {
+			return d.typeErr(s, "array")
+		}
+		return d.array(s, v)
+	case c == '"':
+		if s.kind != kString {
+			return d.typeErr(s, "string")
+		}
+		str, err := d.str(v.IsValid())
+		if err != nil || !v.IsValid() {
+			return err
+		}
+		v.SetString(string(str))
+		return nil
+	case c == 't' || c == 'f':
+		if s.kind != kBool {
+			return d.typeErr(s, "boolean")
+		}
+		lit := "false"
+		if c == 't' {
+			lit = "true"
+		}
+		if err := d.literal(lit); err != nil {
+			return err
+		}
+		if v.IsValid() {
+			v.SetBool(c == 't')
+		}
+		return nil
+	case c == '-' || c >= '0' && c <= '9':
+		start := d.pos
+		isInt, err := d.number()
+		if err != nil {
+			return err
+		}
+		return d.setNumber(s, v, d.data[start:d.pos], isInt)
 	default:
-		return c.errf("unexpected character %q", b)
+		return d.errf("unexpected character %q", c)
 	}
 }
 
-func (c *checker) literal(lit string) error {
-	if len(c.data)-c.pos < len(lit) || string(c.data[c.pos:c.pos+len(lit)]) != lit {
-		return c.errf("invalid literal")
+func (d *decoder) unmarshalOpaque(b []byte, v reflect.Value) error {
+	return json.Unmarshal(b, v.Addr().Interface())
+}
+
+func (d *decoder) setNumber(s *schema, v reflect.Value, num []byte, isInt bool) error {
+	switch s.kind {
+	case kInt:
+		if !isInt {
+			return d.typeErr(s, "number "+string(num))
+		}
+		n, ok := parseInt(num)
+		if !ok || v.IsValid() && v.OverflowInt(n) || !v.IsValid() && s.t.Bits() < 64 && (n < -1<<(s.t.Bits()-1) || n >= 1<<(s.t.Bits()-1)) {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetInt(n)
+		}
+	case kUint:
+		if !isInt || num[0] == '-' {
+			return d.typeErr(s, "number "+string(num))
+		}
+		n, ok := parseUint(num)
+		if !ok || v.IsValid() && v.OverflowUint(n) || !v.IsValid() && s.t.Bits() < 64 && n >= 1<<s.t.Bits() {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetUint(n)
+		}
+	case kFloat:
+		f, err := strconv.ParseFloat(string(num), s.t.Bits())
+		if err != nil || math.IsInf(f, 0) {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetFloat(f)
+		}
+	default:
+		return d.typeErr(s, "number")
 	}
-	c.pos += len(lit)
 	return nil
 }
 
-func (c *checker) number() error {
-	d, p := c.data, c.pos
-	if p < len(d) && d[p] == '-' {
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		m := n*10 + uint64(c-'0')
+		if m/10 != n {
+			return 0, false
+		}
+		n = m
+	}
+	return n, true
+}
+
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	u, ok := parseUint(b)
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u >= 1<<63 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// skip checks one value of any shape (keys unconstrained, duplicates still
+// rejected) and moves past it.
+func (d *decoder) skip() error {
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(anySchema, reflect.Value{})
+	case c == '[':
+		return d.array(anySchema, reflect.Value{})
+	case c == '"':
+		_, err := d.str(false)
+		return err
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		_, err := d.number()
+		return err
+	default:
+		return d.errf("unexpected character %q", c)
+	}
+}
+
+func (d *decoder) literal(lit string) error {
+	if len(d.data)-d.pos < len(lit) || string(d.data[d.pos:d.pos+len(lit)]) != lit {
+		return d.errf("invalid literal")
+	}
+	d.pos += len(lit)
+	return nil
+}
+
+// number scans a JSON number and reports whether it is an integer literal.
+func (d *decoder) number() (bool, error) {
+	b, p := d.data, d.pos
+	isInt := true
+	if p < len(b) && b[p] == '-' {
 		p++
 	}
 	switch {
-	case p < len(d) && d[p] == '0':
+	case p < len(b) && b[p] == '0':
 		p++
-	case p < len(d) && d[p] >= '1' && d[p] <= '9':
-		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+	case p < len(b) && b[p] >= '1' && b[p] <= '9':
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
 			p++
 		}
 	default:
-		return c.errf("invalid number")
+		return false, d.errf("invalid number")
 	}
-	if p < len(d) && d[p] == '.' {
+	if p < len(b) && b[p] == '.' {
+		isInt = false
 		p++
 		start := p
-		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
 			p++
 		}
 		if p == start {
-			return c.errf("invalid number")
+			return false, d.errf("invalid number")
 		}
 	}
-	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
+	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+		isInt = false
 		p++
-		if p < len(d) && (d[p] == '+' || d[p] == '-') {
+		if p < len(b) && (b[p] == '+' || b[p] == '-') {
 			p++
 		}
 		start := p
-		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
 			p++
 		}
 		if p == start {
-			return c.errf("invalid number")
+			return false, d.errf("invalid number")
 		}
 	}
-	c.pos = p
-	return nil
+	d.pos = p
+	return isInt, nil
 }
 
-// str scans a string at c.pos. With wantKey it returns the decoded bytes
-// (aliasing data when there are no escapes, else c.kbuf).
-func (c *checker) str(wantKey bool) ([]byte, error) {
-	d := c.data
-	p := c.pos + 1
+// str scans a string at d.pos. With want it returns the decoded bytes
+// (aliasing data when there are no escapes, else d.sbuf: copy before the
+// next call).
+func (d *decoder) str(want bool) ([]byte, error) {
+	b := d.data
+	p := d.pos + 1
 	start := p
 	escaped := false
 	for {
-		if p >= len(d) {
-			return nil, c.errf("unterminated string")
+		if p >= len(b) {
+			return nil, d.errf("unterminated string")
 		}
-		b := d[p]
+		c := b[p]
 		switch {
-		case b == '"':
-			c.pos = p + 1
-			if !wantKey {
+		case c == '"':
+			d.pos = p + 1
+			if !want {
 				return nil, nil
 			}
 			if !escaped {
-				return d[start:p], nil
+				return b[start:p], nil
 			}
-			return c.unescape(d[start:p]), nil
-		case b == '\\':
+			return d.unescape(b[start:p]), nil
+		case c == '\\':
 			escaped = true
-			if p+1 >= len(d) {
-				return nil, c.errf("unterminated string")
+			if p+1 >= len(b) {
+				return nil, d.errf("unterminated string")
 			}
-			switch d[p+1] {
+			switch b[p+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				p += 2
 			case 'u':
-				if p+6 > len(d) || !isHex4(d[p+2:p+6]) {
-					c.pos = p
-					return nil, c.errf("invalid \\u escape")
+				if p+6 > len(b) || !isHex4(b[p+2:p+6]) {
+					d.pos = p
+					return nil, d.errf("invalid \\u escape")
 				}
 				p += 6
 			default:
-				c.pos = p
-				return nil, c.errf("invalid escape %q", d[p+1])
+				d.pos = p
+				return nil, d.errf("invalid escape %q", b[p+1])
 			}
-		case b < 0x20:
-			c.pos = p
-			return nil, c.errf("control character in string")
-		case b < utf8.RuneSelf:
+		case c < 0x20:
+			d.pos = p
+			return nil, d.errf("control character in string")
+		case c < utf8.RuneSelf:
 			p++
 		default:
-			r, n := utf8.DecodeRune(d[p:])
+			r, n := utf8.DecodeRune(b[p:])
 			if r == utf8.RuneError && n == 1 {
-				c.pos = p
-				return nil, c.errf("invalid UTF-8")
+				d.pos = p
+				return nil, d.errf("invalid UTF-8")
 			}
 			p += n
 		}
@@ -403,10 +659,9 @@ func isHex4(b []byte) bool {
 }
 
 // unescape decodes an already validated string body the way encoding/json
-// does (invalid surrogates become U+FFFD), so duplicate detection sees the
-// keys the decoder sees.
-func (c *checker) unescape(s []byte) []byte {
-	out := c.kbuf[:0]
+// does (invalid surrogates become U+FFFD).
+func (d *decoder) unescape(s []byte) []byte {
+	out := d.sbuf[:0]
 	for i := 0; i < len(s); {
 		if s[i] != '\\' {
 			out = append(out, s[i])
@@ -444,7 +699,7 @@ func (c *checker) unescape(s []byte) []byte {
 		}
 		i += 2
 	}
-	c.kbuf = out
+	d.sbuf = out
 	return out
 }
 
@@ -464,143 +719,227 @@ func hex4(b []byte) rune {
 	return r
 }
 
-func (c *checker) enter() error {
-	c.depth++
-	if c.depth > MaxDepth {
-		return c.errf("nesting deeper than %d", MaxDepth)
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > MaxDepth {
+		return d.errf("nesting deeper than %d", MaxDepth)
 	}
 	return nil
 }
 
-func (c *checker) object(s *schema) error {
-	if err := c.enter(); err != nil {
+func (d *decoder) object(s *schema, v reflect.Value) error {
+	if err := d.enter(); err != nil {
 		return err
 	}
-	c.pos++ // {
+	d.pos++ // {
 	var seenBits uint64
 	var seenMore []bool
-	if s.fields != nil && s.nField > 64 {
+	if s.kind == kStruct && s.nField > 64 {
 		seenMore = make([]bool, s.nField)
 	}
-	var seenKeys []string // maps and free objects
-	c.ws()
-	if c.pos < len(c.data) && c.data[c.pos] == '}' {
-		c.pos++
-		c.depth--
+	var seenBuf [16]keySpan
+	seenKeys := seenBuf[:0] // maps and opaque objects
+	if v.IsValid() && s.kind == kMap && v.IsNil() {
+		v.Set(reflect.MakeMap(s.t))
+	}
+	var mapKey reflect.Value
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
 		return nil
 	}
 	for {
-		c.ws()
-		if c.pos >= len(c.data) || c.data[c.pos] != '"' {
-			return c.errf("expected a string key")
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return d.errf("expected a string key")
 		}
-		ks := c.pos + 1
-		key, err := c.str(true)
-		ke := c.pos - 1
+		ks := d.pos + 1
+		key, err := d.str(true)
 		if err != nil {
 			return err
 		}
+		ke := d.pos - 1
+		escaped := len(key) != ke-ks || (len(key) > 0 && &key[0] != &d.data[ks])
 		child := anySchema
-		switch {
-		case s.fields != nil:
+		var cv reflect.Value
+		if s.kind == kStruct {
 			f, ok := s.fields[string(key)]
 			if !ok {
-				return &UnknownKeyError{Key: string(key), Path: c.pathString()}
+				return &UnknownKeyError{Key: string(key), Path: d.pathString()}
 			}
 			if seenMore != nil {
 				if seenMore[f.idx] {
-					return &DuplicateKeyError{Key: string(key), Path: c.pathString()}
+					return &DuplicateKeyError{Key: string(key), Path: d.pathString()}
 				}
 				seenMore[f.idx] = true
 			} else {
 				if seenBits&(1<<f.idx) != 0 {
-					return &DuplicateKeyError{Key: string(key), Path: c.pathString()}
+					return &DuplicateKeyError{Key: string(key), Path: d.pathString()}
 				}
 				seenBits |= 1 << f.idx
 			}
 			child = f.s
-		default:
+			if v.IsValid() {
+				cv = fieldByIndex(v, f.index)
+			}
+		} else {
+			cur := keySpan{ks, ke, escaped}
 			for _, k := range seenKeys {
-				if k == string(key) {
-					return &DuplicateKeyError{Key: k, Path: c.pathString()}
+				if d.sameKey(k, cur) {
+					return &DuplicateKeyError{Key: string(d.keyBytes(cur)), Path: d.pathString()}
 				}
 			}
-			seenKeys = append(seenKeys, string(key))
-			if s.elem != nil {
+			seenKeys = append(seenKeys, cur)
+			if s.kind == kMap {
 				child = s.elem
-			} else if !s.free {
-				child = anySchema // a type error for encoding/json to report
+				if v.IsValid() {
+					mapKey = reflect.ValueOf(string(key)).Convert(s.t.Key())
+					cv = reflect.New(s.t.Elem()).Elem()
+				}
 			}
 		}
-		c.ws()
-		if c.pos >= len(c.data) || c.data[c.pos] != ':' {
-			return c.errf("expected ':' after key")
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return d.errf("expected ':' after key")
 		}
-		c.pos++
-		c.ws()
-		c.path = append(c.path, pathSeg{ks: ks, ke: ke, isKey: true})
-		if err := c.value(child); err != nil {
+		d.pos++
+		d.ws()
+		d.path = append(d.path, pathSeg{ks: ks, ke: ke, isKey: true})
+		if err := d.value(child, cv); err != nil {
 			return err
 		}
-		c.path = c.path[:len(c.path)-1]
-		c.ws()
-		if c.pos >= len(c.data) {
-			return c.errf("unexpected end of input in object")
+		if mapKey.IsValid() {
+			v.SetMapIndex(mapKey, cv)
+			mapKey = reflect.Value{}
 		}
-		switch c.data[c.pos] {
+		d.path = d.path[:len(d.path)-1]
+		d.ws()
+		if d.pos >= len(d.data) {
+			return d.errf("unexpected end of input in object")
+		}
+		switch d.data[d.pos] {
 		case ',':
-			c.pos++
+			d.pos++
 		case '}':
-			c.pos++
-			c.depth--
+			d.pos++
+			d.depth--
 			return nil
 		default:
-			return c.errf("expected ',' or '}' in object")
+			return d.errf("expected ',' or '}' in object")
 		}
 	}
 }
 
-func (c *checker) array(s *schema) error {
-	if err := c.enter(); err != nil {
+// keySpan is a key's raw bytes data[start:end]; escaped keys are compared
+// after unescaping.
+type keySpan struct {
+	start, end int
+	escaped    bool
+}
+
+func (d *decoder) keyBytes(k keySpan) []byte {
+	raw := d.data[k.start:k.end]
+	if !k.escaped {
+		return raw
+	}
+	return append([]byte(nil), d.unescape(raw)...)
+}
+
+func (d *decoder) sameKey(a, b keySpan) bool {
+	if !a.escaped && !b.escaped {
+		return bytes.Equal(d.data[a.start:a.end], d.data[b.start:b.end])
+	}
+	return bytes.Equal(d.keyBytes(a), d.keyBytes(b))
+}
+
+// fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
+// struct pointers on the way.
+func fieldByIndex(v reflect.Value, index []int) reflect.Value {
+	if len(index) == 1 {
+		return v.Field(index[0])
+	}
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+func (d *decoder) array(s *schema, v reflect.Value) error {
+	if err := d.enter(); err != nil {
 		return err
 	}
-	c.pos++ // [
+	d.pos++ // [
 	child := anySchema
 	if s.elem != nil {
 		child = s.elem
 	}
-	c.ws()
-	if c.pos < len(c.data) && c.data[c.pos] == ']' {
-		c.pos++
-		c.depth--
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		d.depth--
+		if v.IsValid() && s.kind == kSlice {
+			v.Set(reflect.MakeSlice(s.t, 0, 0))
+		}
 		return nil
 	}
-	c.path = append(c.path, pathSeg{})
+	if v.IsValid() && s.kind == kSlice {
+		v.SetLen(0)
+	}
+	d.path = append(d.path, pathSeg{})
 	for i := 0; ; i++ {
-		c.path[len(c.path)-1].idx = i
-		c.ws()
-		if err := c.value(child); err != nil {
+		d.path[len(d.path)-1].idx = i
+		d.ws()
+		var ev reflect.Value
+		if v.IsValid() {
+			switch {
+			case s.kind == kSlice:
+				if i >= v.Cap() {
+					v.Grow(max(4, v.Cap()))
+				}
+				v.SetLen(i + 1)
+				ev = v.Index(i)
+				ev.SetZero()
+			case i < v.Len():
+				ev = v.Index(i)
+			}
+		}
+		if err := d.value(child, ev); err != nil {
 			return err
 		}
-		c.ws()
-		if c.pos >= len(c.data) {
-			return c.errf("unexpected end of input in array")
+		d.ws()
+		if d.pos >= len(d.data) {
+			return d.errf("unexpected end of input in array")
 		}
-		switch c.data[c.pos] {
+		switch d.data[d.pos] {
 		case ',':
-			c.pos++
+			d.pos++
 		case ']':
-			c.pos++
-			c.depth--
-			c.path = c.path[:len(c.path)-1]
+			d.pos++
+			d.depth--
+			d.path = d.path[:len(d.path)-1]
+			if v.IsValid() && s.kind == kArray {
+				for j := i + 1; j < v.Len(); j++ {
+					v.Index(j).SetZero()
+				}
+			}
 			return nil
 		default:
-			return c.errf("expected ',' or ']' in array")
+			return d.errf("expected ',' or ']' in array")
 		}
 	}
 }
 
 func compact(raw []byte) json.RawMessage {
+	if isCompact(raw) {
+		return raw
+	}
 	var buf bytes.Buffer
 	buf.Grow(len(raw))
 	if err := json.Compact(&buf, raw); err != nil {
@@ -624,209 +963,4 @@ func isCompact(raw []byte) bool {
 		}
 	}
 	return true
-}
-
-// storedSuffixLen is len(`,"prev_hash":"` + 64 hex + `","hash":"` + 64 hex + `"}`).
-const storedSuffixLen = 14 + 64 + 10 + 64 + 2
-
-// DecodeStored decodes bytes this package's Encode produced. It is the fast
-// path for reading our own ledger (replay, rebuild, verify): a fixed-order
-// scan with no reflection. Anything that does not have the exact layout is an
-// error; verify then reports the position. It does not validate the payload
-// nor recompute the hash: verify does that explicitly. The result owns its
-// memory (b may be reused or unmapped afterwards).
-func DecodeStored(b []byte) (Envelope, error) {
-	e, err := DecodeStoredRef(b)
-	if err != nil {
-		return e, err
-	}
-	e.Payload = append(json.RawMessage(nil), e.Payload...)
-	return e, nil
-}
-
-// DecodeStoredRef is DecodeStored without copying the payload: e.Payload
-// aliases b, so the envelope is valid only as long as b is (inside the bbolt
-// transaction that produced b). Folds use it to avoid a copy per event.
-func DecodeStoredRef(b []byte) (Envelope, error) {
-	var e Envelope
-	bad := func(what string) (Envelope, error) {
-		return Envelope{}, fmt.Errorf("stored envelope: malformed %s", what)
-	}
-	p, ok := cut(b, `{"id":"`)
-	if !ok || len(p) < 26 {
-		return bad("id")
-	}
-	if err := e.ID.UnmarshalText(p[:26]); err != nil {
-		return bad("id")
-	}
-	p = p[26:]
-	if p, ok = cut(p, `","stream":"`); !ok {
-		return bad("stream")
-	}
-	// One string allocation backs stream, type, actor and both hashes.
-	if len(p) < storedSuffixLen {
-		return bad("stream")
-	}
-	var stream, typ, at, actor []byte
-	if stream, p, ok = until(p, '"'); !ok {
-		return bad("stream")
-	}
-	if p, ok = cut(p, `","version":`); !ok {
-		return bad("version")
-	}
-	if e.Version, p, ok = uintUntil(p, ','); !ok {
-		return bad("version")
-	}
-	if p, ok = cut(p, `,"position":`); !ok {
-		return bad("position")
-	}
-	if e.Position, p, ok = uintUntil(p, ','); !ok {
-		return bad("position")
-	}
-	if p, ok = cut(p, `,"type":"`); !ok {
-		return bad("type")
-	}
-	if typ, p, ok = until(p, '"'); !ok {
-		return bad("type")
-	}
-	if p, ok = cut(p, `","schema_version":`); !ok {
-		return bad("schema_version")
-	}
-	var sv uint64
-	if sv, p, ok = uintUntil(p, ','); !ok || sv > 1<<16 {
-		return bad("schema_version")
-	}
-	e.SchemaVersion = int(sv)
-	if p, ok = cut(p, `,"recorded_at":"`); !ok {
-		return bad("recorded_at")
-	}
-	if at, p, ok = until(p, '"'); !ok {
-		return bad("recorded_at")
-	}
-	if p, ok = cut(p, `","actor":"`); !ok {
-		return bad("actor")
-	}
-	if actor, p, ok = until(p, '"'); !ok {
-		return bad("actor")
-	}
-	if p, ok = cut(p, `","payload":`); !ok || len(p) < storedSuffixLen+2 {
-		return bad("payload")
-	}
-	tail := p[len(p)-storedSuffixLen:]
-	e.Payload = json.RawMessage(p[:len(p)-storedSuffixLen])
-	if tail, ok = cut(tail, `,"prev_hash":"`); !ok {
-		return bad("prev_hash")
-	}
-	prev := tail[:64]
-	if tail, ok = cut(tail[64:], `","hash":"`); !ok {
-		return bad("hash")
-	}
-	hash := tail[:64]
-	if string(tail[64:]) != `"}` {
-		return bad("end")
-	}
-	t, err := parseUTC(at)
-	if err != nil {
-		return bad("recorded_at")
-	}
-	e.RecordedAt = t
-	buf := make([]byte, 0, len(stream)+len(typ)+len(actor)+128)
-	buf = append(buf, stream...)
-	buf = append(buf, typ...)
-	buf = append(buf, actor...)
-	buf = append(buf, prev...)
-	buf = append(buf, hash...)
-	s := string(buf)
-	n := 0
-	take := func(k int) string { v := s[n : n+k]; n += k; return v }
-	e.Stream = take(len(stream))
-	e.Type = take(len(typ))
-	e.Actor = take(len(actor))
-	e.PrevHash = take(64)
-	e.Hash = take(64)
-	return e, nil
-}
-
-// parseUTC parses the RFC 3339 UTC timestamp our Encode writes.
-func parseUTC(b []byte) (time.Time, error) {
-	if len(b) == 0 || b[len(b)-1] != 'Z' {
-		return time.Time{}, errors.New("not UTC")
-	}
-	var t time.Time
-	if err := t.UnmarshalText(b); err != nil {
-		return time.Time{}, err
-	}
-	return t.UTC(), nil
-}
-
-func cut(p []byte, prefix string) ([]byte, bool) {
-	if len(p) < len(prefix) || string(p[:len(prefix)]) != prefix {
-		return p, false
-	}
-	return p[len(prefix):], true
-}
-
-func until(p []byte, c byte) ([]byte, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i < 0 {
-		return nil, p, false
-	}
-	return p[:i], p[i:], true
-}
-
-func uintUntil(p []byte, c byte) (uint64, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i <= 0 || i > 20 {
-		return 0, p, false
-	}
-	var v uint64
-	for _, d := range p[:i] {
-		if d < '0' || d > '9' {
-			return 0, p, false
-		}
-		nv := v*10 + uint64(d-'0')
-		if nv/10 != v {
-			return 0, p, false // overflow
-		}
-		v = nv
-	}
-	if i > 1 && p[0] == '0' {
-		return 0, p, false // not canonical
-	}
-	return v, p[i:], true
-}
-
-var typeMarker = []byte(`,"type":"`)
-
-// PeekType returns the type of a stored envelope without decoding it, so a
-// fold can skip events it does not handle. ok is false for bytes that do not
-// have the stored layout. The type is the first `,"type":"` field: the id,
-// stream, version and position before it cannot contain that sequence.
-func PeekType(b []byte) (string, bool) {
-	t, ok := PeekTypeBytes(b)
-	return string(t), ok
-}
-
-// PeekTypeBytes is PeekType without the string allocation; the result
-// aliases b.
-func PeekTypeBytes(b []byte) ([]byte, bool) {
-	i := bytes.Index(b, typeMarker)
-	if i < 0 {
-		return nil, false
-	}
-	rest := b[i+len(typeMarker):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return nil, false
-	}
-	return rest[:j], true
-}
-
-// ParseID is ulid.ParseStrict with a message that names the input.
-func ParseID(s string) (ulid.ULID, error) {
-	id, err := ulid.ParseStrict(s)
-	if err != nil {
-		return ulid.ULID{}, fmt.Errorf("invalid event id %q: %w", s, err)
-	}
-	return id, nil
 }

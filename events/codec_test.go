@@ -117,3 +117,45 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+type fuzzTarget struct {
+	embedded
+	S   string            `json:"s"`
+	I   int8              `json:"i"`
+	U   uint16            `json:"u"`
+	F   float32           `json:"f"`
+	B   bool              `json:"b"`
+	P   *inner            `json:"p"`
+	L   []inner           `json:"l"`
+	A   [2]int            `json:"a"`
+	M   map[string][]int  `json:"m"`
+	R   json.RawMessage   `json:"r"`
+	X   any               `json:"x"`
+	Ptr *int              `json:"ptr"`
+	Str map[string]string `json:"str"`
+}
+
+// FuzzStrictUnmarshal: whatever the strict decoder accepts, encoding/json
+// accepts too and decodes to the same value.
+func FuzzStrictUnmarshal(f *testing.F) {
+	for _, s := range []string{
+		`{"from":"a","s":"x\u00e9","i":-128,"u":65535,"f":1.5e3,"b":true,"p":{"name":"n"},"l":[{"name":"a"},{}],"a":[1,2,3],"m":{"k":[1]},"r":{"z":[]},"x":[1,"a",null],"ptr":7,"str":{"a":"b"}}`,
+		`{"i":128}`, `{"s":null,"l":null,"p":null}`, `{"a":[]}`, `{"l":[]}`, `{"S":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var strict, loose fuzzTarget
+		if err := StrictUnmarshal(data, &strict); err != nil {
+			return
+		}
+		if err := json.Unmarshal(data, &loose); err != nil {
+			t.Fatalf("strict accepted what encoding/json rejects: %v\n%q", err, data)
+		}
+		a, _ := json.Marshal(strict)
+		b, _ := json.Marshal(loose)
+		if string(a) != string(b) {
+			t.Fatalf("decoders disagree on %q:\nstrict %s\nloose  %s", data, a, b)
+		}
+	})
+}

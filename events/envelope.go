@@ -160,68 +160,15 @@ func (e *Envelope) Encode() []byte {
 // present, identifiers valid, payload compact and decodable into its
 // registered type, and the hash consistent with the content.
 func DecodeEnvelope(data []byte) (Envelope, error) {
-	var raw struct {
-		ID            *string          `json:"id"`
-		Stream        *string          `json:"stream"`
-		Version       *uint64          `json:"version"`
-		Position      *uint64          `json:"position"`
-		Type          *string          `json:"type"`
-		SchemaVersion *int             `json:"schema_version"`
-		RecordedAt    *string          `json:"recorded_at"`
-		Actor         *string          `json:"actor"`
-		Payload       *json.RawMessage `json:"payload"`
-		PrevHash      *string          `json:"prev_hash"`
-		Hash          *string          `json:"hash"`
-	}
 	if len(data) > MaxEnvelopeBytes {
 		return Envelope{}, fmt.Errorf("envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
 	}
-	if err := StrictUnmarshal(data, &raw); err != nil {
+	e, err := decodeEnvelopeJSON(data)
+	if err != nil {
 		return Envelope{}, fmt.Errorf("envelope: %w", err)
 	}
-	missing := func(name string) error { return fmt.Errorf("envelope: missing key %q", name) }
-	switch {
-	case raw.ID == nil:
-		return Envelope{}, missing("id")
-	case raw.Stream == nil:
-		return Envelope{}, missing("stream")
-	case raw.Version == nil:
-		return Envelope{}, missing("version")
-	case raw.Position == nil:
-		return Envelope{}, missing("position")
-	case raw.Type == nil:
-		return Envelope{}, missing("type")
-	case raw.SchemaVersion == nil:
-		return Envelope{}, missing("schema_version")
-	case raw.RecordedAt == nil:
-		return Envelope{}, missing("recorded_at")
-	case raw.Actor == nil:
-		return Envelope{}, missing("actor")
-	case raw.Payload == nil:
-		return Envelope{}, missing("payload")
-	case raw.PrevHash == nil:
-		return Envelope{}, missing("prev_hash")
-	case raw.Hash == nil:
-		return Envelope{}, missing("hash")
-	}
-	id, err := ulid.ParseStrict(*raw.ID)
-	if err != nil {
-		return Envelope{}, fmt.Errorf("envelope: id %q: %w", *raw.ID, err)
-	}
-	at, err := time.Parse(time.RFC3339Nano, *raw.RecordedAt)
-	if err != nil {
-		return Envelope{}, fmt.Errorf("envelope: recorded_at: %w", err)
-	}
-	if _, off := at.Zone(); off != 0 || (*raw.RecordedAt)[len(*raw.RecordedAt)-1] != 'Z' {
-		return Envelope{}, errors.New("envelope: recorded_at must be UTC (suffix Z)")
-	}
-	if *raw.Version == 0 || *raw.Position == 0 {
-		return Envelope{}, fmt.Errorf("envelope %s: version and position start at 1", id)
-	}
-	e := Envelope{
-		ID: id, Stream: *raw.Stream, Version: *raw.Version, Position: *raw.Position,
-		Type: *raw.Type, SchemaVersion: *raw.SchemaVersion, RecordedAt: at.UTC(),
-		Actor: *raw.Actor, Payload: compact(*raw.Payload), PrevHash: *raw.PrevHash, Hash: *raw.Hash,
+	if e.Version == 0 || e.Position == 0 {
+		return Envelope{}, fmt.Errorf("envelope %s: version and position start at 1", e.ID)
 	}
 	if err := e.Validate(); err != nil {
 		return Envelope{}, err
@@ -236,6 +183,220 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 		return Envelope{}, &HashMismatchError{Position: e.Position, Want: e.Hash, Got: got}
 	}
 	return e, nil
+}
+
+// envelopeKeys are the keys of an encoded envelope, in Encode's order.
+var envelopeKeys = [...]string{"id", "stream", "version", "position", "type", "schema_version", "recorded_at", "actor", "payload", "prev_hash", "hash"}
+
+const (
+	kID = iota
+	kStream
+	kVersion
+	kPosition
+	kType
+	kSchemaVersion
+	kRecordedAt
+	kActor
+	kPayload
+	kPrevHash
+	kHash
+)
+
+// decodeEnvelopeJSON is the strict JSON layer of DecodeEnvelope, written
+// out for the one type it decodes (import reads millions of lines): any key
+// order and whitespace, every key exactly once, values of the right kind.
+// The payload is checked structurally here and against its type by
+// Validate. The result does not alias data.
+func decodeEnvelopeJSON(data []byte) (Envelope, error) {
+	var e Envelope
+	d := decoder{data: data}
+	d.path = d.pathBuf[:0]
+	d.ws()
+	if d.pos >= len(data) {
+		return e, &SyntaxError{Offset: d.pos, Msg: "empty input"}
+	}
+	if first := data[d.pos]; first != '{' {
+		if err := d.skip(); err != nil {
+			return e, err
+		}
+		return e, &TypeError{Want: "object", Got: jsonKindOf(first)}
+	}
+	if err := d.enter(); err != nil {
+		return e, err
+	}
+	d.pos++
+	var seen uint16
+	d.ws()
+	if d.pos < len(data) && data[d.pos] == '}' {
+		d.pos++
+	} else {
+		for {
+			d.ws()
+			if d.pos >= len(data) || data[d.pos] != '"' {
+				return e, d.errf("expected a string key")
+			}
+			ks := d.pos + 1
+			key, err := d.str(true)
+			if err != nil {
+				return e, err
+			}
+			k := -1
+			for i, name := range envelopeKeys {
+				if string(key) == name {
+					k = i
+					break
+				}
+			}
+			if k < 0 {
+				return e, &UnknownKeyError{Key: string(key)}
+			}
+			if seen&(1<<k) != 0 {
+				return e, &DuplicateKeyError{Key: envelopeKeys[k]}
+			}
+			seen |= 1 << k
+			ke := d.pos - 1
+			d.ws()
+			if d.pos >= len(data) || data[d.pos] != ':' {
+				return e, d.errf("expected ':' after key")
+			}
+			d.pos++
+			d.ws()
+			d.path = append(d.path[:0], pathSeg{ks: ks, ke: ke, isKey: true})
+			if err := d.envelopeField(&e, k); err != nil {
+				return e, err
+			}
+			d.ws()
+			if d.pos >= len(data) {
+				return e, d.errf("unexpected end of input in object")
+			}
+			if data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if data[d.pos] != '}' {
+				return e, d.errf("expected ',' or '}' in object")
+			}
+			d.pos++
+			break
+		}
+	}
+	d.ws()
+	if d.pos != len(data) {
+		return e, &SyntaxError{Offset: d.pos, Msg: "trailing data after JSON value"}
+	}
+	for k, name := range envelopeKeys {
+		if seen&(1<<k) == 0 {
+			return e, fmt.Errorf("missing key %q", name)
+		}
+	}
+	return e, nil
+}
+
+// jsonKindOf names the kind of a JSON value from its first byte.
+func jsonKindOf(first byte) string {
+	switch first {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// envelopeField decodes the value of envelope key k at d.pos into e.
+func (d *decoder) envelopeField(e *Envelope, k int) error {
+	if d.pos >= len(d.data) {
+		return d.errf("unexpected end of input")
+	}
+	c := d.data[d.pos]
+	switch k {
+	case kVersion, kPosition, kSchemaVersion:
+		if c != '-' && (c < '0' || c > '9') {
+			if err := d.skip(); err != nil {
+				return err
+			}
+			return &TypeError{Path: d.pathString(), Want: "integer", Got: jsonKindOf(c)}
+		}
+		start := d.pos
+		isInt, err := d.number()
+		if err != nil {
+			return err
+		}
+		num := d.data[start:d.pos]
+		n, ok := parseUint(num)
+		if !isInt || !ok || k == kSchemaVersion && n > 1<<16 {
+			return &TypeError{Path: d.pathString(), Want: "non-negative integer", Got: "number " + string(num)}
+		}
+		switch k {
+		case kVersion:
+			e.Version = n
+		case kPosition:
+			e.Position = n
+		default:
+			e.SchemaVersion = int(n)
+		}
+		return nil
+	case kPayload:
+		if c != '{' {
+			if err := d.skip(); err != nil {
+				return err
+			}
+			return &TypeError{Path: "payload", Want: "object", Got: jsonKindOf(c)}
+		}
+		start := d.pos
+		if err := d.skip(); err != nil {
+			return err
+		}
+		raw := d.data[start:d.pos]
+		if isCompact(raw) {
+			e.Payload = append(json.RawMessage(nil), raw...)
+		} else {
+			e.Payload = compact(raw)
+		}
+		return nil
+	}
+	if c != '"' {
+		if err := d.skip(); err != nil {
+			return err
+		}
+		return &TypeError{Path: d.pathString(), Want: "string", Got: jsonKindOf(c)}
+	}
+	b, err := d.str(true)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case kID:
+		id, err := ulid.ParseStrict(string(b))
+		if err != nil {
+			return fmt.Errorf("id %q: %w", b, err)
+		}
+		e.ID = id
+	case kRecordedAt:
+		t, err := parseUTC(b)
+		if err != nil {
+			return fmt.Errorf("recorded_at %q: want RFC 3339 UTC (suffix Z): %w", b, err)
+		}
+		e.RecordedAt = t
+	case kStream:
+		e.Stream = string(b)
+	case kType:
+		e.Type = string(b)
+	case kActor:
+		e.Actor = string(b)
+	case kPrevHash:
+		e.PrevHash = string(b)
+	case kHash:
+		e.Hash = string(b)
+	}
+	return nil
 }
 
 // HashMismatchError reports an envelope whose content does not hash to the

@@ -145,7 +145,7 @@ func TestDecodeEnvelopeRejects(t *testing.T) {
 		{"trailing data", good + `{}`, `trailing data`, new(*SyntaxError)},
 		{"not JSON", `hello`, `invalid JSON`, new(*SyntaxError)},
 		{"empty", ``, `empty input`, new(*SyntaxError)},
-		{"array", `[]`, `cannot unmarshal`, nil},
+		{"array", `[]`, `want object, got array`, new(*TypeError)},
 		{"payload not object", strings.Replace(good, good[strings.Index(good, `"payload":`):strings.Index(good, `,"prev_hash"`)], `"payload":[1]`, 1), `payload`, nil},
 		{"invalid UTF-8", strings.Replace(good, `"actor":"test"`, "\"actor\":\"t\xffst\"", 1), `invalid UTF-8`, new(*SyntaxError)},
 		{"deep nesting", strings.Replace(good, `"payload":{`, `"payload":{"markers":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`,`, 1), `nesting deeper`, new(*SyntaxError)},
@@ -262,5 +262,22 @@ func TestFactoryRejectsWrongPayload(t *testing.T) {
 	}
 	if _, err := f.New(HarnessStream("x"), "no.such", &TrustRequired{}); err == nil {
 		t.Fatal("accepted an unknown type")
+	}
+}
+
+func TestDecodeEnvelopeKinds(t *testing.T) {
+	ref := sealed(t)
+	good := string(ref.Encode())
+	for in, want := range map[string]string{
+		` "x"`: "want object, got string",
+		strings.Replace(good, `"version":1`, `"version":{}`, 1):                                       "version: want integer, got object",
+		strings.Replace(good, `"version":1`, `"version":1.5`, 1):                                      "version: want non-negative integer, got number 1.5",
+		strings.Replace(good, `"stream":"harness/claude-code"`, `"stream":null`, 1):                   "stream: want string, got null",
+		strings.Replace(good, `"recorded_at":"2026-11-01T12:00:01Z"`, `"recorded_at":"yesterday"`, 1): `recorded_at "yesterday"`,
+	} {
+		_, err := DecodeEnvelope([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40s: error %v, want %q", in, err, want)
+		}
 	}
 }
