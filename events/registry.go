@@ -68,6 +68,16 @@ func Lookup(typ string) (Spec, bool) {
 	return s, ok
 }
 
+// TypeName returns the registered type named by b as a shared string, so
+// hot loops over stored events can call Projection.Handles without
+// allocating a string per event.
+func TypeName(b []byte) (string, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	s, ok := registry[string(b)]
+	return s.Type, ok
+}
+
 // Types lists every registered type, sorted.
 func Types() []string {
 	regMu.RLock()
