@@ -75,6 +75,10 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 			}
 			for i := start; i < end; i++ {
 				if skip[i] {
+					// A run is a contiguous slice: end it here.
+					if err := flush(i); err != nil {
+						return err
+					}
 					skipped++
 					continue
 				}
