@@ -11,8 +11,8 @@ import (
 
 // importChunk is how many events one import transaction appends: large
 // enough to amortize the two fsyncs of a commit, small enough to bound the
-// memory of dirty pages.
-const importChunk = 10_000
+// memory of dirty pages. A variable so tests can use small chunks.
+var importChunk = 10_000
 
 // ImportResult counts what Import did.
 type ImportResult struct {

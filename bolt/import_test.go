@@ -112,11 +112,13 @@ func TestImportRefusesConflicts(t *testing.T) {
 // TestImportChunks imports more than one chunk; a cancelled import keeps
 // whole chunks only, and a retry completes it.
 func TestImportChunks(t *testing.T) {
+	defer func(n int) { importChunk = n }(importChunk)
+	importChunk = 200
 	f := newFactory()
 	n := importChunk + importChunk/2
 	src := make([]events.Envelope, n)
 	for i := range src {
-		src[i] = f.run([]string{"a", "b", "c"}[i/1000%3], i)
+		src[i] = f.run([]string{"a", "b", "c"}[i/30%3], i)
 	}
 	projs := []projections.Projection{testProjection()}
 	st, _ := openTest(t, Options{Projections: projs})
@@ -125,7 +127,7 @@ func TestImportChunks(t *testing.T) {
 	var calls int
 	_, err := st.ImportProgress(ctx, src, func(done, total uint64) {
 		calls++
-		if done != importChunk || total != uint64(n) {
+		if done != uint64(importChunk) || total != uint64(n) {
 			t.Errorf("progress %d/%d", done, total)
 		}
 		cancel()
@@ -133,7 +135,7 @@ func TestImportChunks(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Fatalf("cancelled import: %v after %d chunks", err, calls)
 	}
-	if pos, _, _ := st.Head(); pos != importChunk {
+	if pos, _, _ := st.Head(); pos != uint64(importChunk) {
 		t.Fatalf("head %d after one chunk", pos)
 	}
 	res, err := st.Import(bg, src)
