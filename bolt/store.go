@@ -80,7 +80,11 @@ func OpenRoot(root string, opts Options) (*Store, error) {
 			return nil, &NotFoundError{Path: root}
 		}
 		if err := os.Mkdir(root, 0o700); err != nil {
-			return nil, fmt.Errorf("create root %s: %w", root, err)
+			if !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("create root %s: %w", root, err)
+			}
+			// Another process created it meanwhile: check what it is.
+			return OpenRoot(root, opts)
 		}
 		if err := syncDir(filepath.Dir(root)); err != nil {
 			return nil, err
@@ -118,7 +122,11 @@ func Open(path string, opts Options) (*Store, error) {
 	case fi.Size() == 0:
 		return nil, &CorruptError{Path: path, Err: errors.New("empty file")}
 	}
-	created := err != nil
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := createLedger(path); err != nil {
+			return nil, err
+		}
+	}
 	db, err := openDB(path, opts)
 	if err != nil {
 		return nil, err
@@ -139,13 +147,37 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if created {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
 	return s, nil
+}
+
+// createLedger makes a new, empty bbolt file at path atomically: it is
+// written under a temporary name and linked into place, so no process ever
+// sees a half-initialized ledger (bbolt would otherwise create an empty
+// file before taking its lock, and a concurrent opener would find it
+// empty). If another process wins the race, its file is kept.
+func createLedger(path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpPath)
+	db, err := bbolt.Open(tmpPath, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := os.Link(tmpPath, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := os.Remove(tmpPath); err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	return syncDir(dir)
 }
 
 // openDB opens the bbolt file. bbolt panics (or faults) on some damaged

@@ -81,3 +81,48 @@ func TestEventsImportRoundTrip(t *testing.T) {
 		t.Fatalf("verify: %d %s", v.code, v.stderr)
 	}
 }
+
+func TestEventsFilters(t *testing.T) {
+	root := sampleRoot(t)
+	all := runCLI(t, "", "--root", root, "events").stdout
+	lines := strings.SplitAfter(all, "\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stream", "harness/claude-code"}, lines[1] + lines[2]},
+		{[]string{"--stream", "store", "--after", "1"}, lines[3]},
+		{[]string{"--type", "manifest.published"}, lines[3]},
+		{[]string{"--after", "2"}, lines[2] + lines[3]},
+		{[]string{"--after", "4"}, ""},
+		{[]string{"--stream", "run/none"}, ""},
+	} {
+		r := runCLI(t, "", append([]string{"--root", root, "events"}, c.args...)...)
+		if r.code != 0 || r.stdout != c.want {
+			t.Errorf("events %v: %d %q, want %q", c.args, r.code, r.stdout, c.want)
+		}
+	}
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "--type", "no.such"), exitError, `--type "no.such" is not an event type`)
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "--stream", "a b"), exitError, "--stream")
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "extra"), exitError, "takes no arguments")
+}
+
+func TestProjectionsRebuildAndVersion(t *testing.T) {
+	root := sampleRoot(t)
+	r := runCLI(t, "", "--root", root, "projections", "rebuild")
+	if r.code != 0 || r.stdout != "rebuilt projections from 4 events\n" {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--root", root, "--json", "projections", "rebuild"); r.code != 0 || r.stdout != "{\"events\":4,\"ok\":true}\n" {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--root", root, "audit", "verify"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "tree-ring "+Version+" (go") {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--json", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, `{"go":"go`) {
+		t.Fatalf("%+v", r)
+	}
+}
