@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
@@ -34,10 +35,13 @@ type Tx struct {
 	heads   *bbolt.Bucket
 	bodies  *bbolt.Bucket
 	head    string // chain head within this tx
-	dirty   bool   // events appended: checkpoints and chain head to write
-	wrote   bool   // anything written at all
-	err     error  // poison, see above
-	live    []projections.Projection
+	// newHeads holds the stream heads this tx moved; they are written once
+	// at commit (an import touching a stream many times writes it once).
+	newHeads map[string]head
+	dirty    bool  // events appended: checkpoints, heads and chain head to write
+	wrote    bool  // anything written at all
+	err      error // poison, see above
+	live     []projections.Projection
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -57,8 +61,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			live: s.liveProjections(btx),
 		}
 		// FillPercent is not persisted: set it in every tx. Positions only
-		// ever grow, so full pages never need to split again.
+		// ever grow, so full pages never need to split again; stream
+		// versions grow within each stream, so its index pages are filled
+		// from the left too (measured: 0.9 halves its cost against the
+		// default 0.5 with 1,000 interleaved streams).
 		t.events.FillPercent = 1.0
+		t.streams.FillPercent = 0.9
 		t.head = string(btx.Bucket(bucketMeta).Get(keyChainHead))
 		ferr := fn(t)
 		switch {
@@ -70,6 +78,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return errNothingWritten
 		case !t.dirty:
 			return nil
+		}
+		if err := t.flushHeads(); err != nil {
+			return err
 		}
 		pos := t.events.Sequence()
 		cp := btx.Bucket(bucketProjCP)
@@ -173,7 +184,7 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 		return nil, &BatchConflictError{Stream: stream, ID: evs[firstPresent].ID.String(),
 			Reason: fmt.Sprintf("is already at position %d but %s is new: a retry must resend the same batch", positions[firstPresent], evs[firstNew].ID)}
 	}
-	h := getHead(t.heads, stream)
+	h := t.streamHead(stream)
 	if expected != AnyVersion && uint64(expected) != h.version {
 		return nil, &WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: h.version}
 	}
@@ -187,11 +198,63 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 		}
 	}
 	// Writes: a failure from here on poisons the transaction.
-	if err := t.write(stream, h, evs, positions); err != nil {
+	if err := t.write(stream, h, evs, positions, len(evs) > 64); err != nil {
 		t.err = err
 		return nil, err
 	}
 	return positions, nil
+}
+
+// appendNew appends events that the caller checked: valid (DecodeEnvelope),
+// of stream, absent from the ledger and distinct. Import uses it after its
+// own checks, to spare two index lookups per event.
+func (t *Tx) appendNew(stream string, evs []events.Envelope) error {
+	if t.err != nil {
+		return t.err
+	}
+	if err := events.ValidStream(stream); err != nil {
+		return fmt.Errorf("append %s: %w", stream, err)
+	}
+	for i := range evs {
+		if evs[i].Stream != stream {
+			return fmt.Errorf("append %s: event %s is for stream %s", stream, evs[i].ID, evs[i].Stream)
+		}
+		if _, ok := events.Lookup(evs[i].Type); !ok {
+			return fmt.Errorf("append %s: %w", stream, &events.UnknownTypeError{Type: evs[i].Type})
+		}
+	}
+	if err := t.write(stream, t.streamHead(stream), evs, make([]uint64, len(evs)), false); err != nil {
+		t.err = err
+		return err
+	}
+	return nil
+}
+
+// streamHead is the head of stream as of this tx.
+func (t *Tx) streamHead(stream string) head {
+	if h, ok := t.newHeads[stream]; ok {
+		return h
+	}
+	return getHead(t.heads, stream)
+}
+
+// flushHeads writes the heads moved in this tx, in key order.
+func (t *Tx) flushHeads() error {
+	names := make([]string, 0, len(t.newHeads))
+	for name := range t.newHeads {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		h := t.newHeads[name]
+		hv := make([]byte, 16)
+		binary.BigEndian.PutUint64(hv, h.version)
+		binary.BigEndian.PutUint64(hv[8:], h.position)
+		if err := t.heads.Put([]byte(name), hv); err != nil {
+			return fmt.Errorf("head of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // dupIn returns the index of id in evs, or -1. Batches are small; a large
@@ -208,7 +271,9 @@ func dupIn(evs []events.Envelope, id ulid.ULID) int {
 	return -1
 }
 
-func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uint64) error {
+// write appends evs; checkIDs guards against an id twice in a batch too
+// large for Append's pre-check.
+func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uint64, checkIDs bool) error {
 	t.wrote = true
 	for i := range evs {
 		e := evs[i]
@@ -224,8 +289,7 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		if len(enc) > events.MaxEnvelopeBytes {
 			return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 		}
-		if t.ids.Get(e.ID[:]) != nil {
-			// Only a duplicate within a large batch gets here.
+		if checkIDs && t.ids.Get(e.ID[:]) != nil {
 			return &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: "appears twice in the batch"}
 		}
 		pk := u64(pos)
@@ -235,7 +299,7 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		if err := t.streams.Put(streamKey(stream, e.Version), pk); err != nil {
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
-		if err := t.ids.Put(append([]byte(nil), e.ID[:]...), pk); err != nil {
+		if err := t.ids.Put(e.ID[:], pk); err != nil { // bbolt copies keys
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
 		if err := t.apply(&e); err != nil {
@@ -244,12 +308,10 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		t.head = e.Hash
 		positions[i] = pos
 	}
-	hv := make([]byte, 16)
-	binary.BigEndian.PutUint64(hv, h.version)
-	binary.BigEndian.PutUint64(hv[8:], h.position)
-	if err := t.heads.Put([]byte(stream), hv); err != nil {
-		return fmt.Errorf("append %s: head: %w", stream, err)
+	if t.newHeads == nil {
+		t.newHeads = map[string]head{}
 	}
+	t.newHeads[stream] = h
 	t.dirty = true
 	return nil
 }
@@ -273,7 +335,7 @@ func (t *Tx) apply(e *events.Envelope) error {
 
 // StreamVersion is the current version of stream in this transaction (0
 // when it does not exist).
-func (t *Tx) StreamVersion(stream string) uint64 { return getHead(t.heads, stream).version }
+func (t *Tx) StreamVersion(stream string) uint64 { return t.streamHead(stream).version }
 
 // HasID reports whether an event id is already in the ledger.
 func (t *Tx) HasID(id [16]byte) bool { return t.ids.Get(id[:]) != nil }
@@ -335,8 +397,11 @@ func checkpoint(version int, pos uint64) []byte {
 type bucketKV struct{ b *bbolt.Bucket }
 
 func (k bucketKV) Get(key []byte) []byte { return k.b.Get(key) }
+
+// Put copies value (bbolt keeps it until commit; the fold may reuse its
+// buffer); bbolt copies the key itself.
 func (k bucketKV) Put(key, value []byte) error {
-	return k.b.Put(append([]byte(nil), key...), append([]byte(nil), value...))
+	return k.b.Put(key, append([]byte(nil), value...))
 }
 func (k bucketKV) Delete(key []byte) error { return k.b.Delete(key) }
 func (k bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {

@@ -26,7 +26,11 @@ func TestMain(m *testing.M) {
 		crashChild(path)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, d := range benchDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
 }
 
 // crashChild appends batches to the ledger at path forever, printing one

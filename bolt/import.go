@@ -66,7 +66,7 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 				if runStart < 0 {
 					return nil
 				}
-				if _, err := tx.append(envs[runStart].Stream, AnyVersion, envs[runStart:i], true); err != nil {
+				if err := tx.appendNew(envs[runStart].Stream, envs[runStart:i]); err != nil {
 					return &ImportError{Index: runStart, Err: err}
 				}
 				imported += i - runStart

@@ -156,9 +156,10 @@ func (s *Store) fold(ctx context.Context, projs []projections.Projection, from u
 			c := tx.Bucket(bucketEvents).Cursor()
 			last := next - 1
 			n := 0
+			var scratch events.Envelope
 			for k, v := c.Seek(u64(next)); k != nil && n < foldChunk; k, v = c.Next() {
 				pos := binary.BigEndian.Uint64(k)
-				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v); err != nil {
+				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch); err != nil {
 					return &CorruptError{Path: s.path, Err: err}
 				}
 				last = pos
@@ -193,7 +194,11 @@ func (s *Store) fold(ctx context.Context, projs []projections.Projection, from u
 // foldOne applies the stored event raw at pos to every projection i with
 // from[i] < pos <= to[i] that handles its type. The event is decoded at most
 // once, and only if some projection needs it.
-func foldOne(projs []projections.Projection, kvs []projections.KV, from, to []uint64, bod projections.Bodies, pos uint64, raw []byte) error {
+//
+// e is scratch space reused across calls (one allocation per fold, not per
+// event): a projection must not keep the envelope past Apply, which the
+// Payload aliasing the transaction's memory forbids anyway.
+func foldOne(projs []projections.Projection, kvs []projections.KV, from, to []uint64, bod projections.Bodies, pos uint64, raw []byte, e *events.Envelope) error {
 	tb, ok := events.PeekTypeBytes(raw)
 	if !ok {
 		return fmt.Errorf("position %d: malformed envelope", pos)
@@ -202,7 +207,6 @@ func foldOne(projs []projections.Projection, kvs []projections.KV, from, to []ui
 	if !ok {
 		return fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
 	}
-	var e events.Envelope
 	decoded := false
 	for i, p := range projs {
 		if pos <= from[i] || pos > to[i] || !p.Handles(typ) {
@@ -210,12 +214,12 @@ func foldOne(projs []projections.Projection, kvs []projections.KV, from, to []ui
 		}
 		if !decoded {
 			var err error
-			if e, err = events.DecodeStoredRef(raw); err != nil {
+			if *e, err = events.DecodeStoredRef(raw); err != nil {
 				return fmt.Errorf("position %d: %w", pos, err)
 			}
 			decoded = true
 		}
-		if err := p.Apply(kvs[i], bod, &e); err != nil {
+		if err := p.Apply(kvs[i], bod, e); err != nil {
 			return fmt.Errorf("position %d: projection %s: %w", pos, p.Name(), err)
 		}
 	}

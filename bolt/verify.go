@@ -78,6 +78,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 		type streamState struct{ version, position uint64 }
 		seen := map[string]*streamState{}
 		var want uint64 = 1
+		var scratch events.Envelope
 		c := evb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if want%4096 == 0 {
@@ -127,7 +128,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			if ip := ids.Get(e.ID[:]); len(ip) != 8 || binary.BigEndian.Uint64(ip) != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("ids index for %s does not point here", e.ID)}
 			}
-			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v); err != nil {
+			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch); err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
 			prev = e.Hash

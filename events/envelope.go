@@ -128,7 +128,8 @@ func SameContent(a, b *Envelope) bool {
 // order and no trailing newline. Identifier fields are validated on intake
 // (see Validate) to need no escaping; the payload is already compact JSON.
 func (e *Envelope) Encode() []byte {
-	b := make([]byte, 0, 256+len(e.Payload))
+	// The fixed keys, id, numbers, timestamp and both hashes take < 400.
+	b := make([]byte, 0, 400+len(e.Stream)+len(e.Type)+len(e.Actor)+len(e.Payload))
 	b = append(b, `{"id":"`...)
 	b = appendID(b, e.ID)
 	b = append(b, `","stream":"`...)

@@ -281,3 +281,26 @@ func TestDecodeEnvelopeKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestParseUTC compares the hand-written timestamp parser with time's.
+func TestParseUTC(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-01T12:00:01Z", "2026-11-01T12:00:01.5Z", "2026-11-01T12:00:01.123456789Z",
+		"2024-02-29T23:59:59.000000001Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+	} {
+		got, err := parseUTC([]byte(s))
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		if err != nil || werr != nil || !got.Equal(want) || got.Location() != time.UTC {
+			t.Errorf("%s: got %v %v, want %v %v", s, got, err, want, werr)
+		}
+	}
+	for _, s := range []string{
+		"2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-01T24:00:00Z", "2026-11-01T12:00:60Z",
+		"2026-11-01T12:00:01.Z", "2026-11-01 12:00:01Z", "2026-11-01T12:00:01+00:00",
+		"2026-11-01T12:00:01z", "26-11-01T12:00:01Z",
+	} {
+		if _, err := parseUTC([]byte(s)); err == nil {
+			t.Errorf("%s: accepted", s)
+		}
+	}
+}

@@ -35,12 +35,15 @@ type upKey struct {
 }
 
 var (
-	regMu     sync.RWMutex
+	regMu sync.RWMutex
+	// registry is written only by register, from this package's init, so
+	// it is read without the lock (package initialization happens before
+	// any other goroutine reads it); replay looks types up per event.
 	registry  = map[string]Spec{}
 	upcasters = map[upKey]Upcaster{}
 )
 
-// register declares an event type whose payload is P. Called from this
+// register declares an event type whose payload is P. Called only from this
 // package's init; the catalogue is closed to other packages so that every
 // fact the ledger may hold is listed in one place.
 func register[P any](typ string, version int, streamPrefix string) {
@@ -62,8 +65,6 @@ func RegisterUpcaster(typ string, from int, fn Upcaster) {
 
 // Lookup returns the spec of a registered type.
 func Lookup(typ string) (Spec, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	s, ok := registry[typ]
 	return s, ok
 }
@@ -72,16 +73,12 @@ func Lookup(typ string) (Spec, bool) {
 // hot loops over stored events can call Projection.Handles without
 // allocating a string per event.
 func TypeName(b []byte) (string, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	s, ok := registry[string(b)]
 	return s.Type, ok
 }
 
 // Types lists every registered type, sorted.
 func Types() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	out := make([]string, 0, len(registry))
 	for t := range registry {
 		out = append(out, t)

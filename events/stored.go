@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -114,13 +115,14 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 		return bad("recorded_at")
 	}
 	e.RecordedAt = t
-	buf := make([]byte, 0, len(stream)+len(typ)+len(actor)+128)
-	buf = append(buf, stream...)
-	buf = append(buf, typ...)
-	buf = append(buf, actor...)
-	buf = append(buf, prev...)
-	buf = append(buf, hash...)
-	s := string(buf)
+	var sb strings.Builder
+	sb.Grow(len(stream) + len(typ) + len(actor) + 128)
+	sb.Write(stream)
+	sb.Write(typ)
+	sb.Write(actor)
+	sb.Write(prev)
+	sb.Write(hash)
+	s := sb.String()
 	n := 0
 	take := func(k int) string { v := s[n : n+k]; n += k; return v }
 	e.Stream = take(len(stream))
@@ -131,16 +133,79 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 	return e, nil
 }
 
-// parseUTC parses the RFC 3339 UTC timestamp our Encode writes.
+// parseUTC parses an RFC 3339 UTC timestamp (suffix Z), as Encode writes
+// it. The layout Encode produces is parsed by hand (replay decodes one per
+// event); anything else goes through time's parser.
 func parseUTC(b []byte) (time.Time, error) {
 	if len(b) == 0 || b[len(b)-1] != 'Z' {
 		return time.Time{}, errors.New("not UTC")
+	}
+	if t, ok := parseCanonicalUTC(b); ok {
+		return t, nil
 	}
 	var t time.Time
 	if err := t.UnmarshalText(b); err != nil {
 		return time.Time{}, err
 	}
 	return t.UTC(), nil
+}
+
+// parseCanonicalUTC parses "YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z" with fields in
+// range; ok is false for anything else (the caller falls back).
+func parseCanonicalUTC(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(s []byte) (int, bool) {
+		n := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(year, month) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	rest := b[19 : len(b)-1]
+	if len(rest) > 0 {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return time.Time{}, false
+		}
+		f, ok := num(rest[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(rest) - 1; i < 9; i++ {
+			f *= 10
+		}
+		nsec = f
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+func daysIn(year, month int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	default:
+		return 31
+	}
 }
 
 func cut(p []byte, prefix string) ([]byte, bool) {
