@@ -601,6 +601,9 @@ func (d *decoder) str(want bool) ([]byte, error) {
 	start := p
 	escaped := false
 	for {
+		for p < len(b) && plainByte[b[p]] {
+			p++ // the common case: printable ASCII
+		}
 		if p >= len(b) {
 			return nil, d.errf("unterminated string")
 		}
@@ -648,6 +651,15 @@ func (d *decoder) str(want bool) ([]byte, error) {
 		}
 	}
 }
+
+// plainByte marks the bytes a string scan can pass over without a second
+// look: printable ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b {
@@ -953,6 +965,14 @@ func compact(raw []byte) json.RawMessage {
 func isCompact(raw []byte) bool {
 	in := false
 	for i := 0; i < len(raw); i++ {
+		if in {
+			for i < len(raw) && plainByte[raw[i]] {
+				i++
+			}
+			if i >= len(raw) {
+				break
+			}
+		}
 		switch b := raw[i]; {
 		case in && b == '\\':
 			i++
