@@ -71,7 +71,7 @@ func cpuNow() time.Duration {
 func reportRate(b *testing.B, n int, start time.Time, cpu time.Duration) {
 	d := time.Since(start)
 	b.ReportMetric(float64(n)/d.Seconds(), "events/s")
-	b.ReportMetric(float64((cpuNow() - cpu).Nanoseconds())/float64(n), "cpu-ns/event")
+	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(n), "cpu-ns/event")
 }
 
 // writeBenchExport writes n sealed, chained envelopes as one host's export.
