@@ -2,19 +2,50 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/projections"
 )
+
+// checkedRoot returns a fresh root path; if the test leaves a ledger there,
+// cleanup verifies it (every projection registered), unless the test
+// damaged it on purpose (damagedRoots).
+func checkedRoot(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), ".tree-ring")
+	t.Cleanup(func() {
+		if _, bad := damagedRoots.Load(root); bad {
+			return
+		}
+		if _, err := os.Lstat(filepath.Join(root, bolt.LedgerFile)); err != nil {
+			return
+		}
+		st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, Projections: projections.All()})
+		if err != nil {
+			t.Errorf("cleanup: open %s: %v", root, err)
+			return
+		}
+		defer st.Close()
+		if _, err := st.Verify(context.Background()); err != nil {
+			t.Errorf("cleanup: verify %s: %v", root, err)
+		}
+	})
+	return root
+}
+
+var damagedRoots sync.Map
 
 // sampleRoot imports the sample ledger into a fresh root.
 func sampleRoot(t *testing.T) string {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	if r := runCLI(t, "", "--root", root, "events", "import", sampleLedger); r.code != 0 {
 		t.Fatalf("import: %+v", r)
 	}
@@ -39,6 +70,7 @@ func TestAuditVerify(t *testing.T) {
 // naming the position.
 func TestAuditVerifyTamperedByte(t *testing.T) {
 	root := sampleRoot(t)
+	damagedRoots.Store(root, true)
 	path := filepath.Join(root, bolt.LedgerFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -149,7 +181,7 @@ func TestLockedLedger(t *testing.T) {
 }
 
 func TestNoLedger(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	for _, cmd := range [][]string{{"events"}, {"audit", "verify"}} {
 		assertRefused(t, runCLI(t, "", append([]string{"--root", root}, cmd...)...), exitError, root+": no ledger here")
 	}

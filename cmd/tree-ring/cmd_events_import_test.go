@@ -128,7 +128,7 @@ func TestEventsImportBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := filepath.Join(t.TempDir(), ".tree-ring")
+			root := checkedRoot(t)
 			if r := runCLI(t, "", "--root", root, "events", "import", sampleLedger); r.code != 0 {
 				t.Fatalf("setup: %+v", r)
 			}
@@ -148,7 +148,7 @@ func TestEventsImportBadInput(t *testing.T) {
 		})
 	}
 	t.Run("conflicting id in the file names both lines", func(t *testing.T) {
-		root := filepath.Join(t.TempDir(), ".tree-ring")
+		root := checkedRoot(t)
 		twin, err := events.DecodeEnvelope([]byte(ol[1]))
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +162,7 @@ func TestEventsImportBadInput(t *testing.T) {
 }
 
 func TestEventsImportFileErrors(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	missing := filepath.Join(t.TempDir(), "nope.ndjson")
 	assertRefused(t, runCLI(t, "", "--root", root, "events", "import", missing), exitError, missing, "no such file")
 	dir := t.TempDir()

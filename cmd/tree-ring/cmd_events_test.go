@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,7 +52,7 @@ func buildSample(t *testing.T, root string) {
 }
 
 func TestSampleLedgerGolden(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	buildSample(t, root)
 	r := runCLI(t, "", "--root", root, "events")
 	if r.code != 0 {
@@ -63,7 +62,7 @@ func TestSampleLedgerGolden(t *testing.T) {
 }
 
 func TestEventsImportRoundTrip(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	r := runCLI(t, "", "--root", root, "events", "import", sampleLedger)
 	if r.code != 0 || r.stdout != "imported 4, skipped 0 duplicates\n" {
 		t.Fatalf("import: code %d out %q err %q", r.code, r.stdout, r.stderr)
