@@ -106,7 +106,9 @@ func appendU64(b []byte, v uint64) []byte {
 func (e *Envelope) ComputeHash() string {
 	var buf [512]byte // most envelopes fit: no heap allocation for the bytes
 	sum := sha256.Sum256(e.appendCanonical(buf[:0]))
-	return hex.EncodeToString(sum[:])
+	var h [64]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // Seal sets PrevHash and Hash. The store calls it with the chain head.
