@@ -68,7 +68,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		"bridge path not owned":  {rep(`"bridge_path": ".pi/extensions/tree-ring-memory.ts"`, `"bridge_path": "AGENTS.md"`), "bridge_path"},
 		"capability prefix":      {rep(`"cli_version": "0.1.0"`, `"cli_version": "trcap_v1_x"`), "capability prefix"},
 		"file and block overlap": {rep(`"path": ".codex/hooks.json"`, `"path": "AGENTS.md"`), "both as file and as block"},
-		"not JSON":               {"{", "decode"},
+		"not JSON":               {"{", "invalid JSON"},
 		"too large":              {good + strings.Repeat(" ", MaxBridgeFileBytes), "larger than"},
 	}
 	for name, c := range cases {

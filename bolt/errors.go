@@ -28,6 +28,30 @@ func (e *IDConflictError) Error() string {
 	return fmt.Sprintf("event id %s already exists at position %d with different content", e.ID, e.Position)
 }
 
+// InputConflictError is an import whose input holds one id twice with
+// different content; First is the index of the earlier envelope.
+type InputConflictError struct {
+	ID    string
+	First int
+}
+
+func (e *InputConflictError) Error() string {
+	return fmt.Sprintf("event id %s appears earlier in the input (event %d) with different content", e.ID, e.First)
+}
+
+// BatchConflictError is returned by Append for a batch that cannot be a
+// faithful retry: only some of its ids are already in the ledger, or an id
+// appears twice in it. Nothing was appended.
+type BatchConflictError struct {
+	Stream string
+	ID     string
+	Reason string
+}
+
+func (e *BatchConflictError) Error() string {
+	return fmt.Sprintf("append %s: event %s %s", e.Stream, e.ID, e.Reason)
+}
+
 // LockedError is returned by Open when another process holds the ledger
 // past the lock timeout.
 type LockedError struct {

@@ -3,13 +3,16 @@ package bolt
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
 	bbolt "go.etcd.io/bbolt"
 )
 
-// importChunk is how many events one import transaction appends.
-const importChunk = 10_000
+// importChunk is how many events one import transaction appends: large
+// enough to amortize the two fsyncs of a commit, small enough to bound the
+// memory of dirty pages. A variable so tests can use small chunks.
+var importChunk = 10_000
 
 // ImportResult counts what Import did.
 type ImportResult struct {
@@ -17,18 +20,50 @@ type ImportResult struct {
 	Skipped  int `json:"skipped_duplicates"`
 }
 
-// Import appends envelopes exported from another ledger (already validated
-// by events.DecodeEnvelope). Foreign ids are kept; version, position and
-// hashes are reassigned so they chain in this ledger. An id already present
-// with the same content is skipped; with different content the import is
-// refused before anything is written (*IDConflictError). Large imports are
+// ImportError ties an import failure to the envelope that caused it:
+// Index is its position in the slice given to Import.
+type ImportError struct {
+	Index int
+	Err   error
+}
+
+func (e *ImportError) Error() string { return fmt.Sprintf("event %d: %v", e.Index, e.Err) }
+func (e *ImportError) Unwrap() error { return e.Err }
+
+// Import appends envelopes exported from another ledger; they must come
+// from events.DecodeEnvelope, which validated them. See ImportProgress.
+func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResult, error) {
+	return s.ImportProgress(ctx, envs, nil)
+}
+
+// ImportProgress is Import reporting (done, total) after each chunk.
+//
+// Foreign ids are kept; version, position and hashes are reassigned so the
+// events chain in this ledger, in the order given. An id already present
+// with the same content (in the ledger or earlier in envs) is skipped; an id
+// present with different content refuses the whole import before anything
+// is written (*ImportError wrapping *IDConflictError). Large imports are
 // appended in chunks of importChunk events, each atomic; a retry after an
 // interruption skips what landed.
-func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResult, error) {
+// CheckImport refuses, without writing, what ImportProgress would refuse up
+// front (an id present with different content, in the ledger or in envs).
+// A caller that records something before importing (a run) checks first, so
+// that a bad file still changes nothing.
+func (s *Store) CheckImport(envs []events.Envelope) error {
+	return s.view(func(tx *bbolt.Tx) error {
+		_, err := s.importPlan(tx, envs)
+		return err
+	})
+}
+
+func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, progress Progress) (ImportResult, error) {
 	var res ImportResult
 	// Refuse conflicts up front so a bad file changes nothing.
+	var skip []bool
 	if err := s.view(func(tx *bbolt.Tx) error {
-		return checkConflicts(s, tx, envs)
+		var err error
+		skip, err = s.importPlan(tx, envs)
+		return err
 	}); err != nil {
 		return res, err
 	}
@@ -37,60 +72,99 @@ func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResul
 		var imported, skipped int
 		err := s.Update(ctx, func(tx *Tx) error {
 			imported, skipped = 0, 0
+			runStart := -1 // a run of new events of one stream, appended together
+			flush := func(i int) error {
+				if runStart < 0 {
+					return nil
+				}
+				if err := tx.appendNew(envs[runStart].Stream, envs[runStart:i]); err != nil {
+					return &ImportError{Index: runStart, Err: err}
+				}
+				imported += i - runStart
+				runStart = -1
+				return nil
+			}
 			for i := start; i < end; i++ {
-				if tx.HasID(envs[i].ID) {
-					// Content equality was checked; a concurrent importer
-					// may also have landed it since: Append re-checks.
-					if _, err := tx.Append(envs[i].Stream, AnyVersion, envs[i]); err != nil {
+				if skip[i] {
+					// A run is a contiguous slice: end it here.
+					if err := flush(i); err != nil {
 						return err
 					}
 					skipped++
 					continue
 				}
-				if _, err := tx.Append(envs[i].Stream, AnyVersion, envs[i]); err != nil {
-					return err
+				if tx.HasID(envs[i].ID) {
+					// Landed since the plan (another goroutine): Append
+					// checks the content and returns its position.
+					if err := flush(i); err != nil {
+						return err
+					}
+					if _, err := tx.append(envs[i].Stream, AnyVersion, envs[i:i+1], true); err != nil {
+						return &ImportError{Index: i, Err: err}
+					}
+					skipped++
+					continue
 				}
-				imported++
+				if runStart >= 0 && envs[runStart].Stream != envs[i].Stream {
+					if err := flush(i); err != nil {
+						return err
+					}
+				}
+				if runStart < 0 {
+					runStart = i
+				}
 			}
-			return nil
+			return flush(end)
 		})
 		if err != nil {
 			return res, err
 		}
 		res.Imported += imported
 		res.Skipped += skipped
+		if progress != nil {
+			progress(uint64(end), uint64(len(envs)))
+		}
 	}
 	return res, nil
 }
 
-func checkConflicts(s *Store, tx *bbolt.Tx, envs []events.Envelope) error {
+// importPlan checks every envelope against the ledger and the ones before
+// it, and marks those to skip (already present with the same content).
+func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, error) {
 	ids := tx.Bucket(bucketIDs)
 	evb := tx.Bucket(bucketEvents)
+	skip := make([]bool, len(envs))
 	inFile := make(map[[16]byte]int, len(envs))
 	for i := range envs {
-		if j, dup := inFile[envs[i].ID]; dup {
-			if !events.SameContent(&envs[j], &envs[i]) {
-				return &IDConflictError{ID: envs[i].ID.String()}
+		e := &envs[i]
+		if j, dup := inFile[e.ID]; dup {
+			if !events.SameContent(&envs[j], e) {
+				return nil, &ImportError{Index: i, Err: &InputConflictError{ID: e.ID.String(), First: j}}
 			}
+			skip[i] = true
+			continue
 		}
-		inFile[envs[i].ID] = i
-		p := ids.Get(envs[i].ID[:])
+		inFile[e.ID] = i
+		p := ids.Get(e.ID[:])
 		if p == nil {
 			continue
 		}
-		stored, err := events.DecodeStored(evb.Get(p))
+		stored, err := events.DecodeStoredRef(evb.Get(p))
 		if err != nil {
-			return &CorruptError{Path: s.path, Err: err}
+			return nil, &CorruptError{Path: s.path, Err: err}
 		}
-		if !events.SameContent(&stored, &envs[i]) {
-			return &IDConflictError{ID: envs[i].ID.String(), Position: stored.Position}
+		if !events.SameContent(&stored, e) {
+			return nil, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
 		}
+		skip[i] = true
 	}
-	return nil
+	return skip, nil
 }
 
-// IsConflict reports whether err is an id conflict.
+// IsConflict reports whether err is an id or batch conflict.
 func IsConflict(err error) bool {
 	var c *IDConflictError
-	return errors.As(err, &c)
+	var b *BatchConflictError
+	var in *InputConflictError
+	return errors.As(err, &c) || errors.As(err, &b) || errors.As(err, &in)
 }

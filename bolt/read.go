@@ -40,7 +40,9 @@ func (r *Reader) Head() (uint64, string) {
 }
 
 // StreamVersion is the current version of stream (0 when absent).
-func (r *Reader) StreamVersion(stream string) uint64 { return getHead(r.tx, stream).version }
+func (r *Reader) StreamVersion(stream string) uint64 {
+	return getHead(r.tx.Bucket(bucketHeads), stream).version
+}
 
 // Event returns the event at a position.
 func (r *Reader) Event(pos uint64) (events.Envelope, bool, error) {

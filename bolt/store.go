@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -79,7 +80,11 @@ func OpenRoot(root string, opts Options) (*Store, error) {
 			return nil, &NotFoundError{Path: root}
 		}
 		if err := os.Mkdir(root, 0o700); err != nil {
-			return nil, fmt.Errorf("create root %s: %w", root, err)
+			if !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("create root %s: %w", root, err)
+			}
+			// Another process created it meanwhile: check what it is.
+			return OpenRoot(root, opts)
 		}
 		if err := syncDir(filepath.Dir(root)); err != nil {
 			return nil, err
@@ -94,7 +99,10 @@ func OpenRoot(root string, opts Options) (*Store, error) {
 	return Open(filepath.Join(root, LedgerFile), opts)
 }
 
-// Open opens the ledger file at path. See OpenRoot for the rules.
+// Open opens the ledger file at path. See OpenRoot for the rules. A file
+// that bbolt cannot read, that is truncated, or that holds another
+// application's buckets is refused with *CorruptError before anything is
+// written to it.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 3 * time.Second
@@ -114,26 +122,20 @@ func Open(path string, opts Options) (*Store, error) {
 	case fi.Size() == 0:
 		return nil, &CorruptError{Path: path, Err: errors.New("empty file")}
 	}
-	bopts := &bbolt.Options{
-		Timeout:      opts.LockTimeout,
-		FreelistType: bbolt.FreelistMapType,
-		ReadOnly:     opts.ReadOnly,
-		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			return os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
-		},
-	}
-	db, err := openDB(path, bopts)
-	if err != nil {
-		switch {
-		case errors.Is(err, berrors.ErrTimeout):
-			return nil, &LockedError{Path: path, Timeout: opts.LockTimeout}
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-			errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-			return nil, &CorruptError{Path: path, Err: err}
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := createLedger(path); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	db, err := openDB(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{db: db, path: path, projs: opts.Projections}
+	if err := s.checkFile(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if opts.ReadOnly {
 		if err := s.checkFormat(); err != nil {
 			db.Close()
@@ -148,14 +150,90 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openDB converts bbolt panics on garbage files into errors.
-func openDB(path string, o *bbolt.Options) (db *bbolt.DB, err error) {
+// createLedger makes a new, empty bbolt file at path atomically: it is
+// written under a temporary name and linked into place, so no process ever
+// sees a half-initialized ledger (bbolt would otherwise create an empty
+// file before taking its lock, and a concurrent opener would find it
+// empty). If another process wins the race, its file is kept.
+func createLedger(path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpPath)
+	db, err := bbolt.Open(tmpPath, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := os.Link(tmpPath, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	if err := os.Remove(tmpPath); err != nil {
+		return fmt.Errorf("create ledger %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// openDB opens the bbolt file. bbolt panics (or faults) on some damaged
+// files while opening; that becomes a *CorruptError. The file bbolt opened
+// is closed then, but its memory mapping, and with it the file lock, stays
+// until the process exits (bbolt keeps the mapping private); a CLI process
+// exits right after reporting.
+func openDB(path string, opts Options) (db *bbolt.DB, err error) {
+	var file *os.File
+	bopts := &bbolt.Options{
+		Timeout:      opts.LockTimeout,
+		FreelistType: bbolt.FreelistMapType,
+		ReadOnly:     opts.ReadOnly,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+			file = f
+			return f, err
+		},
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
+			if file != nil {
+				file.Close()
+			}
 			db, err = nil, &CorruptError{Path: path, Err: fmt.Errorf("%v", r)}
 		}
 	}()
-	return bbolt.Open(path, 0o600, o)
+	db, err = bbolt.Open(path, 0o600, bopts)
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, &LockedError{Path: path, Timeout: opts.LockTimeout}
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ELOOP):
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	default:
+		// The path is a regular file (checked by Open): whatever else
+		// bbolt rejects is the file's content.
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+}
+
+// checkFile refuses a file shorter than the pages its meta page claims (a
+// truncated copy), before anything reads past the end of the mapping.
+func (s *Store) checkFile() error {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("stat ledger %s: %w", s.path, err)
+	}
+	return s.view(func(tx *bbolt.Tx) error {
+		if need := tx.Size(); need > fi.Size() {
+			return &CorruptError{Path: s.path, Err: fmt.Errorf("truncated: file is %d bytes, its pages need %d", fi.Size(), need)}
+		}
+		return nil
+	})
 }
 
 // Path is the ledger file path.
@@ -165,39 +243,47 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error { return s.db.Close() }
 
 func (s *Store) checkFormat() error {
-	return s.view(func(tx *bbolt.Tx) error {
-		m := tx.Bucket(bucketMeta)
-		if m == nil || tx.Bucket(bucketEvents) == nil {
-			return &CorruptError{Path: s.path, Err: errors.New("missing ledger buckets")}
-		}
-		if f := string(m.Get(keyFormat)); f != FormatVersion {
-			return &CorruptError{Path: s.path, Err: fmt.Errorf("unsupported format %q", f)}
-		}
-		return nil
-	})
+	return s.view(func(tx *bbolt.Tx) error { return checkLayout(s.path, tx) })
 }
 
 // init creates the buckets of a new ledger and brings every projection up to
 // the head: a projection at another version is rebuilt, one behind the head
-// (a crash mid-rebuild) catches up.
+// (a crash mid-rebuild) catches up. An up-to-date ledger is only read, so
+// opening costs no commit.
 func (s *Store) init() error {
-	err := s.update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketHeads, bucketMeta, bucketBodies, bucketProjCP} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("create bucket %s: %w", b, err)
-			}
+	ready := false
+	err := s.view(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			return nil
 		}
-		m := tx.Bucket(bucketMeta)
-		switch f := m.Get(keyFormat); {
-		case f == nil:
+		if err := checkLayout(s.path, tx); err != nil {
+			return err
+		}
+		ready = s.projectionsCurrent(tx)
+		return nil
+	})
+	if err != nil || ready {
+		return err
+	}
+	err = s.update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			// Only an empty bbolt file becomes a ledger: refuse to adopt
+			// another application's database.
+			if k, _ := tx.Cursor().First(); k != nil {
+				return &CorruptError{Path: s.path, Err: fmt.Errorf("not a tree-ring ledger (has bucket %q and no meta)", k)}
+			}
+			for _, b := range allBuckets {
+				if _, err := tx.CreateBucket(b); err != nil {
+					return fmt.Errorf("create bucket %s: %w", b, err)
+				}
+			}
+			m := tx.Bucket(bucketMeta)
 			if err := m.Put(keyFormat, []byte(FormatVersion)); err != nil {
 				return err
 			}
 			return m.Put(keyChainHead, []byte(events.GenesisHash))
-		case string(f) != FormatVersion:
-			return &CorruptError{Path: s.path, Err: fmt.Errorf("unsupported format %q", f)}
 		}
-		return nil
+		return checkLayout(s.path, tx)
 	})
 	if err != nil {
 		return err
@@ -205,7 +291,33 @@ func (s *Store) init() error {
 	return s.catchUp(context.Background())
 }
 
+var allBuckets = [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketHeads, bucketMeta, bucketBodies, bucketProjCP}
+
+// checkLayout checks the format and that every bucket exists.
+func checkLayout(path string, tx *bbolt.Tx) error {
+	m := tx.Bucket(bucketMeta)
+	if m == nil {
+		return &CorruptError{Path: path, Err: errors.New("not a tree-ring ledger (no meta bucket)")}
+	}
+	if f := string(m.Get(keyFormat)); f != FormatVersion {
+		return &CorruptError{Path: path, Err: fmt.Errorf("unsupported format %q (this build reads %q)", f, FormatVersion)}
+	}
+	for _, b := range allBuckets {
+		if tx.Bucket(b) == nil {
+			return &CorruptError{Path: path, Err: fmt.Errorf("missing bucket %s", b)}
+		}
+	}
+	if h := m.Get(keyChainHead); len(h) != len(events.GenesisHash) {
+		return &CorruptError{Path: path, Err: errors.New("missing chain head")}
+	}
+	return nil
+}
+
+// view and update run a bbolt transaction and turn a panic or a memory fault
+// (bbolt reading a damaged file) into *CorruptError. bbolt rolls the
+// transaction back and releases its locks before the panic reaches here.
 func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: s.path, Err: fmt.Errorf("%v", r)}
@@ -215,6 +327,7 @@ func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 }
 
 func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: s.path, Err: fmt.Errorf("%v", r)}
@@ -235,8 +348,8 @@ func streamKey(stream string, version uint64) []byte {
 // head is the value of heads[stream]: version and last position.
 type head struct{ version, position uint64 }
 
-func getHead(tx *bbolt.Tx, stream string) head {
-	v := tx.Bucket(bucketHeads).Get([]byte(stream))
+func getHead(heads *bbolt.Bucket, stream string) head {
+	v := heads.Get([]byte(stream))
 	if len(v) != 16 {
 		return head{}
 	}

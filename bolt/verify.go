@@ -3,7 +3,9 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -15,41 +17,68 @@ import (
 type VerifyReport struct {
 	Events      uint64   `json:"events"`
 	Streams     int      `json:"streams"`
+	Bodies      int      `json:"bodies"`
 	ChainHead   string   `json:"chain_head"`
 	Projections []string `json:"projections"`
 }
 
-// Verify checks, in one read snapshot: bbolt's own page consistency; that
-// positions run 1..N without gaps; that every envelope decodes, sits at its
-// key, validates against the catalogue, links to the previous hash and
-// hashes to its own hash; that the streams, ids and heads indexes agree with
-// the events; that the chain head is the last hash; and that every
-// projection equals a fresh in-memory re-fold up to its checkpoint. The
-// first failure is returned as *VerifyError naming the position or the
-// projection.
+// Verify checks, in one read snapshot:
+//
+//   - bbolt's own page consistency (tx.Check);
+//   - positions run 1..N without gaps and the sequence is N;
+//   - every envelope decodes, is in canonical form, sits at its key,
+//     validates against the catalogue, links to the previous hash and hashes
+//     to its own hash; stream versions run 1..n per stream;
+//   - the streams, ids and heads indexes agree with the events, entry for
+//     entry, and the chain head is the last hash;
+//   - every memory body hashes to its key;
+//   - every registered projection equals a fresh in-memory re-fold of the
+//     events up to its checkpoint (and the checkpoint is not past the head).
+//
+// The first failure is returned as *VerifyError naming the position or the
+// projection. Verify reads every event once; it holds one read transaction
+// for the whole walk.
 func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
 	err := s.view(func(tx *bbolt.Tx) error {
+		// Drain the whole channel: returning early would leave bbolt's
+		// checker goroutine blocked on a send.
+		var first error
 		for err := range tx.Check() {
-			return &VerifyError{Detail: "bbolt consistency check: " + err.Error()}
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return &VerifyError{Detail: "bbolt consistency check: " + first.Error()}
+		}
+		if err := checkLayout(s.path, tx); err != nil {
+			return &VerifyError{Detail: err.Error()}
 		}
 		evb, streams, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketStreams), tx.Bucket(bucketIDs)
-		cps := make([]uint64, len(s.projs))
-		mems := make([]projections.KV, len(s.projs))
+		head := evb.Sequence()
+		upto := make([]uint64, len(s.projs)) // re-fold events (0, checkpoint]
+		mems := make([]*projections.MemKV, len(s.projs))
+		kvs := make([]projections.KV, len(s.projs))
 		for i, p := range s.projs {
 			v, pos, ok := projectionCheckpoint(tx, p.Name())
 			if ok && v != p.Version() {
 				return &VerifyError{Projection: p.Name(), Detail: fmt.Sprintf("stored at version %d, code is at %d (run `tree-ring projections rebuild`)", v, p.Version())}
 			}
-			cps[i] = pos
+			if pos > head {
+				return &VerifyError{Projection: p.Name(), Detail: fmt.Sprintf("checkpoint %d is past the last position %d", pos, head)}
+			}
+			upto[i] = pos
 			mems[i] = projections.NewMemKV()
+			kvs[i] = mems[i]
 		}
-		// Folding uses "pos <= cps[i]" to skip; invert: fold while pos <= checkpoint.
-		skip := make([]uint64, len(s.projs))
+		from := make([]uint64, len(s.projs))
 		bod := bodies{tx.Bucket(bucketBodies)}
 		prev := events.GenesisHash
-		versions := map[string]uint64{}
+		type streamState struct{ version, position uint64 }
+		seen := map[string]*streamState{}
 		var want uint64 = 1
+		var scratch events.Envelope
 		c := evb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if want%4096 == 0 {
@@ -57,11 +86,14 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 					return err
 				}
 			}
+			if len(k) != 8 {
+				return &VerifyError{Position: want, Detail: fmt.Sprintf("events bucket holds a key of %d bytes", len(k))}
+			}
 			pos := binary.BigEndian.Uint64(k)
-			if len(k) != 8 || pos != want {
+			if pos != want {
 				return &VerifyError{Position: want, Detail: fmt.Sprintf("gap: next stored position is %d", pos)}
 			}
-			e, err := events.DecodeStored(v)
+			e, err := events.DecodeStoredRef(v)
 			if err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
@@ -80,9 +112,15 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			if err := e.Validate(); err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
-			versions[e.Stream]++
-			if e.Version != versions[e.Stream] {
-				return &VerifyError{Position: pos, Detail: fmt.Sprintf("stream %s version %d, expected %d", e.Stream, e.Version, versions[e.Stream])}
+			st := seen[e.Stream]
+			if st == nil {
+				st = &streamState{}
+				seen[e.Stream] = st
+			}
+			st.version++
+			st.position = pos
+			if e.Version != st.version {
+				return &VerifyError{Position: pos, Detail: fmt.Sprintf("stream %s version %d, expected %d", e.Stream, e.Version, st.version)}
 			}
 			if sp := streams.Get(streamKey(e.Stream, e.Version)); len(sp) != 8 || binary.BigEndian.Uint64(sp) != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("streams index for %s@%d does not point here", e.Stream, e.Version)}
@@ -90,52 +128,64 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			if ip := ids.Get(e.ID[:]); len(ip) != 8 || binary.BigEndian.Uint64(ip) != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("ids index for %s does not point here", e.ID)}
 			}
-			for i := range skip {
-				// Re-fold only up to each projection's checkpoint.
-				if pos > cps[i] {
-					skip[i] = pos
-				} else {
-					skip[i] = 0
-				}
-			}
-			if err := foldOne(s.projs, mems, skip, bod, pos, v); err != nil {
+			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch); err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
 			prev = e.Hash
 			want++
 		}
 		n := want - 1
-		if seq := evb.Sequence(); seq != n {
-			return &VerifyError{Position: n + 1, Detail: fmt.Sprintf("sequence says %d events, found %d", seq, n)}
+		if head != n {
+			return &VerifyError{Position: n + 1, Detail: fmt.Sprintf("sequence says %d events, found %d", head, n)}
 		}
 		if h := string(tx.Bucket(bucketMeta).Get(keyChainHead)); h != prev {
 			return &VerifyError{Detail: fmt.Sprintf("chain head %.12s is not the last hash %.12s", h, prev)}
 		}
-		if got, want := streams.Stats().KeyN, int(n); got != want {
-			return &VerifyError{Detail: fmt.Sprintf("streams index has %d entries for %d events", got, want)}
+		// Every index entry was matched to an event above; equal counts
+		// mean there is nothing else in them.
+		if got := streams.Stats().KeyN; uint64(got) != n {
+			return &VerifyError{Detail: fmt.Sprintf("streams index has %d entries for %d events", got, n)}
 		}
-		if got, want := ids.Stats().KeyN, int(n); got != want {
-			return &VerifyError{Detail: fmt.Sprintf("ids index has %d entries for %d events", got, want)}
+		if got := ids.Stats().KeyN; uint64(got) != n {
+			return &VerifyError{Detail: fmt.Sprintf("ids index has %d entries for %d events", got, n)}
 		}
 		heads := tx.Bucket(bucketHeads)
-		if heads.Stats().KeyN != len(versions) {
-			return &VerifyError{Detail: fmt.Sprintf("heads has %d streams, events have %d", heads.Stats().KeyN, len(versions))}
+		if got := heads.Stats().KeyN; got != len(seen) {
+			return &VerifyError{Detail: fmt.Sprintf("heads has %d streams, events have %d", got, len(seen))}
 		}
-		for st, ver := range versions {
-			if h := getHead(tx, st); h.version != ver {
-				return &VerifyError{Detail: fmt.Sprintf("head of %s says version %d, events say %d", st, h.version, ver)}
+		for name, st := range seen {
+			if h := getHead(heads, name); h.version != st.version || h.position != st.position {
+				return &VerifyError{Detail: fmt.Sprintf("head of %s says version %d at position %d, events say %d at %d", name, h.version, h.position, st.version, st.position)}
 			}
 		}
+		nb, err := verifyBodies(tx.Bucket(bucketBodies))
+		if err != nil {
+			return err
+		}
 		for i, p := range s.projs {
-			if err := compareProjection(p.Name(), tx.Bucket(projBucket(p.Name())), mems[i].(*projections.MemKV)); err != nil {
+			if err := compareProjection(p.Name(), tx.Bucket(projBucket(p.Name())), mems[i]); err != nil {
 				return err
 			}
 			rep.Projections = append(rep.Projections, p.Name())
 		}
-		rep.Events, rep.Streams, rep.ChainHead = n, len(versions), prev
+		rep.Events, rep.Streams, rep.Bodies, rep.ChainHead = n, len(seen), nb, prev
 		return nil
 	})
 	return rep, err
+}
+
+// verifyBodies checks that every body is stored under its own SHA-256.
+func verifyBodies(b *bbolt.Bucket) (int, error) {
+	n := 0
+	err := b.ForEach(func(k, v []byte) error {
+		sum := sha256.Sum256(v)
+		if hex.EncodeToString(sum[:]) != string(k) {
+			return &VerifyError{Detail: fmt.Sprintf("memory body %.12s does not hash to its key", k)}
+		}
+		n++
+		return nil
+	})
+	return n, err
 }
 
 func compareProjection(name string, b *bbolt.Bucket, mem *projections.MemKV) error {
@@ -144,6 +194,9 @@ func compareProjection(name string, b *bbolt.Bucket, mem *projections.MemKV) err
 	if b != nil {
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				return &VerifyError{Projection: name, Detail: fmt.Sprintf("stored key %q is a nested bucket", k)}
+			}
 			if i >= len(keys) || keys[i] > string(k) {
 				return &VerifyError{Projection: name, Detail: fmt.Sprintf("stored key %q is not produced by the events", k)}
 			}

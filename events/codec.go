@@ -2,263 +2,985 @@ package events
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"math"
+	"reflect"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/oklog/ulid/v2"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // MaxDepth bounds the nesting of any JSON document we accept from outside.
 const MaxDepth = 32
 
-// UnknownKeyError names a key that the target type does not declare.
-type UnknownKeyError struct{ Key string }
+// UnknownKeyError names a key that the target type does not declare. Key
+// matching is exact: encoding/json alone would also accept "ID" for "id".
+type UnknownKeyError struct {
+	Key  string
+	Path string // where the object sits, e.g. "owned_files[0]"; "" at the top
+}
 
-func (e *UnknownKeyError) Error() string { return fmt.Sprintf("unknown key %q", e.Key) }
+func (e *UnknownKeyError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("unknown key %q", e.Key)
+	}
+	return fmt.Sprintf("unknown key %q in %s", e.Key, e.Path)
+}
 
 // DuplicateKeyError names a key that appears twice in one object.
-type DuplicateKeyError struct{ Key string }
+type DuplicateKeyError struct {
+	Key  string
+	Path string
+}
 
-func (e *DuplicateKeyError) Error() string { return fmt.Sprintf("duplicate key %q", e.Key) }
-
-// StrictUnmarshal decodes one JSON value into v and rejects what
-// encoding/json lets through silently: unknown keys at any level (named),
-// duplicate keys (named), nesting deeper than MaxDepth and trailing data.
-// Callers bound the size of data before calling.
-func StrictUnmarshal(data []byte, v any) error {
-	if err := checkStructure(data); err != nil {
-		return err
+func (e *DuplicateKeyError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("duplicate key %q", e.Key)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		const prefix = "json: unknown field "
-		if msg := err.Error(); strings.HasPrefix(msg, prefix) {
-			if k, uerr := strconv.Unquote(msg[len(prefix):]); uerr == nil {
-				return &UnknownKeyError{Key: k}
+	return fmt.Sprintf("duplicate key %q in %s", e.Key, e.Path)
+}
+
+// SyntaxError is malformed JSON at a byte offset.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// TypeError is a JSON value of the wrong kind (or out of range) for its
+// field.
+type TypeError struct {
+	Path string
+	Want string // what the field takes: "string", "integer", "object", ...
+	Got  string // the JSON kind, or the offending number
+}
+
+func (e *TypeError) Error() string {
+	where := e.Path
+	if where == "" {
+		where = "value"
+	}
+	return fmt.Sprintf("%s: want %s, got %s", where, e.Want, e.Got)
+}
+
+// StrictUnmarshal decodes one JSON value into v (a non-nil pointer) and
+// rejects what encoding/json lets through silently: keys the target type
+// does not declare exactly (case-sensitive, at any level, named with their
+// path), duplicate keys (named), invalid UTF-8, nesting deeper than
+// MaxDepth and trailing data. Callers bound the size of data before calling.
+//
+// It decodes in one pass driven by the target type (no reflection on the
+// hot path beyond setting fields); values of types with their own
+// UnmarshalJSON or UnmarshalText, interfaces and json.RawMessage are
+// checked structurally and then handed to encoding/json. On error v may be
+// partly filled.
+func StrictUnmarshal(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode: target %T is not a non-nil pointer", v)
+	}
+	return decodeJSON(data, schemaOf(rv.Type().Elem()), rv.Elem())
+}
+
+// ValidJSON checks one JSON value with the structural rules of
+// StrictUnmarshal (syntax, UTF-8, depth, duplicate keys, no trailing data)
+// without a target type.
+func ValidJSON(data []byte) error { return decodeJSON(data, anySchema, reflect.Value{}) }
+
+type schemaKind uint8
+
+const (
+	kOpaque schemaKind = iota // checked structurally, decoded by encoding/json
+	kString
+	kBool
+	kInt
+	kUint
+	kFloat
+	kStruct
+	kMap
+	kSlice
+	kArray
+	kPointer
+)
+
+// schema is what a JSON value may contain where a Go type is decoded:
+// objects of a struct admit exactly the struct's json keys.
+type schema struct {
+	kind   schemaKind
+	t      reflect.Type
+	fields map[string]*fieldSchema // kStruct: exact key -> field
+	nField int
+	elem   *schema // kMap value, kSlice/kArray element, kPointer target
+}
+
+type fieldSchema struct {
+	idx   int   // dense index for duplicate detection
+	index []int // reflect field path (embedded structs)
+	s     *schema
+}
+
+var (
+	anySchema   = &schema{kind: kOpaque}
+	schemaCache sync.Map // reflect.Type -> *schema
+	schemaMu    sync.Mutex
+
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func schemaOf(t reflect.Type) *schema {
+	if s, ok := schemaCache.Load(t); ok {
+		return s.(*schema)
+	}
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	return buildSchema(t, map[reflect.Type]*schema{})
+}
+
+// buildSchema runs under schemaMu; building breaks cycles of recursive
+// types through the in-progress map.
+func buildSchema(t reflect.Type, building map[reflect.Type]*schema) *schema {
+	if s, ok := schemaCache.Load(t); ok {
+		return s.(*schema)
+	}
+	if s, ok := building[t]; ok {
+		return s
+	}
+	s := &schema{t: t}
+	building[t] = s
+	switch {
+	case t == rawMessageType || t.Kind() == reflect.Interface ||
+		reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType):
+		s.kind = kOpaque
+	default:
+		switch t.Kind() {
+		case reflect.String:
+			s.kind = kString
+		case reflect.Bool:
+			s.kind = kBool
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			s.kind = kInt
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			s.kind = kUint
+		case reflect.Float32, reflect.Float64:
+			s.kind = kFloat
+		case reflect.Pointer:
+			s.kind = kPointer
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Slice:
+			if t.Elem().Kind() == reflect.Uint8 {
+				s.kind = kOpaque // []byte is base64
+				break
+			}
+			s.kind = kSlice
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Array:
+			s.kind = kArray
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Map:
+			if t.Key().Kind() != reflect.String {
+				s.kind = kOpaque
+				break
+			}
+			s.kind = kMap
+			s.elem = buildSchema(t.Elem(), building)
+		case reflect.Struct:
+			s.kind = kStruct
+			s.fields = map[string]*fieldSchema{}
+			addFields(s, t, nil, building)
+		default:
+			s.kind = kOpaque // chan, func, complex: encoding/json reports them
+		}
+	}
+	delete(building, t)
+	schemaCache.Store(t, s)
+	return s
+}
+
+// addFields collects the json keys of t, promoting untagged embedded
+// structs as encoding/json does (the shallower field wins a name).
+func addFields(s *schema, t reflect.Type, prefix []int, building map[reflect.Type]*schema) {
+	var embedded []reflect.StructField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				embedded = append(embedded, f)
+				continue
 			}
 		}
-		return fmt.Errorf("decode: %w", err)
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := s.fields[name]; dup {
+			continue
+		}
+		index := append(append([]int(nil), prefix...), i)
+		s.fields[name] = &fieldSchema{idx: s.nField, index: index, s: buildSchema(f.Type, building)}
+		s.nField++
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("decode: trailing data after JSON value")
+	for _, f := range embedded {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		addFields(s, ft, append(append([]int(nil), prefix...), f.Index...), building)
+	}
+}
+
+// decodeJSON checks data as exactly one JSON value against s and, when v is
+// valid, decodes it into v.
+func decodeJSON(data []byte, s *schema, v reflect.Value) error {
+	d := decoder{data: data}
+	d.path = d.pathBuf[:0]
+	d.ws()
+	if d.pos >= len(data) {
+		return &SyntaxError{Offset: d.pos, Msg: "empty input"}
+	}
+	if err := d.value(s, v); err != nil {
+		return err
+	}
+	d.ws()
+	if d.pos != len(data) {
+		return &SyntaxError{Offset: d.pos, Msg: "trailing data after JSON value"}
 	}
 	return nil
 }
 
-// checkStructure walks the tokens once to reject duplicate keys and deep
-// nesting before any typed decoding happens.
-func checkStructure(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		obj    bool
-		keys   map[string]struct{}
-		expKey bool
-	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if len(stack) != 0 {
-				return errors.New("decode: unexpected end of JSON")
+// decoder walks JSON bytes once. A zero reflect.Value target means "check
+// only".
+type decoder struct {
+	data    []byte
+	pos     int
+	depth   int
+	path    []pathSeg // for messages only
+	pathBuf [8]pathSeg
+	sbuf    []byte // scratch for unescaping
+}
+
+// pathSeg is an object key (the raw bytes data[ks:ke]) or an array index.
+type pathSeg struct {
+	ks, ke int
+	isKey  bool
+	idx    int
+}
+
+func (d *decoder) pathString() string {
+	var b strings.Builder
+	for i, p := range d.path {
+		if p.isKey {
+			if i > 0 {
+				b.WriteByte('.')
 			}
+			b.Write(d.data[p.ks:p.ke])
+		} else {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(p.idx))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func (d *decoder) errf(format string, a ...any) error {
+	return &SyntaxError{Offset: d.pos, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (d *decoder) typeErr(s *schema, got string) error {
+	return &TypeError{Path: d.pathString(), Want: s.jsonKind(), Got: got}
+}
+
+func (s *schema) jsonKind() string {
+	switch s.kind {
+	case kString:
+		return "string"
+	case kBool:
+		return "boolean"
+	case kInt:
+		return fmt.Sprintf("integer (%s)", s.t)
+	case kUint:
+		return fmt.Sprintf("non-negative integer (%s)", s.t)
+	case kFloat:
+		return "number"
+	case kStruct, kMap:
+		return "object"
+	case kSlice, kArray:
+		return "array"
+	case kPointer:
+		return s.elem.jsonKind()
+	default:
+		return "value"
+	}
+}
+
+func (d *decoder) ws() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(s *schema, v reflect.Value) error {
+	if d.pos >= len(d.data) {
+		return d.errf("unexpected end of input")
+	}
+	if s.kind == kOpaque {
+		start := d.pos
+		if err := d.skip(); err != nil {
+			return err
+		}
+		if !v.IsValid() {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("decode: %w", err)
+		if s.t == rawMessageType {
+			v.SetBytes(append([]byte(nil), d.data[start:d.pos]...))
+			return nil
 		}
-		top := len(stack) - 1
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(stack) >= MaxDepth {
-					return fmt.Errorf("decode: nesting deeper than %d", MaxDepth)
+		if err := d.unmarshalOpaque(d.data[start:d.pos], v); err != nil {
+			return fmt.Errorf("%s: %w", d.pathString(), err)
+		}
+		return nil
+	}
+	c := d.data[d.pos]
+	if c == 'n' {
+		if err := d.literal("null"); err != nil {
+			return err
+		}
+		if v.IsValid() && (s.kind == kPointer || s.kind == kSlice || s.kind == kMap) {
+			v.SetZero() // as encoding/json: null clears references, leaves the rest
+		}
+		return nil
+	}
+	if s.kind == kPointer {
+		if !v.IsValid() {
+			return d.value(s.elem, v)
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(s.t.Elem()))
+		}
+		return d.value(s.elem, v.Elem())
+	}
+	switch {
+	case c == '{':
+		if s.kind != kStruct && s.kind != kMap {
+			return d.typeErr(s, "object")
+		}
+		return d.object(s, v)
+	case c == '[':
+		if s.kind != kSlice && s.kind != kArray {
+			return d.typeErr(s, "array")
+		}
+		return d.array(s, v)
+	case c == '"':
+		if s.kind != kString {
+			return d.typeErr(s, "string")
+		}
+		str, err := d.str(v.IsValid())
+		if err != nil || !v.IsValid() {
+			return err
+		}
+		v.SetString(string(str))
+		return nil
+	case c == 't' || c == 'f':
+		if s.kind != kBool {
+			return d.typeErr(s, "boolean")
+		}
+		lit := "false"
+		if c == 't' {
+			lit = "true"
+		}
+		if err := d.literal(lit); err != nil {
+			return err
+		}
+		if v.IsValid() {
+			v.SetBool(c == 't')
+		}
+		return nil
+	case c == '-' || c >= '0' && c <= '9':
+		start := d.pos
+		isInt, err := d.number()
+		if err != nil {
+			return err
+		}
+		return d.setNumber(s, v, d.data[start:d.pos], isInt)
+	default:
+		return d.errf("unexpected character %q", c)
+	}
+}
+
+func (d *decoder) unmarshalOpaque(b []byte, v reflect.Value) error {
+	return json.Unmarshal(b, v.Addr().Interface())
+}
+
+func (d *decoder) setNumber(s *schema, v reflect.Value, num []byte, isInt bool) error {
+	switch s.kind {
+	case kInt:
+		if !isInt {
+			return d.typeErr(s, "number "+string(num))
+		}
+		n, ok := parseInt(num)
+		if !ok || v.IsValid() && v.OverflowInt(n) || !v.IsValid() && s.t.Bits() < 64 && (n < -1<<(s.t.Bits()-1) || n >= 1<<(s.t.Bits()-1)) {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetInt(n)
+		}
+	case kUint:
+		if !isInt || num[0] == '-' {
+			return d.typeErr(s, "number "+string(num))
+		}
+		n, ok := parseUint(num)
+		if !ok || v.IsValid() && v.OverflowUint(n) || !v.IsValid() && s.t.Bits() < 64 && n >= 1<<s.t.Bits() {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetUint(n)
+		}
+	case kFloat:
+		f, err := strconv.ParseFloat(string(num), s.t.Bits())
+		if err != nil || math.IsInf(f, 0) {
+			return d.typeErr(s, "number "+string(num))
+		}
+		if v.IsValid() {
+			v.SetFloat(f)
+		}
+	default:
+		return d.typeErr(s, "number")
+	}
+	return nil
+}
+
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		m := n*10 + uint64(c-'0')
+		if m/10 != n {
+			return 0, false
+		}
+		n = m
+	}
+	return n, true
+}
+
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	u, ok := parseUint(b)
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u >= 1<<63 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// skip checks one value of any shape (keys unconstrained, duplicates still
+// rejected) and moves past it.
+func (d *decoder) skip() error {
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(anySchema, reflect.Value{})
+	case c == '[':
+		return d.array(anySchema, reflect.Value{})
+	case c == '"':
+		_, err := d.str(false)
+		return err
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		_, err := d.number()
+		return err
+	default:
+		return d.errf("unexpected character %q", c)
+	}
+}
+
+func (d *decoder) literal(lit string) error {
+	if len(d.data)-d.pos < len(lit) || string(d.data[d.pos:d.pos+len(lit)]) != lit {
+		return d.errf("invalid literal")
+	}
+	d.pos += len(lit)
+	return nil
+}
+
+// number scans a JSON number and reports whether it is an integer literal.
+func (d *decoder) number() (bool, error) {
+	b, p := d.data, d.pos
+	isInt := true
+	if p < len(b) && b[p] == '-' {
+		p++
+	}
+	switch {
+	case p < len(b) && b[p] == '0':
+		p++
+	case p < len(b) && b[p] >= '1' && b[p] <= '9':
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			p++
+		}
+	default:
+		return false, d.errf("invalid number")
+	}
+	if p < len(b) && b[p] == '.' {
+		isInt = false
+		p++
+		start := p
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			p++
+		}
+		if p == start {
+			return false, d.errf("invalid number")
+		}
+	}
+	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+		isInt = false
+		p++
+		if p < len(b) && (b[p] == '+' || b[p] == '-') {
+			p++
+		}
+		start := p
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			p++
+		}
+		if p == start {
+			return false, d.errf("invalid number")
+		}
+	}
+	d.pos = p
+	return isInt, nil
+}
+
+// str scans a string at d.pos. With want it returns the decoded bytes
+// (aliasing data when there are no escapes, else d.sbuf: copy before the
+// next call).
+func (d *decoder) str(want bool) ([]byte, error) {
+	b := d.data
+	p := d.pos + 1
+	start := p
+	escaped := false
+	for {
+		for p < len(b) && plainByte[b[p]] {
+			p++ // the common case: printable ASCII
+		}
+		if p >= len(b) {
+			return nil, d.errf("unterminated string")
+		}
+		c := b[p]
+		switch {
+		case c == '"':
+			d.pos = p + 1
+			if !want {
+				return nil, nil
+			}
+			if !escaped {
+				return b[start:p], nil
+			}
+			return d.unescape(b[start:p]), nil
+		case c == '\\':
+			escaped = true
+			if p+1 >= len(b) {
+				return nil, d.errf("unterminated string")
+			}
+			switch b[p+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p += 2
+			case 'u':
+				if p+6 > len(b) || !isHex4(b[p+2:p+6]) {
+					d.pos = p
+					return nil, d.errf("invalid \\u escape")
 				}
-				if top >= 0 && stack[top].obj {
-					stack[top].expKey = true
-				}
-				stack = append(stack, frame{obj: t == '{', expKey: t == '{'})
+				p += 6
 			default:
-				stack = stack[:top]
+				d.pos = p
+				return nil, d.errf("invalid escape %q", b[p+1])
 			}
-		case string:
-			if top >= 0 && stack[top].obj && stack[top].expKey {
-				if stack[top].keys == nil {
-					stack[top].keys = map[string]struct{}{}
-				}
-				if _, dup := stack[top].keys[t]; dup {
-					return &DuplicateKeyError{Key: t}
-				}
-				stack[top].keys[t] = struct{}{}
-				stack[top].expKey = false
-				continue
-			}
-			if top >= 0 && stack[top].obj {
-				stack[top].expKey = true
-			}
+		case c < 0x20:
+			d.pos = p
+			return nil, d.errf("control character in string")
+		case c < utf8.RuneSelf:
+			p++
 		default:
-			if top >= 0 && stack[top].obj {
-				stack[top].expKey = true
+			r, n := utf8.DecodeRune(b[p:])
+			if r == utf8.RuneError && n == 1 {
+				d.pos = p
+				return nil, d.errf("invalid UTF-8")
 			}
+			p += n
+		}
+	}
+}
+
+// plainByte marks the bytes a string scan can pass over without a second
+// look: printable ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape decodes an already validated string body the way encoding/json
+// does (invalid surrogates become U+FFFD).
+func (d *decoder) unescape(s []byte) []byte {
+	out := d.sbuf[:0]
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			i++
+			continue
+		}
+		switch s[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(s[i+2:i+6])); r2 != utf8.RuneError {
+						out = utf8.AppendRune(out, r2)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // " \ /
+			out = append(out, s[i+1])
+		}
+		i += 2
+	}
+	d.sbuf = out
+	return out
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > MaxDepth {
+		return d.errf("nesting deeper than %d", MaxDepth)
+	}
+	return nil
+}
+
+func (d *decoder) object(s *schema, v reflect.Value) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++ // {
+	var seenBits uint64
+	var seenMore []bool
+	if s.kind == kStruct && s.nField > 64 {
+		seenMore = make([]bool, s.nField)
+	}
+	var seenBuf [16]keySpan
+	seenKeys := seenBuf[:0] // maps and opaque objects
+	if v.IsValid() && s.kind == kMap && v.IsNil() {
+		v.Set(reflect.MakeMap(s.t))
+	}
+	var mapKey reflect.Value
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return d.errf("expected a string key")
+		}
+		ks := d.pos + 1
+		key, err := d.str(true)
+		if err != nil {
+			return err
+		}
+		ke := d.pos - 1
+		escaped := len(key) != ke-ks || (len(key) > 0 && &key[0] != &d.data[ks])
+		child := anySchema
+		var cv reflect.Value
+		if s.kind == kStruct {
+			f, ok := s.fields[string(key)]
+			if !ok {
+				return &UnknownKeyError{Key: string(key), Path: d.pathString()}
+			}
+			if seenMore != nil {
+				if seenMore[f.idx] {
+					return &DuplicateKeyError{Key: string(key), Path: d.pathString()}
+				}
+				seenMore[f.idx] = true
+			} else {
+				if seenBits&(1<<f.idx) != 0 {
+					return &DuplicateKeyError{Key: string(key), Path: d.pathString()}
+				}
+				seenBits |= 1 << f.idx
+			}
+			child = f.s
+			if v.IsValid() {
+				cv = fieldByIndex(v, f.index)
+			}
+		} else {
+			cur := keySpan{ks, ke, escaped}
+			for _, k := range seenKeys {
+				if d.sameKey(k, cur) {
+					return &DuplicateKeyError{Key: string(d.keyBytes(cur)), Path: d.pathString()}
+				}
+			}
+			seenKeys = append(seenKeys, cur)
+			if s.kind == kMap {
+				child = s.elem
+				if v.IsValid() {
+					mapKey = reflect.ValueOf(string(key)).Convert(s.t.Key())
+					cv = reflect.New(s.t.Elem()).Elem()
+				}
+			}
+		}
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return d.errf("expected ':' after key")
+		}
+		d.pos++
+		d.ws()
+		d.path = append(d.path, pathSeg{ks: ks, ke: ke, isKey: true})
+		if err := d.value(child, cv); err != nil {
+			return err
+		}
+		if mapKey.IsValid() {
+			v.SetMapIndex(mapKey, cv)
+			mapKey = reflect.Value{}
+		}
+		d.path = d.path[:len(d.path)-1]
+		d.ws()
+		if d.pos >= len(d.data) {
+			return d.errf("unexpected end of input in object")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return d.errf("expected ',' or '}' in object")
+		}
+	}
+}
+
+// keySpan is a key's raw bytes data[start:end]; escaped keys are compared
+// after unescaping.
+type keySpan struct {
+	start, end int
+	escaped    bool
+}
+
+func (d *decoder) keyBytes(k keySpan) []byte {
+	raw := d.data[k.start:k.end]
+	if !k.escaped {
+		return raw
+	}
+	return append([]byte(nil), d.unescape(raw)...)
+}
+
+func (d *decoder) sameKey(a, b keySpan) bool {
+	if !a.escaped && !b.escaped {
+		return bytes.Equal(d.data[a.start:a.end], d.data[b.start:b.end])
+	}
+	return bytes.Equal(d.keyBytes(a), d.keyBytes(b))
+}
+
+// fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
+// struct pointers on the way.
+func fieldByIndex(v reflect.Value, index []int) reflect.Value {
+	if len(index) == 1 {
+		return v.Field(index[0])
+	}
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+func (d *decoder) array(s *schema, v reflect.Value) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++ // [
+	child := anySchema
+	if s.elem != nil {
+		child = s.elem
+	}
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		d.depth--
+		if v.IsValid() && s.kind == kSlice {
+			v.Set(reflect.MakeSlice(s.t, 0, 0))
+		}
+		return nil
+	}
+	if v.IsValid() && s.kind == kSlice {
+		v.SetLen(0)
+	}
+	d.path = append(d.path, pathSeg{})
+	for i := 0; ; i++ {
+		d.path[len(d.path)-1].idx = i
+		d.ws()
+		var ev reflect.Value
+		if v.IsValid() {
+			switch {
+			case s.kind == kSlice:
+				if i >= v.Cap() {
+					v.Grow(max(4, v.Cap()))
+				}
+				v.SetLen(i + 1)
+				ev = v.Index(i)
+				ev.SetZero()
+			case i < v.Len():
+				ev = v.Index(i)
+			}
+		}
+		if err := d.value(child, ev); err != nil {
+			return err
+		}
+		d.ws()
+		if d.pos >= len(d.data) {
+			return d.errf("unexpected end of input in array")
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			d.depth--
+			d.path = d.path[:len(d.path)-1]
+			if v.IsValid() && s.kind == kArray {
+				for j := i + 1; j < v.Len(); j++ {
+					v.Index(j).SetZero()
+				}
+			}
+			return nil
+		default:
+			return d.errf("expected ',' or ']' in array")
 		}
 	}
 }
 
 func compact(raw []byte) json.RawMessage {
+	if isCompact(raw) {
+		return raw
+	}
 	var buf bytes.Buffer
+	buf.Grow(len(raw))
 	if err := json.Compact(&buf, raw); err != nil {
 		return raw // invalid JSON is reported by the payload decoder
 	}
 	return buf.Bytes()
 }
 
-// storedSuffixLen is len(`,"prev_hash":"` + 64 hex + `","hash":"` + 64 hex + `"}`).
-const storedSuffixLen = 14 + 64 + 10 + 64 + 2
-
-// DecodeStored decodes bytes this package's Encode produced. It is the fast
-// path for reading our own ledger (replay, rebuild, verify): a fixed-order
-// scan with no reflection. Anything that does not have the exact layout is an
-// error; verify then reports the position. It does not validate the payload
-// nor recompute the hash: verify does that explicitly.
-func DecodeStored(b []byte) (Envelope, error) {
-	var e Envelope
-	p := b
-	var ok bool
-	var s string
-	bad := func(what string) (Envelope, error) {
-		return Envelope{}, fmt.Errorf("stored envelope: malformed %s", what)
+// isCompact reports whether raw has no insignificant whitespace, without
+// allocating: it skips string contents and looks for whitespace elsewhere.
+func isCompact(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		if in {
+			for i < len(raw) && plainByte[raw[i]] {
+				i++
+			}
+			if i >= len(raw) {
+				break
+			}
+		}
+		switch b := raw[i]; {
+		case in && b == '\\':
+			i++
+		case b == '"':
+			in = !in
+		case !in && (b == ' ' || b == '\t' || b == '\n' || b == '\r'):
+			return false
+		}
 	}
-	if p, ok = cut(p, `{"id":"`); !ok || len(p) < 26 {
-		return bad("id")
-	}
-	if err := e.ID.UnmarshalText(p[:26]); err != nil {
-		return bad("id")
-	}
-	p = p[26:]
-	if p, ok = cut(p, `","stream":"`); !ok {
-		return bad("stream")
-	}
-	if s, p, ok = until(p, '"'); !ok {
-		return bad("stream")
-	}
-	e.Stream = s
-	if p, ok = cut(p, `","version":`); !ok {
-		return bad("version")
-	}
-	if e.Version, p, ok = uintUntil(p, ','); !ok {
-		return bad("version")
-	}
-	if p, ok = cut(p, `,"position":`); !ok {
-		return bad("position")
-	}
-	if e.Position, p, ok = uintUntil(p, ','); !ok {
-		return bad("position")
-	}
-	if p, ok = cut(p, `,"type":"`); !ok {
-		return bad("type")
-	}
-	if e.Type, p, ok = until(p, '"'); !ok {
-		return bad("type")
-	}
-	if p, ok = cut(p, `","schema_version":`); !ok {
-		return bad("schema_version")
-	}
-	var sv uint64
-	if sv, p, ok = uintUntil(p, ','); !ok || sv > 1<<16 {
-		return bad("schema_version")
-	}
-	e.SchemaVersion = int(sv)
-	if p, ok = cut(p, `,"recorded_at":"`); !ok {
-		return bad("recorded_at")
-	}
-	if s, p, ok = until(p, '"'); !ok {
-		return bad("recorded_at")
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return bad("recorded_at")
-	}
-	e.RecordedAt = t.UTC()
-	if p, ok = cut(p, `","actor":"`); !ok {
-		return bad("actor")
-	}
-	if e.Actor, p, ok = until(p, '"'); !ok {
-		return bad("actor")
-	}
-	if p, ok = cut(p, `","payload":`); !ok || len(p) < storedSuffixLen+2 {
-		return bad("payload")
-	}
-	tail := p[len(p)-storedSuffixLen:]
-	e.Payload = json.RawMessage(p[:len(p)-storedSuffixLen])
-	if tail, ok = cut(tail, `,"prev_hash":"`); !ok {
-		return bad("prev_hash")
-	}
-	e.PrevHash = string(tail[:64])
-	if tail, ok = cut(tail[64:], `","hash":"`); !ok {
-		return bad("hash")
-	}
-	e.Hash = string(tail[:64])
-	if string(tail[64:]) != `"}` {
-		return bad("end")
-	}
-	return e, nil
-}
-
-func cut(p []byte, prefix string) ([]byte, bool) {
-	if len(p) < len(prefix) || string(p[:len(prefix)]) != prefix {
-		return p, false
-	}
-	return p[len(prefix):], true
-}
-
-func until(p []byte, c byte) (string, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i < 0 {
-		return "", p, false
-	}
-	return string(p[:i]), p[i:], true
-}
-
-func uintUntil(p []byte, c byte) (uint64, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i <= 0 || i > 20 {
-		return 0, p, false
-	}
-	v, err := strconv.ParseUint(string(p[:i]), 10, 64)
-	if err != nil {
-		return 0, p, false
-	}
-	return v, p[i:], true
-}
-
-// PeekType returns the type of a stored envelope without decoding it, so a
-// fold can skip events it does not handle. ok is false for bytes that do not
-// have the stored layout.
-func PeekType(b []byte) (string, bool) {
-	i := bytes.Index(b, []byte(`,"type":"`))
-	if i < 0 {
-		return "", false
-	}
-	rest := b[i+9:]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return "", false
-	}
-	return string(rest[:j]), true
-}
-
-// ParseID is ulid.ParseStrict with a message that names the input.
-func ParseID(s string) (ulid.ULID, error) {
-	id, err := ulid.ParseStrict(s)
-	if err != nil {
-		return ulid.ULID{}, fmt.Errorf("invalid event id %q: %w", s, err)
-	}
-	return id, nil
+	return true
 }

@@ -56,36 +56,59 @@ const canonicalTag = "tree-ring.event.v1"
 // delimiting makes the encoding unambiguous without escaping. The hash field
 // itself is excluded.
 func (e *Envelope) CanonicalBytes() []byte {
-	ts := e.RecordedAt.UTC().Format(time.RFC3339Nano)
-	id := e.ID.String()
-	n := 11*8 + len(canonicalTag) + len(id) + len(e.Stream) + 8 + 8 + len(e.Type) + 8 + len(ts) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
-	b := make([]byte, 0, n)
-	field := func(s []byte) {
-		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	num := func(v uint64) {
-		b = binary.BigEndian.AppendUint64(b, 8)
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
-	field([]byte(canonicalTag))
-	field([]byte(id))
-	field([]byte(e.Stream))
-	num(e.Version)
-	num(e.Position)
-	field([]byte(e.Type))
-	num(uint64(e.SchemaVersion))
-	field([]byte(ts))
-	field([]byte(e.Actor))
-	field(e.Payload)
-	field([]byte(e.PrevHash))
+	return e.appendCanonical(make([]byte, 0, e.canonicalSize()))
+}
+
+func (e *Envelope) canonicalSize() int {
+	// 11 length prefixes, 3 u64 values, the fixed-width fields, the rest.
+	return 11*8 + 3*8 + len(canonicalTag) + 26 + len(e.Stream) + len(e.Type) + 8 +
+		len(time.RFC3339Nano) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
+}
+
+func (e *Envelope) appendCanonical(b []byte) []byte {
+	b = appendField(b, canonicalTag)
+	b = binary.BigEndian.AppendUint64(b, 26)
+	b = appendID(b, e.ID)
+	b = appendField(b, e.Stream)
+	b = appendU64(b, e.Version)
+	b = appendU64(b, e.Position)
+	b = appendField(b, e.Type)
+	b = appendU64(b, uint64(e.SchemaVersion))
+	// The timestamp's length is only known after formatting: reserve it.
+	at := len(b)
+	b = binary.BigEndian.AppendUint64(b, 0)
+	b = e.RecordedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	binary.BigEndian.PutUint64(b[at:], uint64(len(b)-at-8))
+	b = appendField(b, e.Actor)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(e.Payload)))
+	b = append(b, e.Payload...)
+	b = appendField(b, e.PrevHash)
 	return b
+}
+
+func appendID(b []byte, id ulid.ULID) []byte {
+	var t [ulid.EncodedSize]byte
+	_ = id.MarshalTextTo(t[:]) // cannot fail: t has the encoded size
+	return append(b, t[:]...)
+}
+
+func appendField(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendU64(b []byte, v uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, 8)
+	return binary.BigEndian.AppendUint64(b, v)
 }
 
 // ComputeHash returns the lowercase hex SHA-256 of the canonical bytes.
 func (e *Envelope) ComputeHash() string {
-	sum := sha256.Sum256(e.CanonicalBytes())
-	return hex.EncodeToString(sum[:])
+	var buf [512]byte // most envelopes fit: no heap allocation for the bytes
+	sum := sha256.Sum256(e.appendCanonical(buf[:0]))
+	var h [64]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // Seal sets PrevHash and Hash. The store calls it with the chain head.
@@ -107,9 +130,10 @@ func SameContent(a, b *Envelope) bool {
 // order and no trailing newline. Identifier fields are validated on intake
 // (see Validate) to need no escaping; the payload is already compact JSON.
 func (e *Envelope) Encode() []byte {
-	b := make([]byte, 0, 256+len(e.Payload))
+	// The fixed keys, id, numbers, timestamp and both hashes take < 400.
+	b := make([]byte, 0, 400+len(e.Stream)+len(e.Type)+len(e.Actor)+len(e.Payload))
 	b = append(b, `{"id":"`...)
-	b = append(b, e.ID.String()...)
+	b = appendID(b, e.ID)
 	b = append(b, `","stream":"`...)
 	b = append(b, e.Stream...)
 	b = append(b, `","version":`...)
@@ -139,65 +163,15 @@ func (e *Envelope) Encode() []byte {
 // present, identifiers valid, payload compact and decodable into its
 // registered type, and the hash consistent with the content.
 func DecodeEnvelope(data []byte) (Envelope, error) {
-	var raw struct {
-		ID            *string          `json:"id"`
-		Stream        *string          `json:"stream"`
-		Version       *uint64          `json:"version"`
-		Position      *uint64          `json:"position"`
-		Type          *string          `json:"type"`
-		SchemaVersion *int             `json:"schema_version"`
-		RecordedAt    *string          `json:"recorded_at"`
-		Actor         *string          `json:"actor"`
-		Payload       *json.RawMessage `json:"payload"`
-		PrevHash      *string          `json:"prev_hash"`
-		Hash          *string          `json:"hash"`
-	}
 	if len(data) > MaxEnvelopeBytes {
 		return Envelope{}, fmt.Errorf("envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
 	}
-	if err := StrictUnmarshal(data, &raw); err != nil {
-		return Envelope{}, err
-	}
-	missing := func(name string) error { return fmt.Errorf("envelope: missing key %q", name) }
-	switch {
-	case raw.ID == nil:
-		return Envelope{}, missing("id")
-	case raw.Stream == nil:
-		return Envelope{}, missing("stream")
-	case raw.Version == nil:
-		return Envelope{}, missing("version")
-	case raw.Position == nil:
-		return Envelope{}, missing("position")
-	case raw.Type == nil:
-		return Envelope{}, missing("type")
-	case raw.SchemaVersion == nil:
-		return Envelope{}, missing("schema_version")
-	case raw.RecordedAt == nil:
-		return Envelope{}, missing("recorded_at")
-	case raw.Actor == nil:
-		return Envelope{}, missing("actor")
-	case raw.Payload == nil:
-		return Envelope{}, missing("payload")
-	case raw.PrevHash == nil:
-		return Envelope{}, missing("prev_hash")
-	case raw.Hash == nil:
-		return Envelope{}, missing("hash")
-	}
-	id, err := ulid.ParseStrict(*raw.ID)
+	e, err := decodeEnvelopeJSON(data)
 	if err != nil {
-		return Envelope{}, fmt.Errorf("envelope: id %q: %w", *raw.ID, err)
+		return Envelope{}, fmt.Errorf("envelope: %w", err)
 	}
-	at, err := time.Parse(time.RFC3339Nano, *raw.RecordedAt)
-	if err != nil {
-		return Envelope{}, fmt.Errorf("envelope: recorded_at: %w", err)
-	}
-	if _, off := at.Zone(); off != 0 || (*raw.RecordedAt)[len(*raw.RecordedAt)-1] != 'Z' {
-		return Envelope{}, errors.New("envelope: recorded_at must be UTC (suffix Z)")
-	}
-	e := Envelope{
-		ID: id, Stream: *raw.Stream, Version: *raw.Version, Position: *raw.Position,
-		Type: *raw.Type, SchemaVersion: *raw.SchemaVersion, RecordedAt: at.UTC(),
-		Actor: *raw.Actor, Payload: compact(*raw.Payload), PrevHash: *raw.PrevHash, Hash: *raw.Hash,
+	if e.Version == 0 || e.Position == 0 {
+		return Envelope{}, fmt.Errorf("envelope %s: version and position start at 1", e.ID)
 	}
 	if err := e.Validate(); err != nil {
 		return Envelope{}, err
@@ -212,6 +186,220 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 		return Envelope{}, &HashMismatchError{Position: e.Position, Want: e.Hash, Got: got}
 	}
 	return e, nil
+}
+
+// envelopeKeys are the keys of an encoded envelope, in Encode's order.
+var envelopeKeys = [...]string{"id", "stream", "version", "position", "type", "schema_version", "recorded_at", "actor", "payload", "prev_hash", "hash"}
+
+const (
+	kID = iota
+	kStream
+	kVersion
+	kPosition
+	kType
+	kSchemaVersion
+	kRecordedAt
+	kActor
+	kPayload
+	kPrevHash
+	kHash
+)
+
+// decodeEnvelopeJSON is the strict JSON layer of DecodeEnvelope, written
+// out for the one type it decodes (import reads millions of lines): any key
+// order and whitespace, every key exactly once, values of the right kind.
+// The payload is checked structurally here and against its type by
+// Validate. The result does not alias data.
+func decodeEnvelopeJSON(data []byte) (Envelope, error) {
+	var e Envelope
+	d := decoder{data: data}
+	d.path = d.pathBuf[:0]
+	d.ws()
+	if d.pos >= len(data) {
+		return e, &SyntaxError{Offset: d.pos, Msg: "empty input"}
+	}
+	if first := data[d.pos]; first != '{' {
+		if err := d.skip(); err != nil {
+			return e, err
+		}
+		return e, &TypeError{Want: "object", Got: jsonKindOf(first)}
+	}
+	if err := d.enter(); err != nil {
+		return e, err
+	}
+	d.pos++
+	var seen uint16
+	d.ws()
+	if d.pos < len(data) && data[d.pos] == '}' {
+		d.pos++
+	} else {
+		for {
+			d.ws()
+			if d.pos >= len(data) || data[d.pos] != '"' {
+				return e, d.errf("expected a string key")
+			}
+			ks := d.pos + 1
+			key, err := d.str(true)
+			if err != nil {
+				return e, err
+			}
+			k := -1
+			for i, name := range envelopeKeys {
+				if string(key) == name {
+					k = i
+					break
+				}
+			}
+			if k < 0 {
+				return e, &UnknownKeyError{Key: string(key)}
+			}
+			if seen&(1<<k) != 0 {
+				return e, &DuplicateKeyError{Key: envelopeKeys[k]}
+			}
+			seen |= 1 << k
+			ke := d.pos - 1
+			d.ws()
+			if d.pos >= len(data) || data[d.pos] != ':' {
+				return e, d.errf("expected ':' after key")
+			}
+			d.pos++
+			d.ws()
+			d.path = append(d.path[:0], pathSeg{ks: ks, ke: ke, isKey: true})
+			if err := d.envelopeField(&e, k); err != nil {
+				return e, err
+			}
+			d.ws()
+			if d.pos >= len(data) {
+				return e, d.errf("unexpected end of input in object")
+			}
+			if data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if data[d.pos] != '}' {
+				return e, d.errf("expected ',' or '}' in object")
+			}
+			d.pos++
+			break
+		}
+	}
+	d.ws()
+	if d.pos != len(data) {
+		return e, &SyntaxError{Offset: d.pos, Msg: "trailing data after JSON value"}
+	}
+	for k, name := range envelopeKeys {
+		if seen&(1<<k) == 0 {
+			return e, fmt.Errorf("missing key %q", name)
+		}
+	}
+	return e, nil
+}
+
+// jsonKindOf names the kind of a JSON value from its first byte.
+func jsonKindOf(first byte) string {
+	switch first {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// envelopeField decodes the value of envelope key k at d.pos into e.
+func (d *decoder) envelopeField(e *Envelope, k int) error {
+	if d.pos >= len(d.data) {
+		return d.errf("unexpected end of input")
+	}
+	c := d.data[d.pos]
+	switch k {
+	case kVersion, kPosition, kSchemaVersion:
+		if c != '-' && (c < '0' || c > '9') {
+			if err := d.skip(); err != nil {
+				return err
+			}
+			return &TypeError{Path: d.pathString(), Want: "integer", Got: jsonKindOf(c)}
+		}
+		start := d.pos
+		isInt, err := d.number()
+		if err != nil {
+			return err
+		}
+		num := d.data[start:d.pos]
+		n, ok := parseUint(num)
+		if !isInt || !ok || k == kSchemaVersion && n > 1<<16 {
+			return &TypeError{Path: d.pathString(), Want: "non-negative integer", Got: "number " + string(num)}
+		}
+		switch k {
+		case kVersion:
+			e.Version = n
+		case kPosition:
+			e.Position = n
+		default:
+			e.SchemaVersion = int(n)
+		}
+		return nil
+	case kPayload:
+		if c != '{' {
+			if err := d.skip(); err != nil {
+				return err
+			}
+			return &TypeError{Path: "payload", Want: "object", Got: jsonKindOf(c)}
+		}
+		start := d.pos
+		if err := d.skip(); err != nil {
+			return err
+		}
+		raw := d.data[start:d.pos]
+		if isCompact(raw) {
+			e.Payload = append(json.RawMessage(nil), raw...)
+		} else {
+			e.Payload = compact(raw)
+		}
+		return nil
+	}
+	if c != '"' {
+		if err := d.skip(); err != nil {
+			return err
+		}
+		return &TypeError{Path: d.pathString(), Want: "string", Got: jsonKindOf(c)}
+	}
+	b, err := d.str(true)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case kID:
+		id, err := ulid.ParseStrict(string(b))
+		if err != nil {
+			return fmt.Errorf("id %q: %w", b, err)
+		}
+		e.ID = id
+	case kRecordedAt:
+		t, err := parseUTC(b)
+		if err != nil {
+			return fmt.Errorf("recorded_at %q: want RFC 3339 UTC (suffix Z): %w", b, err)
+		}
+		e.RecordedAt = t
+	case kStream:
+		e.Stream = string(b)
+	case kType:
+		e.Type = string(b)
+	case kActor:
+		e.Actor = string(b)
+	case kPrevHash:
+		e.PrevHash = string(b)
+	case kHash:
+		e.Hash = string(b)
+	}
+	return nil
 }
 
 // HashMismatchError reports an envelope whose content does not hash to the
@@ -248,8 +436,19 @@ func (e *Envelope) Validate() error {
 	if e.RecordedAt.IsZero() {
 		return fmt.Errorf("envelope %s: zero recorded_at", e.ID)
 	}
+	if y := e.RecordedAt.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("envelope %s: recorded_at year %d outside 1..9999", e.ID, y)
+	}
 	if len(e.Payload) > MaxPayloadBytes {
 		return fmt.Errorf("envelope %s: payload is %d bytes, limit %d", e.ID, len(e.Payload), MaxPayloadBytes)
+	}
+	// The stored form embeds the payload verbatim and the hash covers it:
+	// only a compact object round-trips through export and import.
+	if len(e.Payload) < 2 || e.Payload[0] != '{' {
+		return fmt.Errorf("envelope %s: payload must be a JSON object", e.ID)
+	}
+	if !isCompact(e.Payload) {
+		return fmt.Errorf("envelope %s: payload must be compact JSON", e.ID)
 	}
 	if _, err := DecodePayload(e); err != nil {
 		return fmt.Errorf("envelope %s: %w", e.ID, err)
@@ -285,10 +484,16 @@ func isHex64(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if !lowerHex[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()

@@ -35,12 +35,15 @@ type upKey struct {
 }
 
 var (
-	regMu     sync.RWMutex
+	regMu sync.RWMutex
+	// registry is written only by register, from this package's init, so
+	// it is read without the lock (package initialization happens before
+	// any other goroutine reads it); replay looks types up per event.
 	registry  = map[string]Spec{}
 	upcasters = map[upKey]Upcaster{}
 )
 
-// register declares an event type whose payload is P. Called from this
+// register declares an event type whose payload is P. Called only from this
 // package's init; the catalogue is closed to other packages so that every
 // fact the ledger may hold is listed in one place.
 func register[P any](typ string, version int, streamPrefix string) {
@@ -62,16 +65,20 @@ func RegisterUpcaster(typ string, from int, fn Upcaster) {
 
 // Lookup returns the spec of a registered type.
 func Lookup(typ string) (Spec, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	s, ok := registry[typ]
 	return s, ok
 }
 
+// TypeName returns the registered type named by b as a shared string, so
+// hot loops over stored events can call Projection.Handles without
+// allocating a string per event.
+func TypeName(b []byte) (string, bool) {
+	s, ok := registry[string(b)]
+	return s.Type, ok
+}
+
 // Types lists every registered type, sorted.
 func Types() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	out := make([]string, 0, len(registry))
 	for t := range registry {
 		out = append(out, t)
@@ -118,8 +125,8 @@ func DecodePayload(e *Envelope) (any, error) {
 	if !ok {
 		return nil, &UnknownTypeError{Type: e.Type}
 	}
-	if spec.StreamPrefix == "store" && e.Stream != "store" ||
-		spec.StreamPrefix != "store" && !strings.HasPrefix(e.Stream, spec.StreamPrefix) {
+	if spec.StreamPrefix == StoreStream && e.Stream != StoreStream ||
+		spec.StreamPrefix != StoreStream && (len(e.Stream) <= len(spec.StreamPrefix) || !strings.HasPrefix(e.Stream, spec.StreamPrefix)) {
 		return nil, fmt.Errorf("%s does not belong on stream %q", e.Type, e.Stream)
 	}
 	raw, err := Upcast(e)

@@ -213,7 +213,7 @@ func TestAuditReplayErrors(t *testing.T) {
 		{[]string{"audit", "replay", "--from-file", unlinked}, "unlinked.ndjson:3: replay: position 4 (preflight.started, harness claude-code version 3): out-of-order: version 3 follows version 1"},
 		{[]string{"audit", "replay", "--from-file", noGenesis}, "nogenesis.ndjson:1: position 1 does not start the chain"},
 		{[]string{"audit", "replay", "--from-file", badLink}, "badlink.ndjson:2: position 2: prev_hash does not link to position 1"},
-		{[]string{"audit", "replay", "--from-file", unknownKey}, `unknown.ndjson:1: unknown key "prompt"`},
+		{[]string{"audit", "replay", "--from-file", unknownKey}, `unknown.ndjson:1: envelope: unknown key "prompt"`},
 		{[]string{"audit", "replay", "--from-file", long}, "long.ndjson:1: line longer than"},
 		{[]string{"--root", filepath.Join(tmp, "nothing"), "audit", "replay"}, "nothing"},
 	}

@@ -35,6 +35,11 @@ func runEvents(ctx context.Context, g *Globals, o *eventsOptions, args []string)
 			return usagef("--type %q is not an event type", o.Type)
 		}
 	}
+	if o.Stream != "" {
+		if err := events.ValidStream(o.Stream); err != nil {
+			return usagef("--stream: %v", err)
+		}
+	}
 	st, err := g.OpenStore(true)
 	if err != nil {
 		return err

@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
@@ -17,9 +21,14 @@ func init() {
 	register("events import", "FILE|-", "merge envelopes exported from another ledger (idempotent by id)", runEventsImport)
 }
 
-// maxImportBytes bounds an import file.
-const maxImportBytes = 4 << 30
+// maxImportBytes bounds an import file: every envelope is decoded and held
+// in memory before the first write, so that a bad line changes nothing.
+const maxImportBytes = 2 << 30
 
+// runEventsImport decodes the whole input first (any bad line aborts with
+// its line number, before the ledger is opened, so a bad file changes
+// nothing — not even a run record), then appends it in chunks as one
+// recorded run.
 func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []string) (err error) {
 	if len(args) != 1 {
 		return usagef("events import needs exactly one FILE (or - for stdin)")
@@ -29,35 +38,47 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err != nil {
 		return err
 	}
+	var r io.Reader = g.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return fmt.Errorf("import %s: is a directory", name)
+		}
+		r = f
+	}
+	meter := newInputMeter()
+	envs, lines, err := readEnvelopes(io.TeeReader(r, meter), name, maxImportBytes)
+	if err != nil {
+		return err
+	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope, Stage: "read"})
+	if err := st.CheckImport(envs); err != nil {
+		return importError(name, lines, err)
+	}
+	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope, Stage: "append"})
 	if err != nil {
 		return err
 	}
 	defer run.End(ctx, &err)
-	var r io.Reader = g.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("open import file: %w", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	meter := newInputMeter()
-	envs, err := readEnvelopes(io.TeeReader(io.LimitReader(r, maxImportBytes), meter), name)
-	if err != nil {
-		return err
-	}
 	run.SetInput(meter.Digest())
-	run.SetStage("append")
-	res, err := st.Import(ctx, envs)
+	var progress bolt.Progress
+	if g.StdoutTerminal && !g.JSON && len(envs) > 50_000 {
+		progress = func(done, total uint64) { fmt.Fprintf(g.Stdout, "\rimported %d/%d events", done, total) }
+	}
+	res, err := st.ImportProgress(ctx, envs, progress)
+	if progress != nil {
+		fmt.Fprintln(g.Stdout)
+	}
 	if err != nil {
-		return fmt.Errorf("import %s: %w", name, err)
+		return importError(name, lines, err)
 	}
 	run.SetItems(int64(res.Imported))
 	if err := run.Finish(ctx, nil); err != nil {
@@ -73,34 +94,148 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	return nil
 }
 
-// readEnvelopes strictly decodes NDJSON envelopes; blank lines are allowed.
-// The first bad line aborts with its line number, before anything is written.
-// Consecutive positions of the source ledger must chain (prev_hash).
-func readEnvelopes(r io.Reader, name string) ([]events.Envelope, error) {
-	sc := bufio.NewScanner(r)
+// importError names the input line of an envelope the store refused.
+func importError(name string, lines []int, err error) error {
+	var ie *bolt.ImportError
+	if !errors.As(err, &ie) || ie.Index < 0 || ie.Index >= len(lines) {
+		return fmt.Errorf("import %s: %w", name, err)
+	}
+	var in *bolt.InputConflictError
+	if errors.As(err, &in) && in.First >= 0 && in.First < len(lines) {
+		return fmt.Errorf("%s:%d: event id %s appears on line %d with different content: %w", name, lines[ie.Index], in.ID, lines[in.First], err)
+	}
+	return fmt.Errorf("%s:%d: %w", name, lines[ie.Index], ie.Err)
+}
+
+// decodeChunkLines is how many lines one decoding job holds.
+const decodeChunkLines = 2048
+
+// lineChunk is a run of input lines decoded by one worker.
+type lineChunk struct {
+	buf   []byte // the lines, back to back
+	ends  []int  // end offset of each line in buf
+	nums  []int  // 1-based line numbers
+	out   []events.Envelope
+	err   error // first error in the chunk, with its line
+	errAt int
+}
+
+func (c *lineChunk) decode(failed *atomic.Bool) {
+	c.out = make([]events.Envelope, len(c.ends))
+	start := 0
+	for i, end := range c.ends {
+		e, err := events.DecodeEnvelope(c.buf[start:end])
+		if err != nil {
+			c.err, c.errAt = err, c.nums[i]
+			failed.Store(true)
+			return
+		}
+		c.out[i] = e
+		start = end
+	}
+	c.buf = nil
+}
+
+// readEnvelopes strictly decodes NDJSON envelopes (blank lines allowed) of
+// at most limit bytes, on every core, and returns them in input order with
+// their line numbers. The first bad line (lowest line number) aborts with
+// "NAME:LINE: cause". Consecutive positions of one source ledger must chain
+// (prev_hash).
+func readEnvelopes(r io.Reader, name string, limit int64) ([]events.Envelope, []int, error) {
+	lr := &limitReader{r: r, left: limit}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 64<<10), events.MaxEnvelopeBytes+1)
-	var out []events.Envelope
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *lineChunk, workers)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				c.decode(&failed)
+			}
+		}()
+	}
+	var chunks []*lineChunk
+	cur := &lineChunk{}
+	send := func() {
+		chunks = append(chunks, cur)
+		jobs <- cur
+		cur = &lineChunk{}
+	}
 	line := 0
-	for sc.Scan() {
+	for !failed.Load() && sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
-		e, err := events.DecodeEnvelope(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		cur.buf = append(cur.buf, b...)
+		cur.ends = append(cur.ends, len(cur.buf))
+		cur.nums = append(cur.nums, line)
+		if len(cur.ends) == decodeChunkLines {
+			send()
 		}
-		if n := len(out); n > 0 && out[n-1].Position+1 == e.Position && out[n-1].Hash != e.PrevHash {
-			return nil, fmt.Errorf("%s:%d: prev_hash does not link to the line before (position %d)", name, line, e.Position)
+	}
+	if len(cur.ends) > 0 {
+		send()
+	}
+	close(jobs)
+	wg.Wait()
+	n := 0
+	for _, c := range chunks {
+		if c.err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %w", name, c.errAt, c.err)
 		}
-		out = append(out, e)
+		n += len(c.out)
 	}
 	if err := sc.Err(); err != nil {
-		if err == bufio.ErrTooLong {
-			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, events.MaxEnvelopeBytes)
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, events.MaxEnvelopeBytes)
+		case errors.Is(err, errTooLarge):
+			return nil, nil, fmt.Errorf("%s: input larger than %d bytes", name, limit)
+		default:
+			return nil, nil, fmt.Errorf("read %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	return out, nil
+	out := make([]events.Envelope, 0, n)
+	lines := make([]int, 0, n)
+	for _, c := range chunks {
+		for i := range c.out {
+			if k := len(out); k > 0 && out[k-1].Position+1 == c.out[i].Position && out[k-1].Hash != c.out[i].PrevHash {
+				return nil, nil, fmt.Errorf("%s:%d: prev_hash does not link to the line before (position %d)", name, c.nums[i], c.out[i].Position)
+			}
+			out = append(out, c.out[i])
+			lines = append(lines, c.nums[i])
+		}
+	}
+	return out, lines, nil
+}
+
+var errTooLarge = errors.New("input too large")
+
+// limitReader fails (rather than stopping quietly, as io.LimitReader does)
+// when the input is longer than allowed, so a cut-off file is never taken
+// for a whole one.
+type limitReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
 }

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 const sampleLedger = "../../testdata/ledger/sample.ndjson"
@@ -16,9 +17,9 @@ const sampleLedger = "../../testdata/ledger/sample.ndjson"
 // buildSample appends a small, realistic history with a fixed clock and ids.
 func buildSample(t *testing.T, root string) {
 	t.Helper()
-	d := testDeps()
-	f := &events.Factory{Now: d.Now, NewID: d.NewID, Actor: "cli"}
-	st, err := bolt.OpenRoot(root, bolt.Options{})
+	now := fixedClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	f := &events.Factory{Now: now, NewID: seqIDs(now), Actor: "cli"}
+	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func buildSample(t *testing.T, root string) {
 }
 
 func TestSampleLedgerGolden(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	buildSample(t, root)
 	r := runCLI(t, "", "--root", root, "events")
 	if r.code != 0 {
@@ -63,7 +64,7 @@ func TestSampleLedgerGolden(t *testing.T) {
 }
 
 func TestEventsImportRoundTrip(t *testing.T) {
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := checkedRoot(t)
 	// Each import is a recorded run: one session of invocations keeps the
 	// run ids distinct from each other and from the sample's ids.
 	s := newCLISession()
@@ -104,5 +105,51 @@ func TestEventsImportRoundTrip(t *testing.T) {
 	}
 	if v := s.run(t, "", "--root", root, "audit", "verify"); v.code != 0 {
 		t.Fatalf("verify: %d %s", v.code, v.stderr)
+	}
+}
+
+func TestEventsFilters(t *testing.T) {
+	root := sampleRoot(t)
+	all := runCLI(t, "", "--root", root, "events").stdout
+	lines := strings.SplitAfter(all, "\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stream", "harness/claude-code"}, lines[1] + lines[2]},
+		{[]string{"--stream", "store", "--after", "1"}, lines[3]},
+		{[]string{"--type", "manifest.published"}, lines[3]},
+		{[]string{"--after", "2"}, lines[2] + lines[3]},
+		{[]string{"--after", "4"}, ""},
+		{[]string{"--stream", "run/none"}, ""},
+	} {
+		r := runCLI(t, "", append([]string{"--root", root, "events"}, c.args...)...)
+		if r.code != 0 || r.stdout != c.want {
+			t.Errorf("events %v: %d %q, want %q", c.args, r.code, r.stdout, c.want)
+		}
+	}
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "--type", "no.such"), exitError, `--type "no.such" is not an event type`)
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "--stream", "a b"), exitError, "--stream")
+	assertRefused(t, runCLI(t, "", "--root", root, "events", "extra"), exitError, "takes no arguments")
+}
+
+func TestProjectionsRebuildAndVersion(t *testing.T) {
+	root := sampleRoot(t)
+	// Each rebuild is a recorded run: its run.started precedes the fold.
+	r := runCLI(t, "", "--root", root, "projections", "rebuild")
+	if r.code != 0 || r.stdout != "rebuilt projections from 5 events\n" {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--root", root, "--json", "projections", "rebuild"); r.code != 0 || r.stdout != "{\"events\":7,\"ok\":true}\n" {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--root", root, "audit", "verify"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "tree-ring "+Version+" (go") {
+		t.Fatalf("%+v", r)
+	}
+	if r := runCLI(t, "", "--json", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, `{"go":"go`) {
+		t.Fatalf("%+v", r)
 	}
 }

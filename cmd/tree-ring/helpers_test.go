@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,10 +52,24 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// testDeps is the clock and id source of one runCLI call. Ids carry a
+// marker byte and the call's number, so the events a command appends (run
+// records included) never collide with fixture ids (seqIDs) nor with an
+// earlier call's; within a call they are sequential.
 func testDeps() deps {
 	now := fixedClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	return deps{Now: now, NewID: seqIDs(now)}
+	call := cliCalls.Add(1)
+	var n uint64
+	return deps{Now: now, NewID: func() ulid.ULID {
+		n++
+		var id ulid.ULID
+		_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
+		copy(id[6:], []byte{0xCC, byte(call >> 24), byte(call >> 16), byte(call >> 8), byte(call), 0, 0, 0, byte(n >> 8), byte(n)})
+		return id
+	}}
 }
+
+var cliCalls atomic.Uint64
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()

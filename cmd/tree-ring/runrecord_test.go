@@ -158,6 +158,11 @@ func types(evs []events.Envelope) []string {
 	return out
 }
 
+// TestRunFailedRecordsDiagnosticCode: input refused before the work starts
+// (a bad line, a missing file) changes nothing, not even a run record
+// (issue 2: a bad import leaves the ledger as it was); a command that fails
+// during its work is recorded as failed with a bounded diagnostic code, and
+// no error text reaches the ledger.
 func TestRunFailedRecordsDiagnosticCode(t *testing.T) {
 	s := newCLISession()
 	src, root := runProject(t, "p")
@@ -176,19 +181,39 @@ func TestRunFailedRecordsDiagnosticCode(t *testing.T) {
 	if missing.code != exitError {
 		t.Fatalf("import absent: %d %q", missing.code, missing.stderr)
 	}
+	if _, err := os.Lstat(root); !os.IsNotExist(err) {
+		t.Fatalf("refused input created the store: %v", err)
+	}
+
+	// A well-formed file whose run.started sits on another run's stream:
+	// every line decodes, so the import starts (a run is recorded), and the
+	// runs projection refuses the event during the append.
+	f := &events.Factory{Now: s.d.Now, NewID: s.d.NewID, Actor: "host-b"}
+	rid := s.d.NewID().String()
+	e := f.Must(events.RunStream(s.d.NewID().String()), events.TypeRunStarted, &events.RunStarted{
+		RunID: rid, ScopeKey: strings.Repeat("cd", 12), Command: events.RunCmdCapture, Stage: "start", PID: 9, StartedAt: "2026-11-02T09:00:00.000Z",
+	})
+	e.Version, e.Position = 1, 1
+	e.Seal(events.GenesisHash)
+	foreign := filepath.Join(t.TempDir(), "foreign-note.ndjson")
+	if err := os.WriteFile(foreign, append(e.Encode(), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = s.run(t, "", "--root", root, "--source-root", src, "events", "import", foreign)
+	if r.code != exitError {
+		t.Fatalf("foreign import: %d %q", r.code, r.stderr)
+	}
 	out := listRuns(t, s, "--root", root, "--source-root", src)
-	if len(out.Runs) != 2 {
+	if len(out.Runs) != 1 {
 		t.Fatalf("runs: %+v", out.Runs)
 	}
-	for i, want := range []string{"not_found", "input_unknown_key"} {
-		got := out.Runs[i]
-		if got.Status != events.RunStatusFailed || got.Diagnostic != want || got.Stage != "read" || got.InputSHA256 != "" {
-			t.Errorf("run %d: %+v, want failed/%s at stage read", i, got, want)
-		}
+	got := out.Runs[0]
+	if got.Status != events.RunStatusFailed || events.ValidDiagnostic(got.Diagnostic) != nil || got.Stage != "append" || got.InputSHA256 == "" {
+		t.Errorf("run %+v, want failed with a diagnostic code at stage append", got)
 	}
-	// The diagnostic is a code: the error text (file name, key) is not in the ledger.
+	// The diagnostic is a code: the error text (file name, message) is not in the ledger.
 	raw, _ := os.ReadFile(filepath.Join(root, bolt.LedgerFile))
-	for _, leak := range []string{"absent.ndjson", `"note"`, "unknown key"} {
+	for _, leak := range []string{"foreign-note", "is on stream", "absent.ndjson", `"note"`} {
 		if bytes.Contains(raw, []byte(leak)) {
 			t.Errorf("ledger contains error text %q", leak)
 		}
@@ -660,6 +685,9 @@ func TestRunScopeFailsClosed(t *testing.T) {
 func TestRunEventExtraKeyRejectedOnImport(t *testing.T) {
 	s := newCLISession()
 	src, root := runProject(t, "p")
+	if r := s.run(t, "", "--root", root, "--source-root", src, "projections", "rebuild"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
 	f := &events.Factory{Now: s.d.Now, NewID: s.d.NewID, Actor: "cli"}
 	id := s.d.NewID().String()
 	stream := events.RunStream(id)
@@ -904,7 +932,7 @@ func TestRunPrivacyCanary(t *testing.T) {
 		}
 		outputs = append(outputs, r.stdout)
 	}
-	if !strings.Contains(outputs[2], "failed (error)") || !strings.Contains(outputs[0], "failed (input_unknown_key)") {
+	if !strings.Contains(outputs[2], "failed (error)") || !strings.Contains(outputs[0], "projections rebuild") {
 		t.Fatalf("the runs are not all listed:\n%s\n%s", outputs[0], outputs[2])
 	}
 	for i, out := range outputs {

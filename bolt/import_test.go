@@ -1,0 +1,151 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// exported returns the events of the tamper fixture as another host would
+// export them.
+func exported(t *testing.T) []events.Envelope {
+	t.Helper()
+	path, projs := tamperFixture(t)
+	st, err := Open(path, Options{ReadOnly: true, Projections: projs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	return readAll(t, st)
+}
+
+func TestImport(t *testing.T) {
+	src := exported(t)
+	f := newFactory()
+	projs := []projections.Projection{testProjection()}
+	st, _ := openTest(t, Options{Projections: projs})
+	// The local ledger already has its own history: imported events are
+	// re-chained after it, keeping their ids.
+	local := f.run("local", 1)
+	local.ID[7] = 0xff // distinct from the fixture's ids
+	mustAppend(t, st, "run/local", 0, local)
+	res, err := st.Import(bg, src)
+	if err != nil || res != (ImportResult{Imported: 5}) {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	got := readAll(t, st)
+	if len(got) != 6 {
+		t.Fatalf("%d events", len(got))
+	}
+	for i, e := range got[1:] {
+		if !events.SameContent(&e, &src[i]) || e.Position != uint64(i+2) || e.Version != src[i].Version {
+			t.Errorf("event %d: %+v, want content of %+v at position %d", i, e, src[i], i+2)
+		}
+	}
+	if got[1].PrevHash != got[0].Hash {
+		t.Error("imported events do not chain to the local head")
+	}
+
+	before := txID(t, st)
+	res, err = st.Import(bg, src)
+	if err != nil || res != (ImportResult{Skipped: 5}) {
+		t.Fatalf("re-import: %+v %v", res, err)
+	}
+	if txID(t, st) != before {
+		t.Fatal("a re-import committed")
+	}
+}
+
+func TestImportDuplicatesInInput(t *testing.T) {
+	src := exported(t)
+	st, _ := openTest(t, Options{})
+	in := append(slices.Clone(src[:3]), src[1], src[3], src[0], src[4])
+	res, err := st.Import(bg, in)
+	if err != nil || res != (ImportResult{Imported: 5, Skipped: 2}) {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+}
+
+func TestImportRefusesConflicts(t *testing.T) {
+	src := exported(t)
+	changed := src[2]
+	changed.Payload = json.RawMessage(strings.Replace(string(changed.Payload), `"to":"needs-trust"`, `"to":"failed"`, 1))
+	changed.Seal(changed.PrevHash)
+
+	t.Run("with the ledger", func(t *testing.T) {
+		st, path := openTest(t, Options{})
+		if _, err := st.Import(bg, src[:3]); err != nil {
+			t.Fatal(err)
+		}
+		before := fileDigest(t, path)
+		_, err := st.Import(bg, []events.Envelope{src[3], changed, src[4]})
+		var ie *ImportError
+		var idc *IDConflictError
+		if !errors.As(err, &ie) || ie.Index != 1 || !errors.As(err, &idc) || idc.Position != 3 {
+			t.Fatalf("import: %v", err)
+		}
+		if fileDigest(t, path) != before {
+			t.Fatal("a refused import changed the ledger")
+		}
+	})
+	t.Run("within the input", func(t *testing.T) {
+		st, path := openTest(t, Options{})
+		before := fileDigest(t, path)
+		_, err := st.Import(bg, []events.Envelope{src[0], src[1], src[2], src[3], changed})
+		var ie *ImportError
+		var in *InputConflictError
+		if !errors.As(err, &ie) || ie.Index != 4 || !errors.As(err, &in) || in.First != 2 || !IsConflict(err) {
+			t.Fatalf("import: %v", err)
+		}
+		if fileDigest(t, path) != before {
+			t.Fatal("a refused import changed the ledger")
+		}
+	})
+}
+
+// TestImportChunks imports more than one chunk; a cancelled import keeps
+// whole chunks only, and a retry completes it.
+func TestImportChunks(t *testing.T) {
+	defer func(n int) { importChunk = n }(importChunk)
+	importChunk = 200
+	f := newFactory()
+	n := importChunk + importChunk/2
+	src := make([]events.Envelope, n)
+	for i := range src {
+		src[i] = f.run([]string{"a", "b", "c"}[i/30%3], i)
+	}
+	projs := []projections.Projection{testProjection()}
+	st, _ := openTest(t, Options{Projections: projs})
+	st.db.NoSync = true
+	ctx, cancel := context.WithCancel(bg)
+	var calls int
+	_, err := st.ImportProgress(ctx, src, func(done, total uint64) {
+		calls++
+		if done != uint64(importChunk) || total != uint64(n) {
+			t.Errorf("progress %d/%d", done, total)
+		}
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Fatalf("cancelled import: %v after %d chunks", err, calls)
+	}
+	if pos, _, _ := st.Head(); pos != uint64(importChunk) {
+		t.Fatalf("head %d after one chunk", pos)
+	}
+	res, err := st.Import(bg, src)
+	if err != nil || res != (ImportResult{Imported: n - importChunk, Skipped: importChunk}) {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	got := readAll(t, st)
+	for i := range got {
+		if got[i].ID != src[i].ID {
+			t.Fatalf("event %d out of order", i)
+		}
+	}
+}

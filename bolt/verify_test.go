@@ -1,0 +1,211 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// tamperFixture writes 5 events on two streams and a body, closes the
+// ledger and returns its path.
+func tamperFixture(t *testing.T) (string, []projections.Projection) {
+	t.Helper()
+	f := newFactory()
+	projs := []projections.Projection{testProjection()}
+	st, path := openTest(t, Options{Projections: projs})
+	st.db.NoSync = true // not under test; keeps the many fixtures fast
+	mustAppend(t, st, "run/a", 0, f.run("a", 1), f.run("a", 2))
+	mustAppend(t, st, "harness/claude-code", 0, f.trust("claude-code"))
+	mustAppend(t, st, "run/a", 2, f.run("a", 3))
+	mustAppend(t, st, "run/b", 0, f.run("b", 1))
+	if err := st.Update(bg, func(tx *Tx) error { _, err := tx.PutBody([]byte("memory text")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Verify(bg); err != nil {
+		t.Fatalf("fixture does not verify: %v", err)
+	}
+	st.Close()
+	return path, projs
+}
+
+func verifyClosed(t *testing.T, path string, projs []projections.Projection) error {
+	t.Helper()
+	st, err := Open(path, Options{ReadOnly: true, Projections: projs})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer st.Close()
+	_, err = st.Verify(bg)
+	return err
+}
+
+// flipByte changes one byte of the stored envelope at pos, at the first
+// occurrence of marker.
+func flipByte(marker string, pos uint64) func(tx *bbolt.Tx) error {
+	return func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		v := append([]byte(nil), b.Get(u64(pos))...)
+		i := bytes.Index(v, []byte(marker))
+		if i < 0 {
+			return errors.New("marker not found: " + marker)
+		}
+		i += len(marker)
+		if v[i] == '1' {
+			v[i] = '2'
+		} else {
+			v[i] = '1'
+		}
+		return b.Put(u64(pos), v)
+	}
+}
+
+func TestVerifyNamesTamperedPosition(t *testing.T) {
+	cases := []struct {
+		name   string
+		pos    uint64
+		tamper func(tx *bbolt.Tx) error
+		detail string
+	}{
+		{"payload byte", 3, flipByte(`"harness_id":"claude-cod`, 3), "content hashes to"},
+		{"stage in payload", 4, flipByte(`"stage":"`, 4), "content hashes to"},
+		{"recorded hash", 2, flipByte(`"hash":"`, 2), ""},
+		{"prev_hash", 5, flipByte(`"prev_hash":"`, 5), "does not link"},
+		{"version field", 4, flipByte(`"version":`, 4), ""},
+		{"id", 1, flipByte(`"id":"01M6A6FT0000000000000000`, 1), ""},
+		{"deleted event", 3, func(tx *bbolt.Tx) error { return tx.Bucket(bucketEvents).Delete(u64(3)) }, "gap"},
+		{"swapped events", 1, func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketEvents)
+			v1, v2 := append([]byte(nil), b.Get(u64(1))...), append([]byte(nil), b.Get(u64(2))...)
+			if err := b.Put(u64(1), v2); err != nil {
+				return err
+			}
+			return b.Put(u64(2), v1)
+		}, ""},
+		{"ids index", 4, func(tx *bbolt.Tx) error {
+			k, _ := tx.Bucket(bucketIDs).Cursor().First()
+			for i := 0; i < 3; i++ {
+				k, _ = tx.Bucket(bucketIDs).Cursor().Seek(append(k, 0))
+			}
+			return tx.Bucket(bucketIDs).Put(append([]byte(nil), k...), u64(1))
+		}, "ids index"},
+		{"streams index", 2, func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketStreams).Put(streamKey("run/a", 2), u64(1))
+		}, "streams index"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, projs := tamperFixture(t)
+			rawUpdate(t, path, c.tamper)
+			err := verifyClosed(t, path, projs)
+			var ve *VerifyError
+			if !errors.As(err, &ve) || ve.Position != c.pos {
+				t.Fatalf("verify: %v, want a failure at position %d", err, c.pos)
+			}
+			if !strings.Contains(err.Error(), "position ") || !strings.Contains(ve.Detail, c.detail) {
+				t.Fatalf("message %q does not name the position or %q", err, c.detail)
+			}
+		})
+	}
+}
+
+func TestVerifyLedgerLevelDamage(t *testing.T) {
+	cases := map[string]struct {
+		tamper func(tx *bbolt.Tx) error
+		detail string
+	}{
+		"chain head": {func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyChainHead, []byte(events.GenesisHash))
+		}, "chain head"},
+		"stray stream entry": {func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketStreams).Put(streamKey("run/zz", 1), u64(1))
+		}, "streams index has"},
+		"head version": {func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketHeads).Put([]byte("run/a"), append(u64(2), u64(4)...))
+		}, "head of run/a"},
+		"sequence": {func(tx *bbolt.Tx) error { return tx.Bucket(bucketEvents).SetSequence(9) }, "sequence says 9"},
+		"body": {func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketBodies).ForEach(func(k, v []byte) error {
+				return tx.Bucket(bucketBodies).Put(append([]byte(nil), k...), []byte("other text"))
+			})
+		}, "memory body"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			path, projs := tamperFixture(t)
+			rawUpdate(t, path, c.tamper)
+			err := verifyClosed(t, path, projs)
+			var ve *VerifyError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), c.detail) {
+				t.Fatalf("verify: %v, want %q", err, c.detail)
+			}
+		})
+	}
+}
+
+func TestVerifyNamesTamperedProjection(t *testing.T) {
+	cases := map[string]func(tx *bbolt.Tx) error{
+		"value": func(tx *bbolt.Tx) error {
+			return tx.Bucket(projBucket("test_counts")).Put([]byte("type/run.started"), binary.BigEndian.AppendUint64(nil, 99))
+		},
+		"extra key": func(tx *bbolt.Tx) error {
+			return tx.Bucket(projBucket("test_counts")).Put([]byte("stream/run/zz"), u64(1))
+		},
+		"missing key": func(tx *bbolt.Tx) error {
+			return tx.Bucket(projBucket("test_counts")).Delete([]byte("stream/run/b"))
+		},
+		"checkpoint past head": func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketProjCP).Put([]byte("test_counts"), checkpoint(1, 99))
+		},
+		"version": func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketProjCP).Put([]byte("test_counts"), checkpoint(7, 5))
+		},
+	}
+	for name, tamper := range cases {
+		t.Run(name, func(t *testing.T) {
+			path, projs := tamperFixture(t)
+			rawUpdate(t, path, tamper)
+			err := verifyClosed(t, path, projs)
+			var ve *VerifyError
+			if !errors.As(err, &ve) || ve.Projection != "test_counts" || !strings.Contains(err.Error(), "projection test_counts") {
+				t.Fatalf("verify: %v, want a failure naming projection test_counts", err)
+			}
+		})
+	}
+}
+
+// TestVerifyLaggingProjection: a projection behind the head (appends by a
+// process that does not register it) verifies up to its checkpoint, and
+// catches up on the next read-write open.
+func TestVerifyLaggingProjection(t *testing.T) {
+	f := newFactory()
+	projs := []projections.Projection{testProjection()}
+	st, path := openTest(t, Options{Projections: projs})
+	mustAppend(t, st, "run/a", 0, f.run("a", 1))
+	st.Close()
+	plain, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, plain, "run/a", 1, f.run("a", 2))
+	plain.Close()
+	if err := verifyClosed(t, path, projs); err != nil {
+		t.Fatalf("lagging projection: %v", err)
+	}
+	st, err = Open(path, Options{Projections: projs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_ = st.View(func(r *Reader) error {
+		if v := r.Projection("test_counts").Get([]byte("type/run.started")); len(v) != 8 || v[7] != 2 {
+			t.Errorf("not caught up: %v", v)
+		}
+		return nil
+	})
+}

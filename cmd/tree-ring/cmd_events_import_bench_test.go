@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+var bg = context.Background()
+
+// BenchmarkEventsImport measures `tree-ring events import` on an NDJSON
+// export of TREE_RING_BENCH_EVENTS (default 1,000,000) small events over
+// 1,000 streams: "decode" is the strict parallel decoding alone, "command"
+// the whole command in process (decode, open, import, close).
+//
+//	go test -run '^$' -bench EventsImport -benchtime 1x ./cmd/tree-ring/
+func BenchmarkEventsImport(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_EVENTS")); err == nil && v > 0 {
+		n = v
+	}
+	file := filepath.Join(b.TempDir(), "export.ndjson")
+	writeBenchExport(b, file, n)
+	b.Run("decode", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			f, err := os.Open(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start, cpu := time.Now(), cpuNow()
+			envs, _, err := readEnvelopes(f, file, maxImportBytes)
+			if err != nil || len(envs) != n {
+				b.Fatal(len(envs), err)
+			}
+			reportRate(b, n, start, cpu)
+			f.Close()
+		}
+	})
+	b.Run("command", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			root := filepath.Join(b.TempDir(), ".tree-ring")
+			start, cpu := time.Now(), cpuNow()
+			var out, errb strings.Builder
+			stdio := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+			code := mainWith(bg, []string{"--root", root, "events", "import", file}, stdio, testDeps())
+			if code != 0 || !strings.HasPrefix(out.String(), "imported "+strconv.Itoa(n)) {
+				b.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+			}
+			reportRate(b, n, start, cpu)
+		}
+	})
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportRate(b *testing.B, n int, start time.Time, cpu time.Duration) {
+	d := time.Since(start)
+	b.ReportMetric(float64(n)/d.Seconds(), "events/s")
+	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(n), "cpu-ns/event")
+}
+
+// writeBenchExport writes n sealed, chained envelopes as one host's export.
+func writeBenchExport(b *testing.B, path string, n int) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	versions := map[string]uint64{}
+	prev := events.GenesisHash
+	for i := range n {
+		at := base.Add(time.Duration(i) * time.Millisecond)
+		var id ulid.ULID
+		_ = id.SetTime(ulid.Timestamp(at))
+		binary.BigEndian.PutUint64(id[8:], uint64(i))
+		run := strconv.Itoa(i % 1000)
+		var rid ulid.ULID
+		binary.BigEndian.PutUint64(rid[8:], uint64(i%1000)+1)
+		payload, _ := json.Marshal(&events.RunStarted{
+			RunID: rid.String(), ScopeKey: "0123456789abcdef01234567", Command: events.RunCmdEventsImport,
+			Stage: "start", PID: i + 1, StartedAt: "2026-11-01T12:00:00.000Z",
+		})
+		e := events.Envelope{ID: id, Stream: "run/" + run, Type: events.TypeRunStarted, SchemaVersion: 1, RecordedAt: at, Actor: "bench", Payload: payload}
+		versions[e.Stream]++
+		e.Version, e.Position = versions[e.Stream], uint64(i+1)
+		e.Seal(prev)
+		prev = e.Hash
+		w.Write(e.Encode())
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+}

@@ -1,0 +1,306 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// testFactory mints envelopes with a fixed clock and sequential ids.
+func testFactory() *Factory {
+	t := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var n byte
+	return &Factory{
+		Now: func() time.Time { t = t.Add(time.Second); return t },
+		NewID: func() ulid.ULID {
+			n++
+			var id ulid.ULID
+			_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
+			id[15] = n
+			return id
+		},
+		Actor: "test",
+	}
+}
+
+func detected(f *Factory) Envelope {
+	return f.Must(HarnessStream("claude-code"), TypeHarnessDetected, &HarnessDetected{
+		Transition: Transition{From: "unsupported", To: "unsupported"}, HarnessID: "claude-code",
+		AdapterVersion: "4", Capability: "native-preflight", Markers: []string{".claude", "CLAUDE.md"},
+	})
+}
+
+// sealed returns an envelope as a ledger stores it at version 1, position 1.
+func sealed(t testing.TB) Envelope {
+	t.Helper()
+	e := detected(testFactory())
+	e.Version, e.Position = 1, 1
+	e.Seal(GenesisHash)
+	return e
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	e := sealed(t)
+	enc := e.Encode()
+	got, err := DecodeEnvelope(enc)
+	if err != nil {
+		t.Fatalf("DecodeEnvelope: %v\n%s", err, enc)
+	}
+	if !sameEnvelope(got, e) {
+		t.Fatalf("round trip differs:\n got %+v\nwant %+v", got, e)
+	}
+	stored, err := DecodeStored(enc)
+	if err != nil {
+		t.Fatalf("DecodeStored: %v", err)
+	}
+	if !sameEnvelope(stored, e) || !bytes.Equal(stored.Encode(), enc) {
+		t.Fatalf("stored round trip differs:\n got %+v\nwant %+v", stored, e)
+	}
+	p, err := Payload[HarnessDetected](&got)
+	if err != nil || p.HarnessID != "claude-code" || len(p.Markers) != 2 || p.To != "unsupported" {
+		t.Fatalf("payload: %+v %v", p, err)
+	}
+	if typ, ok := PeekType(enc); !ok || typ != TypeHarnessDetected {
+		t.Fatalf("PeekType = %q %v", typ, ok)
+	}
+}
+
+func sameEnvelope(a, b Envelope) bool {
+	return SameContent(&a, &b) && a.Version == b.Version && a.Position == b.Position &&
+		a.PrevHash == b.PrevHash && a.Hash == b.Hash
+}
+
+// TestCanonicalHashPinned pins the canonical bytes: changing their
+// definition breaks every existing ledger, so it must be deliberate.
+func TestCanonicalHashPinned(t *testing.T) {
+	e := sealed(t)
+	const want = "5086fb337e774a7fbbaac2b12009a52353934a5a3c4a38a3213ff1c73babdbeb" // independently computed from docs/ledger.md
+	if e.Hash != want {
+		t.Fatalf("hash of the reference envelope is %s, pinned %s\ncanonical bytes: %q", e.Hash, want, e.CanonicalBytes())
+	}
+	// Each field is length-prefixed: moving a byte between stream and type
+	// must change the hash.
+	a, b := e, e
+	a.Stream, a.Type = "harness/ab", "c"
+	b.Stream, b.Type = "harness/a", "bc"
+	if a.ComputeHash() == b.ComputeHash() {
+		t.Fatal("canonical bytes are ambiguous")
+	}
+	if len(e.CanonicalBytes()) != len(e.appendCanonical(nil)) {
+		t.Fatal("canonical size")
+	}
+}
+
+// TestHashCoversEveryField changes each field in turn.
+func TestHashCoversEveryField(t *testing.T) {
+	base := sealed(t)
+	muts := map[string]func(*Envelope){
+		"id":             func(e *Envelope) { e.ID[15]++ },
+		"stream":         func(e *Envelope) { e.Stream += "x" },
+		"version":        func(e *Envelope) { e.Version++ },
+		"position":       func(e *Envelope) { e.Position++ },
+		"type":           func(e *Envelope) { e.Type = TypeTrustRequired },
+		"schema_version": func(e *Envelope) { e.SchemaVersion++ },
+		"recorded_at":    func(e *Envelope) { e.RecordedAt = e.RecordedAt.Add(time.Nanosecond) },
+		"actor":          func(e *Envelope) { e.Actor = "other" },
+		"payload":        func(e *Envelope) { e.Payload = json.RawMessage(`{}`) },
+		"prev_hash":      func(e *Envelope) { e.PrevHash = strings.Repeat("1", 64) },
+	}
+	for name, mut := range muts {
+		e := base
+		mut(&e)
+		if e.ComputeHash() == base.Hash {
+			t.Errorf("changing %s does not change the hash", name)
+		}
+	}
+}
+
+func TestDecodeEnvelopeRejects(t *testing.T) {
+	ref := sealed(t)
+	good := string(ref.Encode())
+	cases := []struct {
+		name, in string
+		want     string // substring of the error
+		is       any
+	}{
+		{"unknown top-level key", strings.Replace(good, `{"id"`, `{"extra":1,"id"`, 1), `unknown key "extra"`, new(*UnknownKeyError)},
+		{"case variant of a key", strings.Replace(good, `"stream"`, `"Stream"`, 1), `unknown key "Stream"`, new(*UnknownKeyError)},
+		{"duplicate key", strings.Replace(good, `{"id"`, `{"actor":"x","id"`, 1), `duplicate key "actor"`, new(*DuplicateKeyError)},
+		{"duplicate key by escape", strings.Replace(good, `{"id"`, `{"act\u006fr":"x","id"`, 1), `duplicate key "actor"`, new(*DuplicateKeyError)},
+		{"unknown payload key", strings.Replace(good, `"payload":{`, `"payload":{"prompt":"secret",`, 1), `payload: unknown key "prompt"`, new(*UnknownKeyError)},
+		{"duplicate payload key", strings.Replace(good, `"payload":{`, `"payload":{"harness_id":"x",`, 1), `duplicate key "harness_id" in payload`, new(*DuplicateKeyError)},
+		{"missing key", strings.Replace(good, `"actor":"test",`, ``, 1), `missing key "actor"`, nil},
+		{"bad hash", strings.Replace(good, `"actor":"test"`, `"actor":"tesu"`, 1), `bad hash`, new(*HashMismatchError)},
+		{"hash not hex", good[:len(good)-66] + strings.ToUpper(ref.Hash) + `"}`, `hash is not 64 lowercase hex`, nil},
+		{"not UTC", strings.Replace(good, `12:00:01Z`, `12:00:01+00:00`, 1), `UTC`, nil},
+		{"bad id", strings.Replace(good, `"id":"0`, `"id":"U`, 1), `id`, nil},
+		{"unknown type", strings.Replace(good, `"harness.detected"`, `"harness.exploded"`, 1), `unknown event type "harness.exploded"`, new(*UnknownTypeError)},
+		{"wrong stream family", strings.Replace(good, `"harness/claude-code"`, `"memory/claude-code"`, 1), `does not belong on stream`, nil},
+		{"position zero", strings.Replace(good, `"position":1`, `"position":0`, 1), `start at 1`, nil},
+		{"trailing data", good + `{}`, `trailing data`, new(*SyntaxError)},
+		{"not JSON", `hello`, `invalid JSON`, new(*SyntaxError)},
+		{"empty", ``, `empty input`, new(*SyntaxError)},
+		{"array", `[]`, `want object, got array`, new(*TypeError)},
+		{"payload not object", strings.Replace(good, good[strings.Index(good, `"payload":`):strings.Index(good, `,"prev_hash"`)], `"payload":[1]`, 1), `payload`, nil},
+		{"invalid UTF-8", strings.Replace(good, `"actor":"test"`, "\"actor\":\"t\xffst\"", 1), `invalid UTF-8`, new(*SyntaxError)},
+		{"deep nesting", strings.Replace(good, `"payload":{`, `"payload":{"markers":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`,`, 1), `nesting deeper`, new(*SyntaxError)},
+		{"too large", `{"id":"` + strings.Repeat("a", MaxEnvelopeBytes) + `"}`, `limit`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeEnvelope([]byte(c.in))
+			if err == nil {
+				t.Fatalf("accepted %s", c.in)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not mention %q", err, c.want)
+			}
+			if c.is != nil && !errors.As(err, c.is) {
+				t.Fatalf("error %q (%T) is not a %T", err, err, c.is)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// TestDecodeEnvelopeNormalizes accepts insignificant whitespace, key order
+// and escapes, and produces the canonical stored form.
+func TestDecodeEnvelopeNormalizes(t *testing.T) {
+	e := sealed(t)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(e.Encode(), &m); err != nil {
+		t.Fatal(err)
+	}
+	pretty, err := json.MarshalIndent(m, "", "  ") // keys sorted, payload re-indented
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeEnvelope(pretty)
+	if err != nil {
+		t.Fatalf("DecodeEnvelope(indented): %v", err)
+	}
+	if !bytes.Equal(got.Encode(), e.Encode()) {
+		t.Fatalf("not normalized:\n%s\n%s", got.Encode(), e.Encode())
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	f := testFactory()
+	cases := map[string]func(*Envelope){
+		"zero id":            func(e *Envelope) { e.ID = ulid.ULID{} },
+		"bad stream":         func(e *Envelope) { e.Stream = "harness/a b" },
+		"empty stream id":    func(e *Envelope) { e.Stream = "harness/" },
+		"quote in actor":     func(e *Envelope) { e.Actor = `a"b` },
+		"zero time":          func(e *Envelope) { e.RecordedAt = time.Time{} },
+		"far future":         func(e *Envelope) { e.RecordedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"non-compact":        func(e *Envelope) { e.Payload = json.RawMessage(`{"harness_id": "x"}`) },
+		"payload null":       func(e *Envelope) { e.Payload = json.RawMessage(`null`) },
+		"schema too new":     func(e *Envelope) { e.SchemaVersion = 2 },
+		"schema zero":        func(e *Envelope) { e.SchemaVersion = 0 },
+		"missing transition": func(e *Envelope) { e.Payload = json.RawMessage(`{"harness_id":"x"}`) },
+		"payload too large": func(e *Envelope) {
+			e.Payload = json.RawMessage(`{"harness_id":"` + strings.Repeat("x", MaxPayloadBytes) + `"}`)
+		},
+	}
+	for name, mut := range cases {
+		e := detected(f)
+		mut(&e)
+		if err := e.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if e := detected(f); e.Validate() != nil {
+		t.Fatal(e.Validate())
+	}
+}
+
+func TestDecodeStoredRejectsForeignLayout(t *testing.T) {
+	ref := sealed(t)
+	enc := string(ref.Encode())
+	for _, bad := range []string{
+		"",
+		enc[:len(enc)-1],
+		strings.Replace(enc, `"version":1`, `"version":01`, 1),
+		strings.Replace(enc, `"version":1`, `"version":-1`, 1),
+		strings.Replace(enc, `"position":1`, `"position":99999999999999999999`, 1),
+		strings.Replace(enc, `12:00:01Z`, `12:00:01+01:00`, 1),
+		strings.Replace(enc, `{"id"`, `{ "id"`, 1),
+	} {
+		if _, err := DecodeStored([]byte(bad)); err == nil {
+			t.Errorf("DecodeStored accepted %q", bad)
+		}
+	}
+}
+
+func TestDecodeStoredOwnsPayload(t *testing.T) {
+	ref := sealed(t)
+	enc := ref.Encode()
+	e, err := DecodeStored(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(e.Payload)
+	for i := range enc {
+		enc[i] = 'x'
+	}
+	if string(e.Payload) != want {
+		t.Fatal("DecodeStored payload aliases its input")
+	}
+}
+
+func TestFactoryRejectsWrongPayload(t *testing.T) {
+	f := testFactory()
+	if _, err := f.New(HarnessStream("x"), TypeHarnessDetected, &TrustRequired{}); err == nil {
+		t.Fatal("accepted a payload of another type")
+	}
+	if _, err := f.New(HarnessStream("x"), "no.such", &TrustRequired{}); err == nil {
+		t.Fatal("accepted an unknown type")
+	}
+}
+
+func TestDecodeEnvelopeKinds(t *testing.T) {
+	ref := sealed(t)
+	good := string(ref.Encode())
+	for in, want := range map[string]string{
+		` "x"`: "want object, got string",
+		strings.Replace(good, `"version":1`, `"version":{}`, 1):                                       "version: want integer, got object",
+		strings.Replace(good, `"version":1`, `"version":1.5`, 1):                                      "version: want non-negative integer, got number 1.5",
+		strings.Replace(good, `"stream":"harness/claude-code"`, `"stream":null`, 1):                   "stream: want string, got null",
+		strings.Replace(good, `"recorded_at":"2026-11-01T12:00:01Z"`, `"recorded_at":"yesterday"`, 1): `recorded_at "yesterday"`,
+	} {
+		_, err := DecodeEnvelope([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40s: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestParseUTC compares the hand-written timestamp parser with time's.
+func TestParseUTC(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-01T12:00:01Z", "2026-11-01T12:00:01.5Z", "2026-11-01T12:00:01.123456789Z",
+		"2024-02-29T23:59:59.000000001Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+	} {
+		got, err := parseUTC([]byte(s))
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		if err != nil || werr != nil || !got.Equal(want) || got.Location() != time.UTC {
+			t.Errorf("%s: got %v %v, want %v %v", s, got, err, want, werr)
+		}
+	}
+	for _, s := range []string{
+		"2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-01T24:00:00Z", "2026-11-01T12:00:60Z",
+		"2026-11-01T12:00:01.Z", "2026-11-01 12:00:01Z", "2026-11-01T12:00:01+00:00",
+		"2026-11-01T12:00:01z", "26-11-01T12:00:01Z",
+	} {
+		if _, err := parseUTC([]byte(s)); err == nil {
+			t.Errorf("%s: accepted", s)
+		}
+	}
+}
