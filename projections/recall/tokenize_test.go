@@ -10,15 +10,15 @@ import (
 
 func TestTokenize(t *testing.T) {
 	cases := map[string][]string{
-		"Hello, World!":           {"hello", "world"},
-		"foo_bar-baz 42x":         {"foo", "bar", "baz", "42x"},
-		"Ünïcödé ΣΊΣΥΦΟΣ straße":  {"ünïcödé", "σίσυφοσ", "straße"},
+		"Hello, World!":          {"hello", "world"},
+		"foo_bar-baz 42x":        {"foo", "bar", "baz", "42x"},
+		"Ünïcödé ΣΊΣΥΦΟΣ straße": {"ünïcödé", "σίσυφοσ", "straße"},
 		"界界界 日本語、テスト":            {"界界界", "日本語", "テスト"},
-		"e\u0301te":               {"e\u0301te"}, // a combining mark stays in its token
-		"emoji🙂inside":            {"emoji", "inside"},
-		"":                        nil,
-		"  ...  ":                 nil,
-		"\xff\xfeabc":             {"abc"},
+		"e\u0301te":              {"e\u0301te"}, // a combining mark stays in its token
+		"emoji🙂inside":           {"emoji", "inside"},
+		"":                       nil,
+		"  ...  ":                nil,
+		"\xff\xfeabc":            {"abc"},
 	}
 	for in, want := range cases {
 		if got := Tokenize(in); !slices.Equal(got, want) {
