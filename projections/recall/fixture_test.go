@@ -22,7 +22,7 @@ func newMemKV() *memKV { return &memKV{m: map[string][]byte{}} }
 
 func (k *memKV) Get(key []byte) []byte { return k.m[string(key)] }
 func (k *memKV) Put(key, v []byte) error {
-	k.m[string(key)] = bytes.Clone(v)
+	k.m[string(key)] = append([]byte(nil), v...) // as projections.MemKV: empty reads back as nil
 	return nil
 }
 func (k *memKV) Delete(key []byte) error { delete(k.m, string(key)); return nil }

@@ -467,8 +467,10 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 		}
 		packed = binary.BigEndian.AppendUint64(packed, t)
 	}
-	if err := kv.Put(key(pToks, docBytes(doc)), packed); err != nil {
-		return err
+	if len(packed) > 0 {
+		if err := kv.Put(key(pToks, docBytes(doc)), packed); err != nil {
+			return err
+		}
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
 		return kv.Put(startKey(g, h), startValue(doc, h))
@@ -491,10 +493,8 @@ func deindex(kv KV, doc uint32, h *hot) error {
 			return err
 		}
 	}
-	if packed != nil {
-		if err := kv.Delete(tk); err != nil {
-			return err
-		}
+	if err := kv.Delete(tk); err != nil {
+		return err
 	}
 	if g := h.group(); g != 0 {
 		return kv.Delete(startKey(g, h))

@@ -389,6 +389,9 @@ func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 	invisible(fx)
 	a := fx.capture(mem{project: "proj", summary: "keep me", tags: []string{"t1"}})
 	fx.supersede(a.ID, "mem_x")
+	b := fx.capture(mem{project: "proj", summary: "redact then delete me"})
+	fx.forget(b.ID, events.ForgetRedact)
+	fx.forget(b.ID, events.ForgetDelete)
 	again := newMemKV()
 	for i := range fx.log {
 		if err := Apply(again, fx.bodies, &fx.log[i]); err != nil {
