@@ -174,8 +174,8 @@ var errSilent = errors.New("silent")
 
 type silentError struct{ err error }
 
-func (e *silentError) Error() string { return e.err.Error() }
-func (e *silentError) Unwrap() error { return e.err }
+func (e *silentError) Error() string   { return e.err.Error() }
+func (e *silentError) Unwrap() error   { return e.err }
 func (e *silentError) Is(t error) bool { return t == errSilent }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
