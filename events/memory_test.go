@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -299,6 +300,39 @@ func FuzzDecodeImportLine(f *testing.F) {
 		j := JoinMemory(&p, Deref(r.SupersededBy), &b)
 		if !SameWriteIntent(&r, &j) {
 			t.Fatalf("split/join changed the record:\n%+v\n%+v", r, j)
+		}
+	})
+}
+
+func TestBodyRoundTrip(t *testing.T) {
+	b := MemoryBody{MemoryID: "mem_1", Nonce: "n", Summary: "界 summary", Details: "d\nd", SourceRef: "r", SourceQuote: "q",
+		Tags: []string{"a", "bb"}, Links: []MemoryLink{{"t", "x"}}, ReviewReason: "why", ReviewedBy: "me"}
+	raw := MarshalBody(&b)
+	got, err := UnmarshalBody(raw)
+	if err != nil || got.Summary != b.Summary || got.ReviewedBy != "me" || len(got.Tags) != 2 || got.Tags[1] != "bb" || got.Links[0] != b.Links[0] {
+		t.Fatalf("%v %+v", err, got)
+	}
+	for i := range raw {
+		if _, err := ParseBody(raw[:i]); err == nil {
+			t.Fatalf("truncated body at %d parsed", i)
+		}
+	}
+	if _, err := ParseBody(append(bytes.Clone(raw), 0)); err == nil {
+		t.Fatal("trailing byte accepted")
+	}
+}
+
+func FuzzParseBody(f *testing.F) {
+	f.Add(MarshalBody(&MemoryBody{MemoryID: "m", Summary: "s", Tags: []string{"t"}, Links: []MemoryLink{{"a", "b"}}}))
+	f.Add([]byte("TRB1\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := ParseBody(raw)
+		if err != nil {
+			return
+		}
+		b := v.Body()
+		if again := MarshalBody(&b); !bytes.Equal(again, raw) {
+			t.Fatalf("re-encoding differs")
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package recall
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -192,18 +191,13 @@ func hintRecall(ctx context.Context, kv KV, bodies Bodies, hint string, s Scope,
 	if len(q.terms) == 0 {
 		return nil, nil
 	}
-	nowUS := now.UnixMicro()
-	accept := func(doc uint32, pv []byte) (hot, bool, error) {
-		if pv[0]&fSensitive != 0 || !slices.Contains(groups, binary.BigEndian.Uint64(pv[1:])) {
-			return hot{}, false, nil
-		}
-		h, err := hotOfDoc(kv, doc)
-		if err != nil {
-			return hot{}, false, err
-		}
-		return h, h.flags&(fSuperseded|fRedacted|fSensitive) == 0 && !expired(&h, nowUS), nil
+	f := filter{
+		valueOK: func(flags byte, group uint64) bool {
+			return flags&fSensitive == 0 && slices.Contains(groups, group)
+		},
+		now: now.UnixMicro(),
 	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), accept)
+	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &f)
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +210,7 @@ func hintRecall(ctx context.Context, kv KV, bodies Bodies, hint string, s Scope,
 func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []uint64, limit int, now time.Time) ([]ranked, error) {
 	limitC := candidateCap(limit)
 	nowUS := now.UnixMicro()
-	type entry struct {
-		order []byte // the key after the group: the published order
-		c     candidate
-	}
-	var all []entry
+	cands := make([]candidate, 0, min(limitC, 256))
 	for _, g := range groups {
 		n := 0
 		err := kv.ForEach(key(pStart, u64b(g)), func(k, v []byte) error {
@@ -238,12 +228,12 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 				conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
 				created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
 				expires: int64(binary.BigEndian.Uint64(v[7:])),
-				id:      string(k[startFixed:]),
 			}
 			if expired(&h, nowUS) {
 				return nil
 			}
-			all = append(all, entry{order: bytes.Clone(k[9:]), c: candidate{doc: binary.BigEndian.Uint32(v), h: h}})
+			h.id = string(k[startFixed:])
+			cands = append(cands, candidate{doc: binary.BigEndian.Uint32(v), h: h, hasHot: true})
 			if n++; n == limitC {
 				return errStop
 			}
@@ -254,16 +244,39 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 		}
 	}
 	if len(groups) > 1 {
-		slices.SortFunc(all, func(a, b entry) int { return bytes.Compare(a.order, b.order) })
+		// The published order across groups: the 's' key order.
+		slices.SortFunc(cands, func(a, b candidate) int { return startOrder(&a.h, &b.h) })
 	}
-	if len(all) > limitC {
-		all = all[:limitC]
-	}
-	cands := make([]candidate, len(all))
-	for i := range all {
-		cands[i] = all[i].c
+	if len(cands) > limitC {
+		cands = cands[:limitC]
 	}
 	return rank(kv, bodies, cands, nil, limit, now, s.visible)
+}
+
+// startOrder is the order of 's' keys: ring class, then salience,
+// confidence and created_at descending, then id.
+func startOrder(a, b *hot) int {
+	if ca, cb := ringClass(a.ring), ringClass(b.ring); ca != cb {
+		return int(ca) - int(cb)
+	}
+	switch {
+	case a.sal != b.sal:
+		if a.sal > b.sal {
+			return -1
+		}
+		return 1
+	case a.conf != b.conf:
+		if a.conf > b.conf {
+			return -1
+		}
+		return 1
+	case a.created != b.created:
+		if a.created > b.created {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 // render builds the context from ranked results, as published: only safe

@@ -11,18 +11,26 @@
 // candidates are gathered, before the candidate limit.
 //
 // Keys (one projection bucket, byte-ordered; doc is a 4-byte big-endian
-// ordinal assigned in fold order, ^doc its complement so that newer
-// memories sort first):
+// ordinal assigned in fold order, so a larger doc is a newer memory):
 //
-//	'#' "next"                              -> next doc
-//	'm' id                                  -> doc
-//	'd' doc                                 -> hot record (fixed layout + id; see hot)
-//	'j' doc                                 -> cold record (JSON: payload and state)
-//	'k' doc                                 -> sorted distinct token hashes (8 bytes each)
-//	't' token(8) ^doc                       -> posting: flags(1) group(8)
-//	'n' token(8)                            -> posting count (4)
+//	'#' "next"                    -> next doc
+//	'm' id                        -> doc
+//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
+//	'j' doc                       -> cold record (JSON: payload and state)
+//	't' token(8) 0x00000000       -> head block: count(4) seq(4) then up to 64 entries, newest first
+//	't' token(8) ^seq(4)          -> sealed block seq: 64 entries doc(4) flags(1) group(8), newest first
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
-//	'o' claim(32)                           -> memory id (operation_id idempotency)
+//	'o' claim(32)                 -> memory id (operation_id idempotency)
+//
+// A token's postings are blocks filled newest first: the head block (which
+// also holds the token's posting count and its own sequence number) sorts
+// first, then sealed blocks by descending sequence, so a prefix walk
+// visits memories newest first. A capture rewrites the head block's value
+// rather than inserting a key per token: bbolt does not split nodes inside
+// a transaction, and one key per posting made a bulk import quadratic. A
+// full head is sealed under its sequence number. The hot record keeps each
+// token with the sequence of the block its posting went to, so removal
+// touches one block per token.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -36,10 +44,12 @@
 package recall
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -78,11 +88,17 @@ const (
 	pMem   = 'm'
 	pHot   = 'd'
 	pCold  = 'j'
-	pToks  = 'k'
 	pPost  = 't'
-	pCount = 'n'
 	pStart = 's'
 	pClaim = 'o'
+)
+
+// Posting blocks.
+const (
+	postingLen = 13 // doc(4) flags(1) group(8)
+	blockSize  = 64 // entries per block
+	headFixed  = 8  // count(4) seq(4) before the head block's entries
+	headSeq    = math.MaxUint32
 )
 
 var keyNext = []byte("#next")
@@ -95,24 +111,33 @@ const (
 	fExpires    = 1 << 3 // expires_at is set
 )
 
-// hot is the fixed-layout part of a memory that queries read per candidate.
+// hot is the part of a memory that queries read per candidate.
 //
-//	0 flags, 1 ring, 2 scope, 3 authority, 4..8 zero,
+//	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6..8 zero,
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
-//	40 project, 48 agent, 56 workflow, 64 session (identity hashes), 72.. id
+//	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
+//	72 body SHA-256 (32), 104 id, then per token: hash(8) block(4)
 type hot struct {
 	flags, ring, scope, auth byte
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
+	body                     [32]byte
 	id                       string
+	toks                     []byte // token entries; aliases the stored value
 }
 
-const hotFixed = 72
+const (
+	hotFixed = 104
+	tokLen   = 12
+)
+
+func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body[:]) }
 
 func (h *hot) encode() []byte {
-	b := make([]byte, hotFixed, hotFixed+len(h.id))
+	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
 	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
+	binary.BigEndian.PutUint16(b[4:], uint16(len(h.id)))
 	binary.BigEndian.PutUint64(b[8:], math.Float64bits(h.sal))
 	binary.BigEndian.PutUint64(b[16:], math.Float64bits(h.conf))
 	binary.BigEndian.PutUint64(b[24:], uint64(h.created))
@@ -121,14 +146,20 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[48:], h.agent)
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
-	return append(b, h.id...)
+	copy(b[72:], h.body[:])
+	b = append(b, h.id...)
+	return append(b, h.toks...)
 }
 
 func decodeHot(b []byte) (hot, bool) {
 	if len(b) < hotFixed {
 		return hot{}, false
 	}
-	return hot{
+	idEnd := hotFixed + int(binary.BigEndian.Uint16(b[4:]))
+	if idEnd > len(b) || (len(b)-idEnd)%tokLen != 0 {
+		return hot{}, false
+	}
+	h := hot{
 		flags: b[0], ring: b[1], scope: b[2], auth: b[3],
 		sal:     math.Float64frombits(binary.BigEndian.Uint64(b[8:])),
 		conf:    math.Float64frombits(binary.BigEndian.Uint64(b[16:])),
@@ -138,8 +169,21 @@ func decodeHot(b []byte) (hot, bool) {
 		agent:   binary.BigEndian.Uint64(b[48:]),
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
-		id:      string(b[hotFixed:]),
-	}, true
+		id:      string(b[hotFixed:idEnd]),
+		toks:    b[idEnd:],
+	}
+	copy(h.body[:], b[72:104])
+	return h, true
+}
+
+// hasToken reports whether the memory's text has the token.
+func (h *hot) hasToken(tok uint64) bool {
+	for i := 0; i+tokLen <= len(h.toks); i += tokLen {
+		if binary.BigEndian.Uint64(h.toks[i:]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 // cold is the full state of a memory minus its text.
@@ -275,6 +319,7 @@ func hotOf(p *events.MemoryCaptured, flags byte) hot {
 		proj: identHash('p', p.Project), agent: identHash('a', p.AgentProfile),
 		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: p.MemoryID,
 	}
+	hex.Decode(h.body[:], []byte(p.BodySHA256)) // checked on intake: 64 hex
 	if p.Sensitivity != events.SensitivityNormal {
 		h.flags |= fSensitive
 	}
@@ -302,11 +347,11 @@ func key(prefix byte, parts ...[]byte) []byte {
 
 func u64b(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-func postingKey(tok uint64, doc uint32) []byte {
+func blockKey(tok uint64, blk uint32) []byte {
 	k := make([]byte, 13)
 	k[0] = pPost
 	binary.BigEndian.PutUint64(k[1:], tok)
-	binary.BigEndian.PutUint32(k[9:], ^doc)
+	binary.BigEndian.PutUint32(k[9:], ^blk)
 	return k
 }
 
@@ -399,42 +444,39 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 			}
 		}
 	}
-	db := docBytes(doc)
-	if err := kv.Put(mk, db); err != nil {
+	if err := kv.Put(mk, docBytes(doc)); err != nil {
 		return err
 	}
-	if err := putState(kv, db, &h, &c); err != nil {
-		return err
-	}
-	if p.Redacted {
-		return nil
-	}
-	var toks []uint64
-	if bodies != nil {
-		if raw := bodies.Body(p.BodySHA256); raw != nil {
-			b, err := events.UnmarshalBody(raw)
-			if err != nil {
-				return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
+	if !p.Redacted {
+		var toks []uint64
+		if bodies != nil {
+			if raw := bodies.Body(p.BodySHA256); raw != nil {
+				b, err := events.ParseBody(raw)
+				if err != nil {
+					return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
+				}
+				toks = bodyTokens(&b)
 			}
-			toks = bodyTokens(&b)
+		}
+		// A body deleted later (forget --mode delete) is absent on a
+		// re-fold: the memory is then indexed without tokens, and the
+		// forget that follows removes it, so the end state is the same as
+		// the live fold's.
+		if err := index(kv, doc, &h, toks); err != nil {
+			return err
 		}
 	}
-	// A body deleted later (forget --mode delete) is absent on a re-fold:
-	// the memory is then indexed without tokens, and the forget that
-	// follows removes it, so the end state is the same as the live fold's.
-	return index(kv, doc, &h, toks)
+	return putState(kv, docBytes(doc), &h, &c)
 }
 
 // bodyTokens returns the sorted distinct token hashes of the indexed text:
 // summary, details, tags and source ref (the published FTS columns).
-func bodyTokens(b *events.MemoryBody) []uint64 {
+func bodyTokens(b *events.BodyView) []uint64 {
 	var toks []uint64
 	add := func(h uint64) { toks = append(toks, h) }
 	eachToken(b.Summary, add)
 	eachToken(b.Details, add)
-	for _, t := range b.Tags {
-		eachToken(t, add)
-	}
+	b.EachTag(func(t []byte) { eachToken(t, add) })
 	eachToken(b.SourceRef, add)
 	slices.Sort(toks)
 	return slices.Compact(toks)
@@ -451,26 +493,19 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 	return kv.Put(key(pCold, db), raw)
 }
 
-// index adds a live memory's postings and startup entry.
+// index adds a live memory's postings and startup entry, and records in
+// h where each posting went; the caller stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
-	pv := make([]byte, 9)
-	pv[0] = h.flags & (fSensitive | fExpires)
-	binary.BigEndian.PutUint64(pv[1:], g)
-	packed := make([]byte, 0, 8*len(toks))
+	flags := h.flags & (fSensitive | fExpires)
+	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		if err := kv.Put(postingKey(t, doc), pv); err != nil {
+		blk, err := addPosting(kv, t, doc, flags, g)
+		if err != nil {
 			return err
 		}
-		if err := addCount(kv, t, 1); err != nil {
-			return err
-		}
-		packed = binary.BigEndian.AppendUint64(packed, t)
-	}
-	if len(packed) > 0 {
-		if err := kv.Put(key(pToks, docBytes(doc)), packed); err != nil {
-			return err
-		}
+		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
+		h.toks = binary.BigEndian.AppendUint32(h.toks, blk)
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
 		return kv.Put(startKey(g, h), startValue(doc, h))
@@ -478,41 +513,94 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	return nil
 }
 
-// deindex removes a memory's postings and startup entry. It is idempotent:
-// the token list goes with the first call.
+// deindex removes a memory's postings and startup entry and clears its
+// token list (the caller stores the hot record). It is idempotent.
 func deindex(kv KV, doc uint32, h *hot) error {
-	db := docBytes(doc)
-	tk := key(pToks, db)
-	packed := kv.Get(tk)
-	for i := 0; i+8 <= len(packed); i += 8 {
-		t := binary.BigEndian.Uint64(packed[i:])
-		if err := kv.Delete(postingKey(t, doc)); err != nil {
-			return err
-		}
-		if err := addCount(kv, t, -1); err != nil {
+	toks := bytes.Clone(h.toks) // h.toks aliases a value the writes below may invalidate
+	for i := 0; i+tokLen <= len(toks); i += tokLen {
+		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), binary.BigEndian.Uint32(toks[i+8:]), doc); err != nil {
 			return err
 		}
 	}
-	if err := kv.Delete(tk); err != nil {
-		return err
-	}
+	h.toks = nil
 	if g := h.group(); g != 0 {
 		return kv.Delete(startKey(g, h))
 	}
 	return nil
 }
 
-func addCount(kv KV, tok uint64, d int64) error {
-	k := key(pCount, u64b(tok))
-	var n int64
-	if v := kv.Get(k); len(v) == 4 {
-		n = int64(binary.BigEndian.Uint32(v))
+// head reads a token's head block: posting count, sequence and entries.
+func head(kv KV, tok uint64) (count, seq uint32, entries []byte) {
+	v := kv.Get(blockKey(tok, headSeq))
+	if len(v) < headFixed {
+		return 0, 0, nil
 	}
-	n += d
-	if n <= 0 {
-		return kv.Delete(k)
+	return binary.BigEndian.Uint32(v), binary.BigEndian.Uint32(v[4:]), v[headFixed:]
+}
+
+func putHead(kv KV, tok uint64, count, seq uint32, first, entries []byte) error {
+	k := blockKey(tok, headSeq)
+	if count == 0 {
+		return kv.Delete(k) // every block is empty and gone: restart at sequence 0
 	}
-	return kv.Put(k, binary.BigEndian.AppendUint32(nil, uint32(n)))
+	v := make([]byte, headFixed, headFixed+len(first)+len(entries))
+	binary.BigEndian.PutUint32(v, count)
+	binary.BigEndian.PutUint32(v[4:], seq)
+	return kv.Put(k, append(append(v, first...), entries...))
+}
+
+// addPosting puts doc first in the token's head block, sealing the head
+// first when it is full, and returns the head's sequence.
+func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64) (uint32, error) {
+	count, seq, entries := head(kv, tok)
+	if len(entries) >= blockSize*postingLen {
+		if err := kv.Put(blockKey(tok, seq), bytes.Clone(entries)); err != nil {
+			return 0, err
+		}
+		seq, entries = seq+1, nil
+		if seq == headSeq {
+			return 0, errors.New("recall: posting list is full")
+		}
+	}
+	var e [postingLen]byte
+	binary.BigEndian.PutUint32(e[:], doc)
+	e[4] = flags
+	binary.BigEndian.PutUint64(e[5:], group)
+	return seq, putHead(kv, tok, count+1, seq, e[:], entries)
+}
+
+// removePosting drops doc from the token's block seq.
+func removePosting(kv KV, tok uint64, seq, doc uint32) error {
+	count, hseq, entries := head(kv, tok)
+	from := entries
+	if seq != hseq {
+		from = kv.Get(blockKey(tok, seq))
+	}
+	i := 0
+	for ; i+postingLen <= len(from); i += postingLen {
+		if binary.BigEndian.Uint32(from[i:]) == doc {
+			break
+		}
+	}
+	if i+postingLen > len(from) || count == 0 {
+		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
+	}
+	rest := make([]byte, 0, len(from)-postingLen)
+	rest = append(append(rest, from[:i]...), from[i+postingLen:]...)
+	if seq == hseq {
+		return putHead(kv, tok, count-1, hseq, nil, rest)
+	}
+	entries = bytes.Clone(entries) // the block write below may invalidate it
+	var err error
+	if len(rest) == 0 {
+		err = kv.Delete(blockKey(tok, seq))
+	} else {
+		err = kv.Put(blockKey(tok, seq), rest)
+	}
+	if err != nil {
+		return err
+	}
+	return putHead(kv, tok, count-1, hseq, nil, entries)
 }
 
 // load reads the doc, hot and cold records of id.

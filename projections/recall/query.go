@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -46,17 +49,24 @@ var errStop = errors.New("stop")
 
 // candidate is a memory that passed every filter.
 type candidate struct {
-	doc   uint32
-	h     hot
-	bound float64 // score with textual = 1: an upper bound
-	score float64
-	fact  factors
+	doc    uint32
+	h      hot
+	hasHot bool
+	bound  float64 // score with textual = 1: an upper bound
+	score  float64
+	fact   factors
 }
 
-// acceptFunc decides from a posting value (flags, group) and, when it must,
-// the hot record whether a doc passes the filters. It returns the hot
-// record when it read it.
-type acceptFunc func(doc uint32, pv []byte) (hot, bool, error)
+// filter decides which postings are candidates. valueOK sees what a
+// posting carries (flags, visibility group); hotOK, when set, needs the
+// memory's hot record and runs for every posting that passes valueOK.
+// Expiry is always checked, reading the hot record only for postings
+// flagged as expiring.
+type filter struct {
+	valueOK func(flags byte, group uint64) bool
+	hotOK   func(h *hot) bool
+	now     int64
+}
 
 // counts caches posting counts during one query.
 type counts struct {
@@ -68,18 +78,16 @@ func (c *counts) get(tok uint64) uint32 {
 	if n, ok := c.m[tok]; ok {
 		return n
 	}
-	var n uint32
-	if v := c.kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
-		n = binary.BigEndian.Uint32(v)
-	}
+	n, _, _ := head(c.kv, tok)
 	c.m[tok] = n
 	return n
 }
 
 // andCandidates returns up to limit docs holding every token and passing
-// accept, newest first. It walks the rarest token's postings and probes the
-// others, so its cost follows the rarest list, not the index.
-func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, accept acceptFunc) ([]candidate, error) {
+// the filter, newest first. It walks the rarest token's posting blocks; the
+// other tokens are checked in the hot record, so its cost follows the
+// rarest list and the filter, not the size of the index.
+func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, f *filter) ([]candidate, error) {
 	if len(toks) == 0 {
 		return nil, nil
 	}
@@ -94,36 +102,39 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 		}
 	}
 	var out []candidate
-	probe := make([]byte, 13)
-	probe[0] = pPost
 	seen := 0
 	err := kv.ForEach(key(pPost, u64b(rare)), func(k, v []byte) error {
-		if seen++; seen&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
+		if len(k) == 13 && binary.BigEndian.Uint32(k[9:]) == ^uint32(headSeq) && len(v) >= headFixed {
+			v = v[headFixed:] // the head block: count and sequence first
+		}
+		if len(v)%postingLen != 0 {
+			return errors.New("recall: malformed posting block")
+		}
+		for i := 0; i < len(v); i += postingLen {
+			if seen++; seen&1023 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
-		}
-		if len(k) != 13 || len(v) != 9 {
-			return fmt.Errorf("recall: malformed posting")
-		}
-		doc := ^binary.BigEndian.Uint32(k[9:])
-		for _, t := range toks {
-			if t == rare {
+			doc, flags, group := binary.BigEndian.Uint32(v[i:]), v[i+4], binary.BigEndian.Uint64(v[i+5:])
+			if !f.valueOK(flags, group) {
 				continue
 			}
-			binary.BigEndian.PutUint64(probe[1:], t)
-			copy(probe[9:], k[9:])
-			if kv.Get(probe) == nil {
-				return nil
+			c := candidate{doc: doc}
+			if len(toks) > 1 || f.hotOK != nil || flags&fExpires != 0 {
+				h, err := hotOfDoc(kv, doc)
+				if err != nil {
+					return err
+				}
+				if !f.accept(&h) || !hasAll(&h, toks) {
+					continue
+				}
+				c.h, c.hasHot = h, true
 			}
-		}
-		h, ok, err := accept(doc, v)
-		if err != nil || !ok {
-			return err
-		}
-		out = append(out, candidate{doc: doc, h: h})
-		if len(out) == limit {
-			return errStop
+			out = append(out, c)
+			if len(out) == limit {
+				return errStop
+			}
 		}
 		return nil
 	})
@@ -133,13 +144,26 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 	return out, nil
 }
 
+func (f *filter) accept(h *hot) bool {
+	return !expired(h, f.now) && (f.hotOK == nil || f.hotOK(h))
+}
+
+func hasAll(h *hot, toks []uint64) bool {
+	for _, t := range toks {
+		if !h.hasToken(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // orCandidates returns up to limit docs matching any term (each term the
 // AND of its tokens), newest first. Each term contributes at most limit
 // docs, which contain the union's newest limit.
-func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, accept acceptFunc) ([]candidate, error) {
+func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, f *filter) ([]candidate, error) {
 	var all []candidate
 	for _, t := range terms {
-		c, err := andCandidates(ctx, kv, cn, t, limit, accept)
+		c, err := andCandidates(ctx, kv, cn, t, limit, f)
 		if err != nil {
 			return nil, err
 		}
@@ -164,16 +188,32 @@ func cmpU32(a, b uint32) int {
 }
 
 // cascade runs the AND searches in order and stops at the first non-empty
-// one; if all are empty it runs the OR fallback.
-func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, accept acceptFunc) ([]candidate, error) {
+// one; if all are empty it runs the OR fallback. Every candidate returned
+// has its hot record.
+func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]candidate, error) {
 	cn := &counts{kv: kv, m: map[uint64]uint32{}}
+	var cands []candidate
+	var err error
 	for _, s := range q.searches {
-		c, err := andCandidates(ctx, kv, cn, s, limit, accept)
-		if err != nil || len(c) > 0 {
-			return c, err
+		if cands, err = andCandidates(ctx, kv, cn, s, limit, f); err != nil || len(cands) > 0 {
+			break
 		}
 	}
-	return orCandidates(ctx, kv, cn, q.or, limit, accept)
+	if err == nil && len(cands) == 0 {
+		cands, err = orCandidates(ctx, kv, cn, q.or, limit, f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range cands {
+		if !cands[i].hasHot {
+			if cands[i].h, err = hotOfDoc(kv, cands[i].doc); err != nil {
+				return nil, err
+			}
+			cands[i].hasHot = true
+		}
+	}
+	return cands, nil
 }
 
 // hotOfDoc reads a doc's hot record.
@@ -210,7 +250,6 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	if len(q.terms) == 0 {
 		return nil, nil
 	}
-	nowUS := now.UnixMicro()
 	want := struct{ proj, agent, wf, sess uint64 }{
 		identHash('p', f.Project), identHash('a', f.AgentProfile), identHash('w', f.WorkflowID), identHash('x', f.SessionID),
 	}
@@ -220,21 +259,18 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 			return nil, errors.New("invalid scope")
 		}
 	}
-	accept := func(doc uint32, pv []byte) (hot, bool, error) {
-		if pv[0]&fSensitive != 0 && !f.IncludeSensitive {
-			return hot{}, false, nil
-		}
-		h, err := hotOfDoc(kv, doc)
-		if err != nil {
-			return hot{}, false, err
-		}
-		ok := h.flags&(fSuperseded|fRedacted) == 0 && !expired(&h, nowUS) &&
-			(want.proj == 0 || h.proj == want.proj) && (want.agent == 0 || h.agent == want.agent) &&
-			(want.wf == 0 || h.wf == want.wf) && (want.sess == 0 || h.sess == want.sess) &&
-			(scope < 0 || int(h.scope) == scope)
-		return h, ok, nil
+	flt := filter{
+		valueOK: func(flags byte, _ uint64) bool { return flags&fSensitive == 0 || f.IncludeSensitive },
+		now:     now.UnixMicro(),
 	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), accept)
+	if want.proj|want.agent|want.wf|want.sess != 0 || scope >= 0 {
+		flt.hotOK = func(h *hot) bool {
+			return (want.proj == 0 || h.proj == want.proj) && (want.agent == 0 || h.agent == want.agent) &&
+				(want.wf == 0 || h.wf == want.wf) && (want.sess == 0 || h.sess == want.sess) &&
+				(scope < 0 || int(h.scope) == scope)
+		}
+	}
+	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &flt)
 	if err != nil {
 		return nil, err
 	}
@@ -263,14 +299,18 @@ type ranked struct {
 }
 
 // rank scores candidates with the published formula and returns the best
-// limit, by score descending then id ascending. The textual factor needs
-// the body; everything else is in the hot record. Candidates are visited in
-// order of their upper bound (textual = 1) and the walk stops when no
-// remaining candidate can enter the top: the result is exactly that of
-// scoring them all, while usually reading only about limit bodies.
+// limit, by score descending then id ascending, with their records.
 //
-// A nil q is the startup brief: no query terms (textual = 0.1, no ring
-// boost) plus the startup ring bonus, so the bound is the exact score.
+// The textual factor needs the body; everything else is in the hot
+// record. Candidates are visited in order of their upper bound (textual =
+// 1) and the walk stops when no remaining candidate can enter the top: the
+// result is exactly that of scoring them all, while often reading few
+// bodies. A nil q is the startup brief: no query terms (textual = 0.1, no
+// ring boost) plus the startup ring bonus, so the bound is the score.
+//
+// confirm (optional) re-checks a winner's visibility on its strings (the
+// index matched hashes); a winner it rejects is dropped and the ranking
+// rerun without it.
 func rank(kv KV, bodies Bodies, cands []candidate, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
 	startup := q == nil
 	if startup {
@@ -292,33 +332,60 @@ func rank(kv KV, bodies Bodies, cands []candidate, q *parsedQuery, limit int, no
 		c.bound = c.fact.score()
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return byScore(a.bound, a.h.id, b.bound, b.h.id) })
-	var top []ranked
-	for i := range cands {
-		c := cands[i]
-		if len(top) == limit {
-			w := top[limit-1]
-			if byScore(c.bound, c.h.id, w.score, w.h.id) > 0 {
-				break // sorted by bound: nothing later can enter either
+	var excluded map[uint32]bool
+	var text []byte
+	for {
+		var top []candidate
+		for i := range cands {
+			c := cands[i]
+			if excluded[c.doc] {
+				continue
+			}
+			if len(top) == limit {
+				w := &top[limit-1]
+				if byScore(c.bound, c.h.id, w.score, w.h.id) > 0 {
+					break // sorted by bound: nothing later can enter either
+				}
+			}
+			c.score = c.bound
+			if !startup {
+				raw := bodies.Body(c.h.bodyDigest())
+				if raw == nil {
+					continue
+				}
+				b, err := events.ParseBody(raw)
+				if err != nil {
+					return nil, fmt.Errorf("recall: %s: %w", c.h.id, err)
+				}
+				text = lowerText(text[:0], &b)
+				c.fact.textual = textual(q.terms, text)
+				c.score = c.fact.score()
+			}
+			pos, _ := slices.BinarySearchFunc(top, c, func(r candidate, c candidate) int { return byScore(r.score, r.h.id, c.score, c.h.id) })
+			top = slices.Insert(top, pos, c)
+			if len(top) > limit {
+				top = top[:limit]
 			}
 		}
-		rec, ok, err := materialize(kv, bodies, c.doc, confirm)
-		if err != nil {
-			return nil, err
+		out := make([]ranked, 0, len(top))
+		for _, c := range top {
+			rec, ok, err := materialize(kv, bodies, c.doc, confirm)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				if excluded == nil {
+					excluded = map[uint32]bool{}
+				}
+				excluded[c.doc] = true
+				continue
+			}
+			out = append(out, ranked{candidate: c, rec: rec})
 		}
-		if !ok {
-			continue
-		}
-		if !startup {
-			c.fact.textual = textual(q.terms, &rec)
-		}
-		c.score = c.fact.score()
-		pos, _ := slices.BinarySearchFunc(top, c, func(r ranked, c candidate) int { return byScore(r.score, r.h.id, c.score, c.h.id) })
-		top = slices.Insert(top, pos, ranked{candidate: c, rec: rec})
-		if len(top) > limit {
-			top = top[:limit]
+		if len(out) == len(top) {
+			return out, nil
 		}
 	}
-	return top, nil
 }
 
 // byScore orders by score descending, then id ascending.
@@ -393,16 +460,51 @@ func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
 	return f
 }
 
-// textual is the share of query terms found as substrings of the lowercased
-// summary, details and tags; 0.1 for a query without terms.
-func textual(terms []string, r *events.MemoryRecord) float64 {
+// lowerText appends the lowercased summary + " " + details + " " + tags
+// joined by " " (strings.ToLower's mapping, rune by rune).
+func lowerText(dst []byte, b *events.BodyView) []byte {
+	dst = appendLower(dst, b.Summary)
+	dst = append(dst, ' ')
+	dst = appendLower(dst, b.Details)
+	dst = append(dst, ' ')
+	first := true
+	b.EachTag(func(t []byte) {
+		if !first {
+			dst = append(dst, ' ')
+		}
+		first = false
+		dst = appendLower(dst, t)
+	})
+	return dst
+}
+
+func appendLower(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += n
+	}
+	return dst
+}
+
+// textual is the share of query terms found as substrings of the
+// lowercased text; 0.1 for a query without terms.
+func textual(terms []string, text []byte) float64 {
 	if len(terms) == 0 {
 		return 0.1
 	}
-	text := strings.ToLower(r.Summary + " " + r.Details + " " + strings.Join(r.Tags, " "))
 	n := 0
 	for _, t := range terms {
-		if strings.Contains(text, t) {
+		if bytes.Contains(text, []byte(t)) {
 			n++
 		}
 	}
