@@ -17,8 +17,15 @@
 //	'm' id                        -> doc
 //	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
 //	'j' doc                       -> cold record (JSON: payload and state)
-//	't' token(8) 0x00000000       -> head block: count(4) seq(4) then up to 64 entries, newest first
-//	't' token(8) ^seq(4)          -> sealed block seq: 64 entries doc(4) flags(1) group(8), newest first
+//	't' token(8) 0x00000000       -> head block: count(4) seq(4) then up to 64 postings, newest first
+//	't' token(8) ^seq(4)          -> sealed block seq: 64 postings, newest first
+//
+// A posting (20 bytes) is doc(4) flags(1) group(8) and a rounded-up copy
+// of the memory's static score factors: salience and confidence in
+// 1/255 steps (1 each), ring and authority (1), created_at in minutes
+// since 1970 (4). Queries rank from these upper bounds and read a
+// memory's hot record and body only when it can still enter the results.
+//
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
@@ -95,7 +102,7 @@ const (
 
 // Posting blocks.
 const (
-	postingLen = 13 // doc(4) flags(1) group(8)
+	postingLen = 20 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4)
 	blockSize  = 64 // entries per block
 	headFixed  = 8  // count(4) seq(4) before the head block's entries
 	headSeq    = math.MaxUint32
@@ -500,7 +507,7 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	flags := h.flags & (fSensitive | fExpires)
 	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		blk, err := addPosting(kv, t, doc, flags, g)
+		blk, err := addPosting(kv, t, doc, flags, g, h)
 		if err != nil {
 			return err
 		}
@@ -551,7 +558,7 @@ func putHead(kv KV, tok uint64, count, seq uint32, first, entries []byte) error 
 
 // addPosting puts doc first in the token's head block, sealing the head
 // first when it is full, and returns the head's sequence.
-func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64) (uint32, error) {
+func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) (uint32, error) {
 	count, seq, entries := head(kv, tok)
 	if len(entries) >= blockSize*postingLen {
 		if err := kv.Put(blockKey(tok, seq), bytes.Clone(entries)); err != nil {
@@ -562,11 +569,31 @@ func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64) (uint32
 			return 0, errors.New("recall: posting list is full")
 		}
 	}
+	e := encodePosting(doc, flags, group, h)
+	return seq, putHead(kv, tok, count+1, seq, e[:], entries)
+}
+
+// encodePosting builds a posting; its score factors round up, so a score
+// computed from them bounds the exact one from above.
+func encodePosting(doc uint32, flags byte, group uint64, h *hot) [postingLen]byte {
 	var e [postingLen]byte
 	binary.BigEndian.PutUint32(e[:], doc)
 	e[4] = flags
 	binary.BigEndian.PutUint64(e[5:], group)
-	return seq, putHead(kv, tok, count+1, seq, e[:], entries)
+	e[13] = unitUp(h.sal)
+	e[14] = unitUp(h.conf)
+	e[15] = h.ring&7 | h.auth<<3
+	binary.BigEndian.PutUint32(e[16:], minuteUp(h.created))
+	return e
+}
+
+func unitUp(v float64) byte { return byte(min(math.Ceil(v*255+1e-9), 255)) }
+
+func minuteUp(us int64) uint32 {
+	if us <= 0 {
+		return 0 // before 1970: minute 0 is later, so still an upper bound of recency
+	}
+	return uint32(min((us+59_999_999)/60_000_000, math.MaxUint32))
 }
 
 // removePosting drops doc from the token's block seq.

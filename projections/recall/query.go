@@ -47,26 +47,40 @@ type Result struct {
 // errStop ends a ForEach early.
 var errStop = errors.New("stop")
 
-// candidate is a memory that passed every filter.
-type candidate struct {
-	doc    uint32
-	h      hot
-	hasHot bool
-	bound  float64 // score with textual = 1: an upper bound
-	score  float64
-	fact   factors
+// posting is a decoded posting entry: a candidate before ranking.
+type posting struct {
+	doc        uint32
+	flags      byte
+	group      uint64
+	sal, conf  byte // rounded up, /255
+	ringAuth   byte
+	minute     uint32 // created_at, rounded up
+	bound      float64
+	hotChecked bool // the hot record was read and passed the filter
 }
 
-// filter decides which postings are candidates. valueOK sees what a
-// posting carries (flags, visibility group); hotOK, when set, needs the
-// memory's hot record and runs for every posting that passes valueOK.
-// Expiry is always checked, reading the hot record only for postings
-// flagged as expiring.
+func decodePosting(v []byte) posting {
+	return posting{
+		doc: binary.BigEndian.Uint32(v), flags: v[4], group: binary.BigEndian.Uint64(v[5:]),
+		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]),
+	}
+}
+
+// filter decides which postings are candidates. valueOK sees the posting;
+// hotOK, when set, needs the memory's hot record and runs for every
+// posting that passes valueOK. Expiry is always checked, reading the hot
+// record only for postings flagged as expiring.
 type filter struct {
-	valueOK func(flags byte, group uint64) bool
+	valueOK func(p *posting) bool
 	hotOK   func(h *hot) bool
 	now     int64
 }
+
+func (f *filter) accept(h *hot) bool {
+	return !expired(h, f.now) && (f.hotOK == nil || f.hotOK(h))
+}
+
+func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
 // counts caches posting counts during one query.
 type counts struct {
@@ -84,10 +98,10 @@ func (c *counts) get(tok uint64) uint32 {
 }
 
 // andCandidates returns up to limit docs holding every token and passing
-// the filter, newest first. It walks the rarest token's posting blocks; the
+// the filter, newest first. It walks the rarest token's posting blocks;
 // other tokens are checked in the hot record, so its cost follows the
 // rarest list and the filter, not the size of the index.
-func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, f *filter) ([]candidate, error) {
+func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, f *filter) ([]posting, error) {
 	if len(toks) == 0 {
 		return nil, nil
 	}
@@ -101,7 +115,7 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 			rare = t
 		}
 	}
-	var out []candidate
+	var out []posting
 	seen := 0
 	err := kv.ForEach(key(pPost, u64b(rare)), func(k, v []byte) error {
 		if len(k) == 13 && binary.BigEndian.Uint32(k[9:]) == ^uint32(headSeq) && len(v) >= headFixed {
@@ -116,22 +130,21 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 					return err
 				}
 			}
-			doc, flags, group := binary.BigEndian.Uint32(v[i:]), v[i+4], binary.BigEndian.Uint64(v[i+5:])
-			if !f.valueOK(flags, group) {
+			p := decodePosting(v[i:])
+			if !f.valueOK(&p) {
 				continue
 			}
-			c := candidate{doc: doc}
-			if len(toks) > 1 || f.hotOK != nil || flags&fExpires != 0 {
-				h, err := hotOfDoc(kv, doc)
+			if len(toks) > 1 || f.hotOK != nil || p.flags&fExpires != 0 {
+				h, err := hotOfDoc(kv, p.doc)
 				if err != nil {
 					return err
 				}
 				if !f.accept(&h) || !hasAll(&h, toks) {
 					continue
 				}
-				c.h, c.hasHot = h, true
+				p.hotChecked = true
 			}
-			out = append(out, c)
+			out = append(out, p)
 			if len(out) == limit {
 				return errStop
 			}
@@ -142,10 +155,6 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 		return nil, err
 	}
 	return out, nil
-}
-
-func (f *filter) accept(h *hot) bool {
-	return !expired(h, f.now) && (f.hotOK == nil || f.hotOK(h))
 }
 
 func hasAll(h *hot, toks []uint64) bool {
@@ -160,8 +169,8 @@ func hasAll(h *hot, toks []uint64) bool {
 // orCandidates returns up to limit docs matching any term (each term the
 // AND of its tokens), newest first. Each term contributes at most limit
 // docs, which contain the union's newest limit.
-func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, f *filter) ([]candidate, error) {
-	var all []candidate
+func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, f *filter) ([]posting, error) {
+	var all []posting
 	for _, t := range terms {
 		c, err := andCandidates(ctx, kv, cn, t, limit, f)
 		if err != nil {
@@ -169,8 +178,8 @@ func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limi
 		}
 		all = append(all, c...)
 	}
-	slices.SortFunc(all, func(a, b candidate) int { return cmpU32(b.doc, a.doc) })
-	all = slices.CompactFunc(all, func(a, b candidate) bool { return a.doc == b.doc })
+	slices.SortFunc(all, func(a, b posting) int { return cmpU32(b.doc, a.doc) })
+	all = slices.CompactFunc(all, func(a, b posting) bool { return a.doc == b.doc })
 	if len(all) > limit {
 		all = all[:limit]
 	}
@@ -188,32 +197,15 @@ func cmpU32(a, b uint32) int {
 }
 
 // cascade runs the AND searches in order and stops at the first non-empty
-// one; if all are empty it runs the OR fallback. Every candidate returned
-// has its hot record.
-func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]candidate, error) {
+// one; if all are empty it runs the OR fallback.
+func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]posting, error) {
 	cn := &counts{kv: kv, m: map[uint64]uint32{}}
-	var cands []candidate
-	var err error
 	for _, s := range q.searches {
-		if cands, err = andCandidates(ctx, kv, cn, s, limit, f); err != nil || len(cands) > 0 {
-			break
+		if c, err := andCandidates(ctx, kv, cn, s, limit, f); err != nil || len(c) > 0 {
+			return c, err
 		}
 	}
-	if err == nil && len(cands) == 0 {
-		cands, err = orCandidates(ctx, kv, cn, q.or, limit, f)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for i := range cands {
-		if !cands[i].hasHot {
-			if cands[i].h, err = hotOfDoc(kv, cands[i].doc); err != nil {
-				return nil, err
-			}
-			cands[i].hasHot = true
-		}
-	}
-	return cands, nil
+	return orCandidates(ctx, kv, cn, q.or, limit, f)
 }
 
 // hotOfDoc reads a doc's hot record.
@@ -224,8 +216,6 @@ func hotOfDoc(kv KV, doc uint32) (hot, error) {
 	}
 	return h, nil
 }
-
-func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
 // Recall is the explicit recall of `tree-ring recall`: the AND cascade with
 // intent-term removal, then the OR fallback, over memories that pass the
@@ -260,7 +250,7 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 		}
 	}
 	flt := filter{
-		valueOK: func(flags byte, _ uint64) bool { return flags&fSensitive == 0 || f.IncludeSensitive },
+		valueOK: func(p *posting) bool { return p.flags&fSensitive == 0 || f.IncludeSensitive },
 		now:     now.UnixMicro(),
 	}
 	if want.proj|want.agent|want.wf|want.sess != 0 || scope >= 0 {
@@ -278,7 +268,7 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 		return (f.Project == "" || c.Project == f.Project) && (f.AgentProfile == "" || c.AgentProfile == f.AgentProfile) &&
 			(f.WorkflowID == "" || c.WorkflowID == f.WorkflowID) && (f.SessionID == "" || c.SessionID == f.SessionID)
 	}
-	top, err := rank(kv, bodies, cands, &q, limit, now, exact)
+	top, err := rankPostings(kv, bodies, cands, &q, limit, now, exact)
 	if err != nil {
 		return nil, err
 	}
@@ -292,100 +282,132 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	return out, nil
 }
 
-// ranked is a scored memory with its record.
+// ranked is a scored memory.
 type ranked struct {
-	candidate
-	rec events.MemoryRecord
+	doc   uint32
+	id    string
+	score float64
+	fact  factors
+	rec   events.MemoryRecord
 }
 
-// rank scores candidates with the published formula and returns the best
-// limit, by score descending then id ascending, with their records.
+// insertTop inserts r into top (score descending, id ascending), keeping
+// at most limit entries.
+func insertTop(top []ranked, r ranked, limit int) []ranked {
+	pos, _ := slices.BinarySearchFunc(top, r, func(a, b ranked) int { return byScore(a.score, a.id, b.score, b.id) })
+	if pos >= limit {
+		return top
+	}
+	top = slices.Insert(top, pos, r)
+	if len(top) > limit {
+		top = top[:limit]
+	}
+	return top
+}
+
+// beats reports whether (score, id) would enter a full top.
+func beats(top []ranked, limit int, score float64, id string) bool {
+	if len(top) < limit {
+		return true
+	}
+	w := &top[limit-1]
+	return byScore(score, id, w.score, w.id) < 0
+}
+
+// rankPostings scores candidates with the published formula and returns
+// the best limit, by score descending then id ascending, with records.
 //
-// The textual factor needs the body; everything else is in the hot
-// record. Candidates are visited in order of their upper bound (textual =
-// 1) and the walk stops when no remaining candidate can enter the top: the
-// result is exactly that of scoring them all, while often reading few
-// bodies. A nil q is the startup brief: no query terms (textual = 0.1, no
-// ring boost) plus the startup ring bonus, so the bound is the score.
+// It is exact (the same result as scoring every candidate) and lazy: a
+// candidate's upper bound comes from its posting (static factors rounded
+// up, textual = 1); candidates are visited by decreasing bound and the walk
+// stops when the bound falls below the last kept score. A visited
+// candidate reads its hot record for the exact static factors, and its
+// body for the textual factor only if it can still enter.
 //
 // confirm (optional) re-checks a winner's visibility on its strings (the
 // index matched hashes); a winner it rejects is dropped and the ranking
 // rerun without it.
-func rank(kv KV, bodies Bodies, cands []candidate, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
-	startup := q == nil
-	if startup {
-		q = &parsedQuery{}
-	}
+func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
+	nowUS := now.UnixMicro()
 	for i := range cands {
-		c := &cands[i]
-		c.fact = staticFactors(&c.h, q, now)
-		c.fact.textual = 1
-		if startup {
-			c.fact.textual = 0.1
-			switch c.h.ring {
-			case ringScar:
-				c.fact.startBonus = 0.20
-			case ringHeartwood:
-				c.fact.startBonus = 0.15
-			}
+		p := &cands[i]
+		f := factors{
+			textual: 1, sal: float64(p.sal) / 255, conf: float64(p.conf) / 255,
+			recency: recency(int64(p.minute)*60_000_000, nowUS), auth: authorityValue(p.ringAuth >> 3),
+			ringBoost: ringBoost(p.ringAuth&7, q),
 		}
-		c.bound = c.fact.score()
+		p.bound = f.score() + 1e-9
 	}
-	slices.SortFunc(cands, func(a, b candidate) int { return byScore(a.bound, a.h.id, b.bound, b.h.id) })
+	slices.SortFunc(cands, func(a, b posting) int {
+		switch {
+		case a.bound > b.bound:
+			return -1
+		case a.bound < b.bound:
+			return 1
+		}
+		return cmpU32(b.doc, a.doc)
+	})
 	var excluded map[uint32]bool
 	var text []byte
 	for {
-		var top []candidate
+		var top []ranked
 		for i := range cands {
-			c := cands[i]
-			if excluded[c.doc] {
+			p := &cands[i]
+			if excluded[p.doc] {
 				continue
 			}
-			if len(top) == limit {
-				w := &top[limit-1]
-				if byScore(c.bound, c.h.id, w.score, w.h.id) > 0 {
-					break // sorted by bound: nothing later can enter either
-				}
+			if len(top) == limit && p.bound < top[limit-1].score {
+				break // sorted by bound: nothing later can enter either
 			}
-			c.score = c.bound
-			if !startup {
-				raw := bodies.Body(c.h.bodyDigest())
-				if raw == nil {
-					continue
-				}
-				b, err := events.ParseBody(raw)
-				if err != nil {
-					return nil, fmt.Errorf("recall: %s: %w", c.h.id, err)
-				}
-				text = lowerText(text[:0], &b)
-				c.fact.textual = textual(q.terms, text)
-				c.score = c.fact.score()
-			}
-			pos, _ := slices.BinarySearchFunc(top, c, func(r candidate, c candidate) int { return byScore(r.score, r.h.id, c.score, c.h.id) })
-			top = slices.Insert(top, pos, c)
-			if len(top) > limit {
-				top = top[:limit]
-			}
-		}
-		out := make([]ranked, 0, len(top))
-		for _, c := range top {
-			rec, ok, err := materialize(kv, bodies, c.doc, confirm)
+			h, err := hotOfDoc(kv, p.doc)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				if excluded == nil {
-					excluded = map[uint32]bool{}
-				}
-				excluded[c.doc] = true
+			r := ranked{doc: p.doc, id: h.id, fact: staticFactors(&h, q, now)}
+			r.fact.textual = 1
+			if !beats(top, limit, r.fact.score(), r.id) {
 				continue
 			}
-			out = append(out, ranked{candidate: c, rec: rec})
+			raw := bodies.Body(h.bodyDigest())
+			if raw == nil {
+				continue
+			}
+			b, err := events.ParseBody(raw)
+			if err != nil {
+				return nil, fmt.Errorf("recall: %s: %w", h.id, err)
+			}
+			text = lowerText(text[:0], &b)
+			r.fact.textual = textual(q.terms, text)
+			r.score = r.fact.score()
+			top = insertTop(top, r, limit)
 		}
-		if len(out) == len(top) {
-			return out, nil
+		ok, err := materializeTop(kv, bodies, top, confirm, &excluded)
+		if err != nil || ok {
+			return top, err
 		}
 	}
+}
+
+// materializeTop fills the records of top. It returns false when confirm
+// rejected one (now in *excluded): the caller ranks again.
+func materializeTop(kv KV, bodies Bodies, top []ranked, confirm func(*cold) bool, excluded *map[uint32]bool) (bool, error) {
+	ok := true
+	for i := range top {
+		rec, good, err := materialize(kv, bodies, top[i].doc, confirm)
+		if err != nil {
+			return false, err
+		}
+		if !good {
+			if *excluded == nil {
+				*excluded = map[uint32]bool{}
+			}
+			(*excluded)[top[i].doc] = true
+			ok = false
+			continue
+		}
+		top[i].rec = rec
+	}
+	return ok, nil
 }
 
 // byScore orders by score descending, then id ascending.
@@ -447,17 +469,21 @@ func recency(createdUS, nowUS int64) float64 {
 	return math.Exp(-age / 86400 / 30)
 }
 
-func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
-	f := factors{sal: h.sal, conf: h.conf, recency: recency(h.created, now.UnixMicro()), auth: authorityValue(h.auth)}
+// ringBoost is the published query-intent boost.
+func ringBoost(ring byte, q *parsedQuery) float64 {
 	switch {
-	case h.ring == ringScar && q.failure:
-		f.ringBoost = 0.20
-	case h.ring == ringHeartwood && q.heartwood:
-		f.ringBoost = 0.15
-	case h.ring == ringSeed && q.seeds:
-		f.ringBoost = 0.12
+	case ring == ringScar && q.failure:
+		return 0.20
+	case ring == ringHeartwood && q.heartwood:
+		return 0.15
+	case ring == ringSeed && q.seeds:
+		return 0.12
 	}
-	return f
+	return 0
+}
+
+func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
+	return factors{sal: h.sal, conf: h.conf, recency: recency(h.created, now.UnixMicro()), auth: authorityValue(h.auth), ringBoost: ringBoost(h.ring, q)}
 }
 
 // lowerText appends the lowercased summary + " " + details + " " + tags
