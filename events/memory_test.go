@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -273,7 +274,16 @@ func FuzzDecodeImportLine(f *testing.F) {
 	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","scope":"agent"}`))
 	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","links":[{"type":"t","target":"x"}]}`))
 	f.Add([]byte(`{"type":"memory_event","memory":[]}`))
+	f.Add([]byte(`{"a":{"b":1,"\u0062":2}}`))
+	f.Add([]byte(`{"a":[{"k":1},{"k":2}],"a\"":3}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// On valid JSON the one-pass key scan agrees with the strict
+		// codec's structure check.
+		if json.Valid(line) {
+			if a, b := scanKeys(line), checkStructure(line); (a == nil) != (b == nil) || a != nil && a.Error() != b.Error() {
+				t.Fatalf("scanKeys %v, checkStructure %v", a, b)
+			}
+		}
 		l, err := DecodeImportLine(line, "2026-11-01T12:00:00.000000Z")
 		if err != nil {
 			return
