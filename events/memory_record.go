@@ -292,6 +292,9 @@ func (r *MemoryRecord) Validate() error {
 		if err := ValidMemoryID(*r.SupersededBy); err != nil {
 			return fmt.Errorf("superseded_by: %w", err)
 		}
+		if *r.SupersededBy == r.ID {
+			return errors.New("a memory cannot supersede itself")
+		}
 	}
 	if r.Tags == nil {
 		r.Tags = []string{}

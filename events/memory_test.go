@@ -46,6 +46,7 @@ func TestValidateRules(t *testing.T) {
 		{"bad created", func(r *MemoryRecord) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
 		{"bad expiry", func(r *MemoryRecord) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
 		{"self supersede", func(r *MemoryRecord) { r.Supersedes = []string{r.ID} }, "a memory cannot supersede itself"},
+		{"self superseded", func(r *MemoryRecord) { r.SupersededBy = &r.ID }, "a memory cannot supersede itself"},
 		{"tag control", func(r *MemoryRecord) { r.Tags = []string{"a\nb"} }, "tags must not contain control characters"},
 		{"ref control", func(r *MemoryRecord) { r.Source.Ref = "a\tb" }, "source.ref must not contain control characters"},
 		{"summary size", func(r *MemoryRecord) { r.Summary = strings.Repeat("x", MaxSummaryBytes+1) }, "summary must be at most 65536 bytes"},
