@@ -17,8 +17,10 @@
 //	'm' id                        -> doc
 //	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
 //	'j' doc                       -> cold record (JSON: payload and state)
-//	't' token(8) 0x00000000       -> head block: count(4) seq(4) then up to 64 postings, newest first
-//	't' token(8) ^seq(4)          -> sealed block seq: 64 postings, newest first
+//	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
+//	'n' token(8)                  -> posting count(4)
+//	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
+//	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
 // A posting (20 bytes) is doc(4) flags(1) group(8) and a rounded-up copy
 // of the memory's static score factors: salience and confidence in
@@ -26,18 +28,13 @@
 // since 1970 (4). Queries rank from these upper bounds and read a
 // memory's hot record and body only when it can still enter the results.
 //
-//	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
-//	'o' claim(32)                 -> memory id (operation_id idempotency)
-//
-// A token's postings are blocks filled newest first: the head block (which
-// also holds the token's posting count and its own sequence number) sorts
-// first, then sealed blocks by descending sequence, so a prefix walk
-// visits memories newest first. A capture rewrites the head block's value
-// rather than inserting a key per token: bbolt does not split nodes inside
-// a transaction, and one key per posting made a bulk import quadratic. A
-// full head is sealed under its sequence number. The hot record keeps each
-// token with the sequence of the block its posting went to, so removal
-// touches one block per token.
+// A token's postings are grouped in blocks by doc range, newest range
+// first, so a prefix walk visits memories newest first. A capture updates
+// one block value per token rather than inserting a key per posting: bbolt
+// does not split nodes inside a transaction, and one key per posting made
+// a bulk import quadratic. A posting's block depends on its doc only, not
+// on history, so a re-fold that never saw a since-deleted body produces
+// the same blocks.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -56,7 +53,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -103,9 +99,8 @@ const (
 // Posting blocks.
 const (
 	postingLen = 20 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4)
-	blockSize  = 64 // entries per block
-	headFixed  = 8  // count(4) seq(4) before the head block's entries
-	headSeq    = math.MaxUint32
+	blockShift = 6  // a block holds the postings of 64 consecutive docs
+	pCount     = 'n'
 )
 
 var keyNext = []byte("#next")
@@ -123,7 +118,7 @@ const (
 //	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6..8 zero,
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 id, then per token: hash(8) block(4)
+//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
 type hot struct {
 	flags, ring, scope, auth byte
 	sal, conf                float64
@@ -136,7 +131,7 @@ type hot struct {
 
 const (
 	hotFixed = 104
-	tokLen   = 12
+	tokLen   = 8
 )
 
 func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body[:]) }
@@ -354,11 +349,11 @@ func key(prefix byte, parts ...[]byte) []byte {
 
 func u64b(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-func blockKey(tok uint64, blk uint32) []byte {
+func blockKey(tok uint64, doc uint32) []byte {
 	k := make([]byte, 13)
 	k[0] = pPost
 	binary.BigEndian.PutUint64(k[1:], tok)
-	binary.BigEndian.PutUint32(k[9:], ^blk)
+	binary.BigEndian.PutUint32(k[9:], ^(doc >> blockShift))
 	return k
 }
 
@@ -500,19 +495,17 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 	return kv.Put(key(pCold, db), raw)
 }
 
-// index adds a live memory's postings and startup entry, and records in
-// h where each posting went; the caller stores h.
+// index adds a live memory's postings and startup entry, and records its
+// tokens in h; the caller stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
 	flags := h.flags & (fSensitive | fExpires)
 	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		blk, err := addPosting(kv, t, doc, flags, g, h)
-		if err != nil {
+		if err := addPosting(kv, t, doc, flags, g, h); err != nil {
 			return err
 		}
 		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
-		h.toks = binary.BigEndian.AppendUint32(h.toks, blk)
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
 		return kv.Put(startKey(g, h), startValue(doc, h))
@@ -525,7 +518,7 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 func deindex(kv KV, doc uint32, h *hot) error {
 	toks := bytes.Clone(h.toks) // h.toks aliases a value the writes below may invalidate
 	for i := 0; i+tokLen <= len(toks); i += tokLen {
-		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), binary.BigEndian.Uint32(toks[i+8:]), doc); err != nil {
+		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), doc); err != nil {
 			return err
 		}
 	}
@@ -536,41 +529,60 @@ func deindex(kv KV, doc uint32, h *hot) error {
 	return nil
 }
 
-// head reads a token's head block: posting count, sequence and entries.
-func head(kv KV, tok uint64) (count, seq uint32, entries []byte) {
-	v := kv.Get(blockKey(tok, headSeq))
-	if len(v) < headFixed {
-		return 0, 0, nil
+// count reads a token's posting count.
+func count(kv KV, tok uint64) uint32 {
+	if v := kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
+		return binary.BigEndian.Uint32(v)
 	}
-	return binary.BigEndian.Uint32(v), binary.BigEndian.Uint32(v[4:]), v[headFixed:]
+	return 0
 }
 
-func putHead(kv KV, tok uint64, count, seq uint32, first, entries []byte) error {
-	k := blockKey(tok, headSeq)
-	if count == 0 {
-		return kv.Delete(k) // every block is empty and gone: restart at sequence 0
+func addCount(kv KV, tok uint64, d int) error {
+	k := key(pCount, u64b(tok))
+	n := int64(count(kv, tok)) + int64(d)
+	if n <= 0 {
+		return kv.Delete(k)
 	}
-	v := make([]byte, headFixed, headFixed+len(first)+len(entries))
-	binary.BigEndian.PutUint32(v, count)
-	binary.BigEndian.PutUint32(v[4:], seq)
-	return kv.Put(k, append(append(v, first...), entries...))
+	return kv.Put(k, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(n)))
 }
 
-// addPosting puts doc first in the token's head block, sealing the head
-// first when it is full, and returns the head's sequence.
-func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) (uint32, error) {
-	count, seq, entries := head(kv, tok)
-	if len(entries) >= blockSize*postingLen {
-		if err := kv.Put(blockKey(tok, seq), bytes.Clone(entries)); err != nil {
-			return 0, err
-		}
-		seq, entries = seq+1, nil
-		if seq == headSeq {
-			return 0, errors.New("recall: posting list is full")
-		}
-	}
+// addPosting puts doc first in its block: docs only grow, so it is the
+// newest posting of the token.
+func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) error {
+	bk := blockKey(tok, doc)
+	cur := kv.Get(bk)
 	e := encodePosting(doc, flags, group, h)
-	return seq, putHead(kv, tok, count+1, seq, e[:], entries)
+	v := make([]byte, 0, postingLen+len(cur))
+	if err := kv.Put(bk, append(append(v, e[:]...), cur...)); err != nil {
+		return err
+	}
+	return addCount(kv, tok, 1)
+}
+
+// removePosting drops doc from its block of the token.
+func removePosting(kv KV, tok uint64, doc uint32) error {
+	bk := blockKey(tok, doc)
+	cur := kv.Get(bk)
+	i := 0
+	for ; i+postingLen <= len(cur); i += postingLen {
+		if binary.BigEndian.Uint32(cur[i:]) == doc {
+			break
+		}
+	}
+	if i+postingLen > len(cur) {
+		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
+	}
+	var err error
+	if len(cur) == postingLen {
+		err = kv.Delete(bk)
+	} else {
+		rest := make([]byte, 0, len(cur)-postingLen)
+		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+postingLen:]...))
+	}
+	if err != nil {
+		return err
+	}
+	return addCount(kv, tok, -1)
 }
 
 // encodePosting builds a posting; its score factors round up, so a score
@@ -594,40 +606,6 @@ func minuteUp(us int64) uint32 {
 		return 0 // before 1970: minute 0 is later, so still an upper bound of recency
 	}
 	return uint32(min((us+59_999_999)/60_000_000, math.MaxUint32))
-}
-
-// removePosting drops doc from the token's block seq.
-func removePosting(kv KV, tok uint64, seq, doc uint32) error {
-	count, hseq, entries := head(kv, tok)
-	from := entries
-	if seq != hseq {
-		from = kv.Get(blockKey(tok, seq))
-	}
-	i := 0
-	for ; i+postingLen <= len(from); i += postingLen {
-		if binary.BigEndian.Uint32(from[i:]) == doc {
-			break
-		}
-	}
-	if i+postingLen > len(from) || count == 0 {
-		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
-	}
-	rest := make([]byte, 0, len(from)-postingLen)
-	rest = append(append(rest, from[:i]...), from[i+postingLen:]...)
-	if seq == hseq {
-		return putHead(kv, tok, count-1, hseq, nil, rest)
-	}
-	entries = bytes.Clone(entries) // the block write below may invalidate it
-	var err error
-	if len(rest) == 0 {
-		err = kv.Delete(blockKey(tok, seq))
-	} else {
-		err = kv.Put(blockKey(tok, seq), rest)
-	}
-	if err != nil {
-		return err
-	}
-	return putHead(kv, tok, count-1, hseq, nil, entries)
 }
 
 // load reads the doc, hot and cold records of id.

@@ -91,7 +91,7 @@ func (c *counts) get(tok uint64) uint32 {
 	if n, ok := c.m[tok]; ok {
 		return n
 	}
-	n, _, _ := head(c.kv, tok)
+	n := count(c.kv, tok)
 	c.m[tok] = n
 	return n
 }
@@ -186,10 +186,7 @@ func postingSet(kv KV, tok uint64) (bitmap, error) {
 // returns false.
 func eachPosting(ctx context.Context, kv KV, tok uint64, fn func(p posting) (bool, error)) error {
 	seen := 0
-	err := kv.ForEach(key(pPost, u64b(tok)), func(k, v []byte) error {
-		if len(k) == 13 && binary.BigEndian.Uint32(k[9:]) == ^uint32(headSeq) && len(v) >= headFixed {
-			v = v[headFixed:] // the head block: count and sequence first
-		}
+	err := kv.ForEach(key(pPost, u64b(tok)), func(_, v []byte) error {
 		if len(v)%postingLen != 0 {
 			return errors.New("recall: malformed posting block")
 		}
