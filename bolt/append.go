@@ -42,6 +42,7 @@ type Tx struct {
 	wrote    bool  // anything written at all
 	err      error // poison, see above
 	live     []projections.Projection
+	scrub    bool // a body was deleted: scrub free pages after commit
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -54,12 +55,14 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	scrub := false
 	err := s.update(func(btx *bbolt.Tx) error {
 		t := &Tx{
 			s: s, tx: btx, events: btx.Bucket(bucketEvents), ids: btx.Bucket(bucketIDs),
 			streams: btx.Bucket(bucketStreams), heads: btx.Bucket(bucketHeads), bodies: btx.Bucket(bucketBodies),
 			live: s.liveProjections(btx),
 		}
+		defer func() { scrub = t.scrub }()
 		// FillPercent is not persisted: set it in every tx. Positions only
 		// ever grow, so full pages never need to split again; stream
 		// versions grow within each stream, so its index pages are filled
@@ -93,6 +96,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	})
 	if err == errNothingWritten {
 		return nil
+	}
+	if err == nil && scrub {
+		if err := s.scrubFreePages(); err != nil {
+			return fmt.Errorf("deleted body committed, but scrubbing free pages failed: %w", err)
+		}
 	}
 	return err
 }
@@ -360,7 +368,9 @@ func (t *Tx) PutBody(text []byte) (string, error) {
 }
 
 // DeleteBody removes a body for good. The events that reference its digest
-// stay, so the hash chain still verifies.
+// stay, so the hash chain still verifies. After the transaction commits,
+// Update overwrites every free page of the file (see scrubFreePages), so no
+// byte of the text remains in the ledger.
 func (t *Tx) DeleteBody(digest string) error {
 	if t.err != nil {
 		return t.err
@@ -373,6 +383,7 @@ func (t *Tx) DeleteBody(digest string) error {
 		t.err = fmt.Errorf("delete body %.12s: %w", digest, err)
 		return t.err
 	}
+	t.scrub = true
 	return nil
 }
 

@@ -1,0 +1,297 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The published JSONL export format: a header line
+//
+//	{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":…,"created_at":…,"memory_count":…,"sensitive_included":…}
+//
+// then one {"type":"memory_event","memory":{…MemoryRecord…}} per line.
+// Import also accepts raw MemoryRecord lines (no envelope), as the
+// published importer does.
+
+// Export line types.
+const (
+	ExportHeaderType = "tree_ring_memory_export"
+	ExportMemoryType = "memory_event"
+)
+
+// MaxMemoryLineBytes bounds one import line.
+const MaxMemoryLineBytes = 1 << 20
+
+// ExportHeader is the first line of an export.
+type ExportHeader struct {
+	Type              string `json:"type"`
+	SchemaVersion     int    `json:"schema_version"`
+	PluginVersion     string `json:"plugin_version"`
+	CreatedAt         string `json:"created_at"`
+	MemoryCount       int    `json:"memory_count"`
+	SensitiveIncluded bool   `json:"sensitive_included"`
+}
+
+// ExportLine is every later line of an export.
+type ExportLine struct {
+	Type   string        `json:"type"`
+	Memory *MemoryRecord `json:"memory"`
+}
+
+// MarshalJSONLine encodes v as one line of compact JSON without HTML
+// escaping (as serde_json writes it), with a trailing newline.
+func MarshalJSONLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ImportLine is one decoded import line: a header or a memory.
+type ImportLine struct {
+	Header *ExportHeader
+	Memory *MemoryRecord
+}
+
+// wireMemory mirrors MemoryRecord with every field optional, so that
+// defaults apply to absent or null fields as in the published serde model.
+type wireMemory struct {
+	ID           *string       `json:"id"`
+	CreatedAt    *string       `json:"created_at"`
+	UpdatedAt    *string       `json:"updated_at"`
+	Project      *string       `json:"project"`
+	AgentProfile *string       `json:"agent_profile"`
+	WorkflowID   *string       `json:"workflow_id"`
+	SessionID    *string       `json:"session_id"`
+	OperationID  *string       `json:"operation_id"`
+	Scope        *string       `json:"scope"`
+	Ring         *string       `json:"ring"`
+	EventType    *string       `json:"event_type"`
+	Summary      *string       `json:"summary"`
+	Details      *string       `json:"details"`
+	Source       *wireSource   `json:"source"`
+	Tags         []string      `json:"tags"`
+	Salience     *float64      `json:"salience"`
+	Confidence   *float64      `json:"confidence"`
+	Sensitivity  *string       `json:"sensitivity"`
+	Retention    *string       `json:"retention"`
+	ExpiresAt    *string       `json:"expires_at"`
+	Supersedes   []string      `json:"supersedes"`
+	SupersededBy *string       `json:"superseded_by"`
+	Links        []MemoryLink  `json:"links"`
+	Review       *MemoryReview `json:"review"`
+}
+
+type wireSource struct {
+	Type  *string `json:"type"`
+	Ref   *string `json:"ref"`
+	Quote *string `json:"quote"`
+}
+
+// DecodeImportLine strictly decodes one line of an export or of a raw
+// memory JSONL file: bounded size, unknown and duplicate keys rejected and
+// named, required fields present. The memory is not yet validated (see
+// MemoryRecord.Validate); created_at and updated_at default to now when
+// absent. It never includes field values in its errors.
+func DecodeImportLine(line []byte, now string) (ImportLine, error) {
+	if len(line) > MaxMemoryLineBytes {
+		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxMemoryLineBytes)
+	}
+	if err := scanKeys(line); err != nil {
+		return ImportLine{}, err
+	}
+	var probe struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return ImportLine{}, fmt.Errorf("decode: %w", err)
+	}
+	switch {
+	case probe.Type == nil:
+		var w wireMemory
+		if err := strictDecode(line, &w); err != nil {
+			return ImportLine{}, fmt.Errorf("memory: %w", err)
+		}
+		m, err := w.record(now)
+		return ImportLine{Memory: m}, err
+	case *probe.Type == ExportHeaderType:
+		var h struct {
+			Type              string  `json:"type"`
+			SchemaVersion     *int    `json:"schema_version"`
+			PluginVersion     *string `json:"plugin_version"`
+			CreatedAt         *string `json:"created_at"`
+			MemoryCount       *int    `json:"memory_count"`
+			SensitiveIncluded *bool   `json:"sensitive_included"`
+		}
+		if err := strictDecode(line, &h); err != nil {
+			return ImportLine{}, fmt.Errorf("export header: %w", err)
+		}
+		for _, f := range []struct {
+			name    string
+			present bool
+		}{{"schema_version", h.SchemaVersion != nil}, {"plugin_version", h.PluginVersion != nil}, {"created_at", h.CreatedAt != nil},
+			{"memory_count", h.MemoryCount != nil}, {"sensitive_included", h.SensitiveIncluded != nil}} {
+			if !f.present {
+				return ImportLine{}, fmt.Errorf("export header: missing key %q", f.name)
+			}
+		}
+		if *h.SchemaVersion != 1 {
+			return ImportLine{}, fmt.Errorf("export header: schema_version %d is not supported", *h.SchemaVersion)
+		}
+		if *h.MemoryCount < 0 {
+			return ImportLine{}, errors.New("export header: negative memory_count")
+		}
+		return ImportLine{Header: &ExportHeader{Type: h.Type, SchemaVersion: 1, PluginVersion: *h.PluginVersion,
+			CreatedAt: *h.CreatedAt, MemoryCount: *h.MemoryCount, SensitiveIncluded: *h.SensitiveIncluded}}, nil
+	case *probe.Type == ExportMemoryType:
+		var env struct {
+			Type   string          `json:"type"`
+			Memory json.RawMessage `json:"memory"`
+		}
+		if err := strictDecode(line, &env); err != nil {
+			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
+		}
+		if len(env.Memory) == 0 || string(env.Memory) == "null" {
+			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
+		}
+		var w wireMemory
+		if err := strictDecode(env.Memory, &w); err != nil {
+			return ImportLine{}, fmt.Errorf("memory: %w", err)
+		}
+		m, err := w.record(now)
+		return ImportLine{Memory: m}, err
+	default:
+		return ImportLine{}, errors.New(`unknown line type (want "tree_ring_memory_export" or "memory_event")`)
+	}
+}
+
+// strictDecode is StrictUnmarshal without its structure pass: the caller
+// has run scanKeys over the whole line.
+func strictDecode(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		const prefix = "json: unknown field "
+		if msg := err.Error(); strings.HasPrefix(msg, prefix) {
+			if k, uerr := strconv.Unquote(msg[len(prefix):]); uerr == nil {
+				return &UnknownKeyError{Key: k}
+			}
+		}
+		return fmt.Errorf("decode: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("decode: trailing data after JSON value")
+	}
+	return nil
+}
+
+// scanKeys rejects duplicate object keys (at any depth) and nesting deeper
+// than MaxDepth, as the strict codec does, in one pass without building
+// tokens. It is not a validator: the decode that follows rejects malformed
+// JSON; scanKeys only has to find keys correctly in well-formed input and
+// never fail on the rest.
+func scanKeys(b []byte) error {
+	type frame struct {
+		obj  bool
+		keys []string
+	}
+	stack := make([]frame, 0, 8)
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(stack) >= MaxDepth {
+				return fmt.Errorf("decode: nesting deeper than %d", MaxDepth)
+			}
+			stack = append(stack, frame{obj: c == '{'})
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1].obj
+		case '"':
+			j := i + 1
+			escaped := false
+			for ; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if j >= len(b) {
+				return nil // unterminated: the decoder reports it
+			}
+			if expectKey && len(stack) > 0 {
+				k := string(b[i+1 : j])
+				if escaped {
+					if err := json.Unmarshal(b[i:j+1], &k); err != nil {
+						return nil // malformed: the decoder reports it
+					}
+				}
+				top := &stack[len(stack)-1]
+				for _, prev := range top.keys {
+					if prev == k {
+						return &DuplicateKeyError{Key: k}
+					}
+				}
+				top.keys = append(top.keys, k)
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return nil
+}
+
+// record applies the published defaults.
+func (w *wireMemory) record(now string) (*MemoryRecord, error) {
+	switch {
+	case w.ID == nil:
+		return nil, errors.New(`memory: missing key "id"`)
+	case w.Summary == nil:
+		return nil, errors.New("summary is required")
+	case w.EventType == nil:
+		return nil, errors.New("event_type is required")
+	}
+	or := func(p *string, def string) string {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	r := &MemoryRecord{
+		ID: *w.ID, CreatedAt: or(w.CreatedAt, now), UpdatedAt: or(w.UpdatedAt, or(w.CreatedAt, now)),
+		Project: w.Project, AgentProfile: w.AgentProfile, WorkflowID: w.WorkflowID, SessionID: w.SessionID,
+		OperationID: w.OperationID, Scope: or(w.Scope, DefaultScope), Ring: or(w.Ring, DefaultRing),
+		EventType: *w.EventType, Summary: *w.Summary, Details: or(w.Details, ""),
+		Source: MemorySource{Type: DefaultSourceType}, Tags: nonNil(w.Tags),
+		Salience: DefaultSalience, Confidence: DefaultConfidence,
+		Sensitivity: or(w.Sensitivity, DefaultSensitivity), Retention: or(w.Retention, DefaultRetention),
+		ExpiresAt: w.ExpiresAt, Supersedes: nonNil(w.Supersedes), SupersededBy: w.SupersededBy,
+		Links: nonNilLinks(w.Links),
+	}
+	if w.Source != nil {
+		r.Source = MemorySource{Type: or(w.Source.Type, DefaultSourceType), Ref: or(w.Source.Ref, ""), Quote: or(w.Source.Quote, "")}
+	}
+	if w.Salience != nil {
+		r.Salience = *w.Salience
+	}
+	if w.Confidence != nil {
+		r.Confidence = *w.Confidence
+	}
+	if w.Review != nil {
+		r.Review = *w.Review
+	}
+	return r, nil
+}
