@@ -225,12 +225,25 @@ func (emptyKV) Delete([]byte) error                               { return error
 func (emptyKV) ForEach(_ []byte, _ func(k, v []byte) error) error { return nil }
 func (emptyKV) Body(string) []byte                                { return nil }
 
-func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, res *importResult) error {
+func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, res *importResult) (err error) {
+	scope, err := g.CLIScope()
+	if err != nil {
+		return err
+	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// A recorded run (docs/runs.md), started inside the first transaction
+	// that inserts a memory: refused input or an import of duplicates only
+	// changes nothing, not even a run record.
+	var run *Run
+	defer func() {
+		if run != nil {
+			run.End(ctx, &err)
+		}
+	}()
 	p := newPlanner()
 	var progress func(int)
 	if g.StdoutTerminal && !g.JSON {
@@ -242,8 +255,9 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 		end := min(start+importChunk, len(recs))
 		var ins []*events.MemoryRecord
 		var skipped int
+		var started *Run
 		err := st.Update(ctx, func(tx *bolt.Tx) error {
-			ins, skipped = ins[:0], 0
+			ins, skipped, started = ins[:0], 0, nil
 			kv := tx.Projection(recall.Name)
 			exists := func(id string) bool { return tx.StreamVersion(events.MemoryStream(id)) != 0 }
 			for i := start; i < end; i++ {
@@ -255,6 +269,11 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 				if !ok {
 					skipped++
 					continue
+				}
+				if run == nil && started == nil {
+					if started, err = g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdImport, Scope: scope, Stage: "append"}); err != nil {
+						return err
+					}
 				}
 				evs, err := captureEvents(g, tx, rec, events.OriginImport)
 				if err != nil {
@@ -270,6 +289,9 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 		if err != nil {
 			return err
 		}
+		if started != nil {
+			run = started
+		}
 		inserted = append(inserted, ins...)
 		res.Inserted += len(ins)
 		res.SkippedDuplicates += skipped
@@ -283,6 +305,7 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 	if len(inserted) == 0 {
 		return nil
 	}
+	run.SetItems(int64(res.Inserted))
 	return st.Update(ctx, func(tx *bolt.Tx) error {
 		kv := tx.Projection(recall.Name)
 		for _, rec := range inserted {
@@ -299,6 +322,6 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 				}
 			}
 		}
-		return nil
+		return run.FinishIn(tx, nil)
 	})
 }

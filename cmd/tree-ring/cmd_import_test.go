@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,4 +141,34 @@ func TestImportAppliesSupersedesToExistingMemories(t *testing.T) {
 		t.Fatalf("export: %s", out)
 	}
 	c.verify()
+}
+
+// TestImportAndCaptureAreRecordedRuns: an import that inserts and a capture
+// that writes are runs of the project's scope; a re-import of duplicates
+// and an exact capture retry write nothing, not even a run record.
+func TestImportAndCaptureAreRecordedRuns(t *testing.T) {
+	c := newMemCLI(t)
+	c.ok("import", rustExport)
+	capture := []string{"capture", "Prefer table tests", "--event-type", "lesson", "--project", "p",
+		"--agent-profile", "a", "--workflow-id", "w", "--session-id", "s", "--operation-id", "auto-cp7-1", "--source-ref", "agent-checkpoint:cp7"}
+	c.ok(capture...)
+	n := len(c.events())
+	c.ok("import", rustExport)
+	c.ok(capture...)
+	if len(c.events()) != n {
+		t.Fatal("a duplicate import or an exact capture retry appended")
+	}
+	var out struct {
+		Runs []struct{ Command, Status string }
+	}
+	if err := json.Unmarshal([]byte(c.ok("--json", "runs")), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out.Runs {
+		got = append(got, r.Command+" "+r.Status)
+	}
+	if !slices.Equal(got, []string{"capture succeeded", "import succeeded"}) {
+		t.Fatalf("runs %q", got)
+	}
 }

@@ -112,6 +112,15 @@ func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origi
 	if err := prepareRecord(&rec); err != nil {
 		return err
 	}
+	// capture is a recorded run (docs/runs.md); its whole work is the one
+	// transaction below, so the record rides in it.
+	var scope string
+	if origin == events.OriginCapture {
+		var err error
+		if scope, err = g.CLIScope(); err != nil {
+			return err
+		}
+	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
@@ -123,6 +132,12 @@ func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origi
 		if existing, ok, err := claimedBy(kv, tx, &rec); err != nil || ok {
 			out = existing
 			return err
+		}
+		var run *Run
+		if origin == events.OriginCapture {
+			if run, err = g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdCapture, Scope: scope, Stage: "capture"}); err != nil {
+				return err
+			}
 		}
 		if tx.StreamVersion(events.MemoryStream(rec.ID)) != 0 {
 			return fmt.Errorf("memory id %s already exists", rec.ID)
@@ -149,6 +164,10 @@ func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origi
 			}
 		}
 		out = rec
+		if run != nil {
+			run.SetItems(1)
+			return run.FinishIn(tx, nil)
+		}
 		return nil
 	})
 	if err != nil {

@@ -201,6 +201,44 @@ var ownRuns sync.Map
 // scope whose process is dead. It returns the run to end with FinishIn,
 // Finish or End.
 func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*Run, error) {
+	r, started, err := g.newRun(st, spec)
+	if err != nil {
+		return nil, err
+	}
+	var recovered int
+	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		recovered, err = r.appendStart(tx, started)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	ownRuns.Store(r.id, struct{}{})
+	g.Log.Debug().Str("run_id", r.id).Str("command", spec.Command).Str("scope", spec.Scope).
+		Int("interrupted_recovered", recovered).Msg("run started")
+	return r, nil
+}
+
+// StartRunIn records run.started inside the caller's transaction, for a
+// command whose whole work is that one transaction (capture): the run and
+// its work commit together or not at all, so the record costs no commit of
+// its own and a command that ends up writing nothing (an exact retry)
+// leaves no record. End it with FinishIn on the same tx.
+func (g *Globals) StartRunIn(tx *bolt.Tx, st *bolt.Store, spec RunSpec) (*Run, error) {
+	r, started, err := g.newRun(st, spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.appendStart(tx, started); err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	ownRuns.Store(r.id, struct{}{})
+	return r, nil
+}
+
+// newRun mints the run and its run.started event.
+func (g *Globals) newRun(st *bolt.Store, spec RunSpec) (*Run, events.Envelope, error) {
 	if spec.Stage == "" {
 		spec.Stage = "start"
 	}
@@ -215,52 +253,48 @@ func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*
 	r.stream = events.RunStream(r.id)
 	r.input.sha, r.input.chars = spec.InputSHA256, spec.InputChars
 	r.started = g.Now()
-	pid := getpid()
 	started, err := r.f.New(r.stream, events.TypeRunStarted, &events.RunStarted{
 		RunID: r.id, ScopeKey: spec.Scope, Command: spec.Command, Harness: spec.Harness,
-		Stage: spec.Stage, PID: pid, StartedAt: events.FormatRunTime(r.started),
+		Stage: spec.Stage, PID: getpid(), StartedAt: events.FormatRunTime(r.started),
 		InputSHA256: spec.InputSHA256, InputChars: spec.InputChars,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start run: %w", err)
+		return nil, events.Envelope{}, fmt.Errorf("start run: %w", err)
 	}
-	var recovered int
-	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		recovered = 0
-		running, err := projections.RunningRuns(tx.Projection(projections.RunsName), spec.Scope, runMaxRecover)
-		if err != nil {
-			return err
-		}
-		for _, rr := range running {
-			if processAlive(rr.RunID, rr.PID) {
-				continue
-			}
-			stream := events.RunStream(rr.RunID)
-			if tx.StreamVersion(stream) != 1 {
-				continue // already ended; the index will catch up
-			}
-			ev, err := r.f.New(stream, events.TypeRunInterrupted, &events.RunInterrupted{
-				RunID: rr.RunID, ScopeKey: spec.Scope, PID: rr.PID,
-				DetectedAt: events.FormatRunTime(g.Now()), DetectedByPID: pid,
-			})
-			if err != nil {
-				return fmt.Errorf("interrupt run %s: %w", rr.RunID, err)
-			}
-			if _, err := tx.Append(stream, 1, ev); err != nil {
-				return fmt.Errorf("interrupt run %s: %w", rr.RunID, err)
-			}
-			recovered++
-		}
-		_, err = tx.Append(r.stream, 0, started)
-		return err
-	})
+	return r, started, nil
+}
+
+// appendStart appends run.interrupted for the scope's dead running runs and
+// then started; it returns how many runs it closed.
+func (r *Run) appendStart(tx *bolt.Tx, started events.Envelope) (int, error) {
+	pid := getpid()
+	recovered := 0
+	running, err := projections.RunningRuns(tx.Projection(projections.RunsName), r.scope, runMaxRecover)
 	if err != nil {
-		return nil, fmt.Errorf("start run: %w", err)
+		return 0, err
 	}
-	ownRuns.Store(r.id, struct{}{})
-	g.Log.Debug().Str("run_id", r.id).Str("command", spec.Command).Str("scope", spec.Scope).
-		Int("interrupted_recovered", recovered).Msg("run started")
-	return r, nil
+	for _, rr := range running {
+		if processAlive(rr.RunID, rr.PID) {
+			continue
+		}
+		stream := events.RunStream(rr.RunID)
+		if tx.StreamVersion(stream) != 1 {
+			continue // already ended; the index will catch up
+		}
+		ev, err := r.f.New(stream, events.TypeRunInterrupted, &events.RunInterrupted{
+			RunID: rr.RunID, ScopeKey: r.scope, PID: rr.PID,
+			DetectedAt: events.FormatRunTime(r.g.Now()), DetectedByPID: pid,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("interrupt run %s: %w", rr.RunID, err)
+		}
+		if _, err := tx.Append(stream, 1, ev); err != nil {
+			return 0, fmt.Errorf("interrupt run %s: %w", rr.RunID, err)
+		}
+		recovered++
+	}
+	_, err = tx.Append(r.stream, 0, started)
+	return recovered, err
 }
 
 // processAlive is kill(pid, 0): only ESRCH means dead. EPERM (someone
