@@ -24,6 +24,7 @@ type Tx struct {
 	head   string // chain head within this tx
 	dirty  bool
 	live   []projections.Projection // projections at the head, folded inline
+	scrub  bool                     // a body was deleted: scrub free pages after commit
 }
 
 // Update runs fn in one write transaction. If fn returns an error, nothing it
@@ -32,8 +33,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.update(func(btx *bbolt.Tx) error {
+	scrub := false
+	err := s.update(func(btx *bbolt.Tx) error {
 		t := &Tx{s: s, tx: btx, events: btx.Bucket(bucketEvents), live: s.liveProjections(btx)}
+		defer func() { scrub = t.scrub }()
 		t.events.FillPercent = 1.0
 		t.head = string(btx.Bucket(bucketMeta).Get(keyChainHead))
 		if err := fn(t); err != nil {
@@ -51,6 +54,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		return btx.Bucket(bucketMeta).Put(keyChainHead, []byte(t.head))
 	})
+	if err == nil && scrub {
+		if err := s.scrubFreePages(); err != nil {
+			return fmt.Errorf("deleted body committed, but scrubbing free pages failed: %w", err)
+		}
+	}
+	return err
 }
 
 // Append appends evs to stream in one transaction; see Tx.Append.
@@ -201,11 +210,14 @@ func (t *Tx) PutBody(text []byte) (string, error) {
 }
 
 // DeleteBody removes a body for good. The events that reference its digest
-// stay, so the hash chain still verifies.
+// stay, so the hash chain still verifies. After the transaction commits,
+// Update overwrites every free page of the file (see scrubFreePages), so no
+// byte of the text remains in the ledger.
 func (t *Tx) DeleteBody(digest string) error {
 	if err := t.tx.Bucket(bucketBodies).Delete([]byte(digest)); err != nil {
 		return fmt.Errorf("delete body %.12s: %w", digest, err)
 	}
+	t.scrub = true
 	return nil
 }
 

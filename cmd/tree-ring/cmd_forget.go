@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections/recall"
+)
+
+type forgetOptions struct {
+	Mode, Reason string
+}
+
+func (o *forgetOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Mode, "mode", events.ForgetDelete, "delete (the text is erased for good) or redact (a [REDACTED] tombstone stays)")
+	fs.StringVar(&o.Reason, "reason", "", "why (required; stored only as a digest)")
+}
+
+func init() {
+	register("forget", "ID", "delete or redact a memory; its text leaves the ledger file while the hash chain still verifies", runForget)
+}
+
+func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string) error {
+	if len(args) != 1 {
+		return usagef("forget needs exactly one memory ID")
+	}
+	id := args[0]
+	if err := events.ValidMemoryID(id); err != nil {
+		return usagef("%v", err)
+	}
+	if o.Mode != events.ForgetDelete && o.Mode != events.ForgetRedact {
+		return usagef("--mode must be delete or redact")
+	}
+	if strings.TrimSpace(o.Reason) == "" {
+		return usagef("forget needs a non-blank --reason")
+	}
+	sum := sha256.Sum256([]byte(o.Reason))
+	p := events.MemoryForgotten{MemoryID: id, Mode: o.Mode, ReasonSHA256: hex.EncodeToString(sum[:]), ReasonChars: utf8.RuneCountInString(o.Reason)}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		stream := events.MemoryStream(id)
+		_, state, ok, err := recall.Lookup(tx.Projection(recall.Name), tx, id)
+		switch {
+		case err != nil:
+			return err
+		case !ok && tx.StreamVersion(stream) != 0:
+			return fmt.Errorf("memory %s was already deleted", id)
+		case !ok:
+			return fmt.Errorf("memory %s not found", id)
+		case state.Redacted && o.Mode == events.ForgetRedact:
+			return fmt.Errorf("memory %s is already redacted", id)
+		}
+		if err := tx.DeleteBody(recall.BodyDigest(tx.Projection(recall.Name), id)); err != nil {
+			return err
+		}
+		if o.Mode == events.ForgetRedact {
+			if p.RedactedSHA256, err = tx.PutBody(events.RedactedBody(id)); err != nil {
+				return err
+			}
+		}
+		e, err := g.Factory("cli").New(stream, events.TypeMemoryForgotten, &p)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Append(stream, int64(tx.StreamVersion(stream)), e)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		line, err := events.MarshalJSONLine(struct {
+			OK       bool   `json:"ok"`
+			MemoryID string `json:"memory_id"`
+		}{true, id})
+		if err != nil {
+			return err
+		}
+		_, err = g.Stdout.Write(line)
+		return err
+	}
+	_, err = fmt.Fprintf(g.Stdout, "Tree Ring Memory forget complete: %s\n", id)
+	return err
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+const rustExport = "../../testdata/memory/rust-export.jsonl"
+
+// memoryLines returns the memory lines of an export (the header carries
+// the export time).
+func memoryLines(t *testing.T, export string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(export, "\n"), "\n")
+	if !strings.HasPrefix(lines[0], `{"type":"tree_ring_memory_export","schema_version":1,`) {
+		t.Fatalf("header %q", lines[0])
+	}
+	return lines[1:]
+}
+
+func TestImportRustExportAndRoundTrip(t *testing.T) {
+	a := newMemCLI(t)
+	if out := a.ok("--json", "import", rustExport); out != `{"ok":true,"valid":6,"inserted":6,"replaced":0,"skipped_duplicates":0,"dry_run":false}`+"\n" {
+		t.Fatalf("import: %s", out)
+	}
+	a.verify()
+	// Re-import: every id is a duplicate, nothing is appended.
+	n := len(a.events())
+	if out := a.ok("import", rustExport); out != "Tree Ring Memory import complete: valid=6 inserted=0 replaced=0 skipped_duplicates=6 dry_run=false\n" {
+		t.Fatalf("re-import: %s", out)
+	}
+	if len(a.events()) != n {
+		t.Fatal("re-import appended")
+	}
+	all := a.ok("export", "--include-sensitive", "--include-superseded")
+	lines := memoryLines(t, all)
+	if len(lines) != 6 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	// Imported as published: the legacy row got its synthesized identity,
+	// timestamps are normalized, the relation survives.
+	if !strings.Contains(all, `"session_id":"legacy-session-`) || !strings.Contains(all, `"review_reason":"legacy private-scope identity synthesized during portability normalization"`) ||
+		!strings.Contains(all, `"created_at":"2026-06-01T00:00:00.000000Z"`) || !strings.Contains(all, `"superseded_by":"mem_20260716_080000_aaaaaaaaaaaa"`) {
+		t.Fatalf("export:\n%s", all)
+	}
+	// By default neither superseded nor sensitive memories are exported.
+	def := memoryLines(t, a.ok("export"))
+	if len(def) != 4 || strings.Contains(strings.Join(def, ""), "hospital") || strings.Contains(strings.Join(def, ""), "Use SQLite everywhere") {
+		t.Fatalf("default export:\n%s", strings.Join(def, "\n"))
+	}
+	// export -> import into an empty root -> export: the same memories.
+	file := filepath.Join(t.TempDir(), "a.jsonl")
+	if out := a.ok("export", "--include-sensitive", "--include-superseded", "--output", file); out != "Tree Ring Memory export complete: 6 memories\n" {
+		t.Fatalf("%q", out)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("export file: %v %v", fi.Mode(), err)
+	}
+	a.fails("file exists", "export", "--output", file)
+	b := newMemCLI(t)
+	b.ok("import", file)
+	again := b.ok("export", "--include-sensitive", "--include-superseded")
+	if !slices.Equal(memoryLines(t, again), lines) {
+		t.Fatalf("round trip differs:\n%s\nvs\n%s", again, all)
+	}
+	b.verify()
+	// And recall works on the imported store: the superseded decision is
+	// gone, the sensitive note is hidden, the scar leads a failure query.
+	out := b.ok("recall", "stale cache failure", "--project", "shop")
+	if !strings.HasPrefix(out, "mem_20260715_220233_0a1b2c3d4e5f [scar] Stale cache after deploy") {
+		t.Fatalf("recall: %q", out)
+	}
+	if out := b.ok("recall", "sqlite"); strings.Contains(out, "everywhere") || !strings.Contains(out, "Postgres") {
+		t.Fatalf("superseded recalled: %q", out)
+	}
+	if out := b.ok("recall", "hospital"); out != "" {
+		t.Fatalf("sensitive recalled: %q", out)
+	}
+	if out := b.ok("recall", "hospital", "--include-sensitive"); !strings.Contains(out, "[cambium] The on-call lead") {
+		t.Fatalf("--include-sensitive: %q", out)
+	}
+}
+
+func TestImportDryRunAndRefusals(t *testing.T) {
+	c := newMemCLI(t)
+	if out := c.ok("--json", "import", "--dry-run", rustExport); out != `{"ok":true,"valid":6,"inserted":6,"replaced":0,"skipped_duplicates":0,"dry_run":true}`+"\n" {
+		t.Fatalf("dry run: %s", out)
+	}
+	if _, err := os.Stat(c.root); !os.IsNotExist(err) {
+		t.Fatal("a dry run created the store")
+	}
+	c.ok("import", rustExport)
+	n := len(c.events())
+	if out := c.ok("import", "--dry-run", rustExport); !strings.Contains(out, "inserted=0 replaced=0 skipped_duplicates=6 dry_run=true") {
+		t.Fatalf("%q", out)
+	}
+	cases := map[string]string{
+		`{"id":"mem_x","summary":"s","event_type":"e","color":"red"}`:                                                                             `-:1: memory: unknown key "color"`,
+		`{"id":"mem_x","summary":"s","event_type":"e","ring":"bark"}`:                                                                             `-:1: invalid ring`,
+		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\nnot json":                                                                     `-:2: decode: invalid character`,
+		`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":2,"sensitive_included":false}`: `-: the header says 2 memories, the file has 0`,
+		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\n" + `{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":1,"sensitive_included":false}`:      `-:2: the export header must be the first line`,
+		"{\"id\":\"mem_y\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}\n{\"id\":\"mem_z\",\"summary\":\"two\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}": "memory mem_z: operation_id op is already bound to a different memory write",
+		`{"id":"mem_x","summary":"` + strings.Repeat("x", events.MaxMemoryLineBytes) + `","event_type":"e"}`:                                                                                                           `-:1: line longer than 1048576 bytes`,
+	}
+	for in, want := range cases {
+		r := c.run(in+"\n", "import", "-")
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, want) {
+			t.Errorf("%.80s:\n got %d %q\nwant %q", in, r.code, r.stderr, want)
+		}
+	}
+	if len(c.events()) != n {
+		t.Fatal("a refused import appended")
+	}
+	// Same operation in one namespace with the same intent: the second
+	// row is a duplicate of the first.
+	same := "{\"id\":\"mem_s1\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op2\"}\n{\"id\":\"mem_s2\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op2\"}\n"
+	if r := c.run(same, "import", "-"); r.code != 0 || !strings.Contains(r.stdout, "inserted=1 replaced=0 skipped_duplicates=1") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestImportAppliesSupersedesToExistingMemories(t *testing.T) {
+	c := newMemCLI(t)
+	old := strings.TrimSpace(c.ok("remember", "Deploy from the laptop", "--event-type", "decision", "--project", "p"))
+	line := `{"id":"mem_newer","summary":"Deploy only from CI","event_type":"decision","project":"p","supersedes":["` + old + `","mem_unknown"]}`
+	c.ok("import", "-", "--dry-run")
+	if r := c.run(line+"\n", "import", "-"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if out := c.ok("recall", "deploy"); !strings.HasPrefix(out, "mem_newer [cambium] Deploy only from CI") || strings.Contains(out, "laptop") {
+		t.Fatalf("recall: %q", out)
+	}
+	if out := c.ok("export", "--include-superseded"); !strings.Contains(out, `"superseded_by":"mem_newer"`) {
+		t.Fatalf("export: %s", out)
+	}
+	c.verify()
+}

@@ -1,0 +1,591 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MemoryRecord is the published memory model (Rust models.rs and
+// schemas/memory-event.schema.json): the shape of `remember --json`, of
+// `recall --json` results and of every `memory_event` line of an export.
+// Field order is the published one; nulls are nil pointers.
+type MemoryRecord struct {
+	ID           string       `json:"id"`
+	CreatedAt    string       `json:"created_at"`
+	UpdatedAt    string       `json:"updated_at"`
+	Project      *string      `json:"project"`
+	AgentProfile *string      `json:"agent_profile"`
+	WorkflowID   *string      `json:"workflow_id"`
+	SessionID    *string      `json:"session_id"`
+	OperationID  *string      `json:"operation_id"`
+	Scope        string       `json:"scope"`
+	Ring         string       `json:"ring"`
+	EventType    string       `json:"event_type"`
+	Summary      string       `json:"summary"`
+	Details      string       `json:"details"`
+	Source       MemorySource `json:"source"`
+	Tags         []string     `json:"tags"`
+	Salience     float64      `json:"salience"`
+	Confidence   float64      `json:"confidence"`
+	Sensitivity  string       `json:"sensitivity"`
+	Retention    string       `json:"retention"`
+	ExpiresAt    *string      `json:"expires_at"`
+	Supersedes   []string     `json:"supersedes"`
+	SupersededBy *string      `json:"superseded_by"`
+	Links        []MemoryLink `json:"links"`
+	Review       MemoryReview `json:"review"`
+}
+
+// MemorySource is where a memory came from.
+type MemorySource struct {
+	Type  string `json:"type"`
+	Ref   string `json:"ref"`
+	Quote string `json:"quote"`
+}
+
+// MemoryLink relates a memory to something else.
+type MemoryLink struct {
+	Type   string `json:"type"`
+	Target string `json:"target"`
+}
+
+// MemoryReview is the review state of a memory.
+type MemoryReview struct {
+	NeedsReview  bool    `json:"needs_review"`
+	ReviewReason *string `json:"review_reason"`
+	ReviewedAt   *string `json:"reviewed_at"`
+	ReviewedBy   *string `json:"reviewed_by"`
+}
+
+// MemoryBody is the text of a memory, stored in the bodies bucket and
+// referenced by digest. MemoryID makes every body unique to its memory, so
+// deleting one never deletes another's identical text; Nonce (random, set by
+// the writer) keeps the digest left in the immutable ledger from confirming
+// a guess of the text once the body is gone.
+type MemoryBody struct {
+	MemoryID     string       `json:"memory_id"`
+	Nonce        string       `json:"nonce"`
+	Summary      string       `json:"summary"`
+	Details      string       `json:"details"`
+	SourceRef    string       `json:"source_ref"`
+	SourceQuote  string       `json:"source_quote"`
+	Tags         []string     `json:"tags"`
+	Links        []MemoryLink `json:"links"`
+	ReviewReason string       `json:"review_reason,omitempty"`
+	ReviewedBy   string       `json:"reviewed_by,omitempty"`
+}
+
+// Memory defaults and limits. The 256-character identity limit is
+// published; the text limits are ours (the published core has none) and
+// bound what one import line or one body may hold.
+const (
+	DefaultRing        = "cambium"
+	DefaultScope       = "global"
+	DefaultSourceType  = "manual"
+	DefaultSensitivity = "normal"
+	DefaultRetention   = "normal"
+	DefaultSalience    = 0.5
+	DefaultConfidence  = 0.5
+	RedactedSummary    = "[REDACTED]"
+	RedactedEventType  = "redacted"
+
+	maxIdentityChars   = 256
+	maxSourceTypeChars = 64
+	MaxSummaryBytes    = 64 << 10
+	MaxDetailsBytes    = 256 << 10
+	MaxQuoteBytes      = 64 << 10
+	MaxSourceRefBytes  = 4096
+	MaxTags            = 64
+	MaxLinks           = 64
+	MaxLinkTargetBytes = 4096
+	MaxReviewBytes     = 4096
+)
+
+// MemoryTimeLayout is the published timestamp form: RFC 3339, UTC,
+// microseconds, suffix Z.
+const MemoryTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// FormatMemoryTime renders t in MemoryTimeLayout.
+func FormatMemoryTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(MemoryTimeLayout)
+}
+
+// ParseMemoryTime parses an RFC 3339 timestamp (any offset).
+func ParseMemoryTime(s string) (time.Time, error) {
+	if len(s) > 64 {
+		return time.Time{}, errors.New("timestamp too long")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("not an RFC 3339 timestamp")
+	}
+	return t.UTC(), nil
+}
+
+// normalizeTime returns s in MemoryTimeLayout, or an error naming the field.
+func normalizeTime(name, s string) (string, error) {
+	t, err := ParseMemoryTime(s)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return FormatMemoryTime(t), nil
+}
+
+// Str returns a pointer to s, or nil for "" (the model's null).
+func Str(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Deref returns *p, or "" for nil.
+func Deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// NewMemoryRecord returns a record with the published defaults.
+func NewMemoryRecord(id, summary, eventType string, now time.Time) MemoryRecord {
+	ts := FormatMemoryTime(now)
+	return MemoryRecord{
+		ID: id, CreatedAt: ts, UpdatedAt: ts, Scope: DefaultScope, Ring: DefaultRing,
+		EventType: eventType, Summary: summary, Source: MemorySource{Type: DefaultSourceType},
+		Tags: []string{}, Salience: DefaultSalience, Confidence: DefaultConfidence,
+		Sensitivity: DefaultSensitivity, Retention: DefaultRetention,
+		Supersedes: []string{}, Links: []MemoryLink{},
+	}
+}
+
+// NewMemoryID mints the published id form mem_<YYYYmmdd_HHMMSS>_<12 hex>.
+func NewMemoryID(now time.Time, random [6]byte) string {
+	return "mem_" + now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(random[:])
+}
+
+// Validate applies the published rules and our limits, with the published
+// error strings where there are some, and normalizes timestamps. Error
+// messages name fields, never values: a value may be private.
+func (r *MemoryRecord) Validate() error {
+	if err := ValidMemoryID(r.ID); err != nil {
+		return err
+	}
+	var err error
+	if r.CreatedAt, err = normalizeTime("created_at", r.CreatedAt); err != nil {
+		return err
+	}
+	if r.UpdatedAt, err = normalizeTime("updated_at", r.UpdatedAt); err != nil {
+		return err
+	}
+	if r.ExpiresAt != nil {
+		v, err := normalizeTime("expires_at", *r.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		r.ExpiresAt = &v
+	}
+	if r.Review.ReviewedAt != nil {
+		v, err := normalizeTime("review.reviewed_at", *r.Review.ReviewedAt)
+		if err != nil {
+			return err
+		}
+		r.Review.ReviewedAt = &v
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{
+		{"project", r.Project}, {"agent_profile", r.AgentProfile}, {"workflow_id", r.WorkflowID},
+		{"session_id", r.SessionID}, {"operation_id", r.OperationID}, {"review.reviewed_by", r.Review.ReviewedBy},
+	} {
+		if f.v == nil {
+			continue
+		}
+		if err := checkIdentity(f.name, *f.v); err != nil {
+			return err
+		}
+	}
+	if isBlank(r.Summary) {
+		return errors.New("summary is required")
+	}
+	if isBlank(r.EventType) {
+		return errors.New("event_type is required")
+	}
+	if err := checkLabel("event_type", r.EventType, maxIdentityChars); err != nil {
+		return err
+	}
+	if err := checkLabel("source.type", r.Source.Type, maxSourceTypeChars); err != nil {
+		return err
+	}
+	if err := checkEnums(r.Ring, r.Scope, r.Sensitivity, r.Retention); err != nil {
+		return err
+	}
+	if err := checkScopeIdentity(r.Scope, Deref(r.AgentProfile), Deref(r.WorkflowID), Deref(r.SessionID)); err != nil {
+		return err
+	}
+	if err := checkUnit("salience", r.Salience); err != nil {
+		return err
+	}
+	if err := checkUnit("confidence", r.Confidence); err != nil {
+		return err
+	}
+	r.Salience += 0 // -0 becomes +0, so equal scores order the same
+	r.Confidence += 0
+	for _, t := range []struct {
+		name  string
+		v     string
+		limit int
+	}{
+		{"summary", r.Summary, MaxSummaryBytes}, {"details", r.Details, MaxDetailsBytes},
+		{"source.quote", r.Source.Quote, MaxQuoteBytes}, {"review.review_reason", Deref(r.Review.ReviewReason), MaxReviewBytes},
+	} {
+		if err := checkText(t.name, t.v, t.limit); err != nil {
+			return err
+		}
+	}
+	if err := checkLine("source.ref", r.Source.Ref, MaxSourceRefBytes); err != nil {
+		return err
+	}
+	if len(r.Tags) > MaxTags {
+		return fmt.Errorf("tags has %d entries, limit %d", len(r.Tags), MaxTags)
+	}
+	for _, t := range r.Tags {
+		if isBlank(t) {
+			return errors.New("tags must not be blank")
+		}
+		if err := checkIdentity("tags", t); err != nil {
+			return err
+		}
+	}
+	if len(r.Links) > MaxLinks {
+		return fmt.Errorf("links has %d entries, limit %d", len(r.Links), MaxLinks)
+	}
+	for _, l := range r.Links {
+		if err := checkLabel("links.type", l.Type, maxSourceTypeChars); err != nil {
+			return err
+		}
+		if err := checkLine("links.target", l.Target, MaxLinkTargetBytes); err != nil {
+			return err
+		}
+	}
+	if len(r.Supersedes) > MaxMemorySupersedes {
+		return fmt.Errorf("supersedes has %d entries, limit %d", len(r.Supersedes), MaxMemorySupersedes)
+	}
+	for _, s := range r.Supersedes {
+		if err := ValidMemoryID(s); err != nil {
+			return fmt.Errorf("supersedes: %w", err)
+		}
+		if s == r.ID {
+			return errors.New("a memory cannot supersede itself")
+		}
+	}
+	if r.SupersededBy != nil {
+		if err := ValidMemoryID(*r.SupersededBy); err != nil {
+			return fmt.Errorf("superseded_by: %w", err)
+		}
+	}
+	if r.Tags == nil {
+		r.Tags = []string{}
+	}
+	if r.Supersedes == nil {
+		r.Supersedes = []string{}
+	}
+	if r.Links == nil {
+		r.Links = []MemoryLink{}
+	}
+	return nil
+}
+
+// checkIdentity is the published rule for identity fields: non-blank, no
+// control characters, at most 256 Unicode characters.
+func checkIdentity(name, v string) error {
+	if isBlank(v) {
+		return fmt.Errorf("%s must not be blank", name)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%s must be valid UTF-8", name)
+	}
+	if utf8.RuneCountInString(v) > maxIdentityChars {
+		return fmt.Errorf("%s must be at most %d characters", name, maxIdentityChars)
+	}
+	if hasControl(v) {
+		return fmt.Errorf("%s must not contain control characters", name)
+	}
+	return nil
+}
+
+// checkLabel is checkIdentity with another character limit.
+func checkLabel(name, v string, limit int) error {
+	if isBlank(v) {
+		return fmt.Errorf("%s is required", name)
+	}
+	if !utf8.ValidString(v) || hasControl(v) {
+		return fmt.Errorf("%s must not contain control characters", name)
+	}
+	if utf8.RuneCountInString(v) > limit {
+		return fmt.Errorf("%s must be at most %d characters", name, limit)
+	}
+	return nil
+}
+
+// checkLine bounds a single-line field that may be empty.
+func checkLine(name, v string, limit int) error {
+	if len(v) > limit {
+		return fmt.Errorf("%s must be at most %d bytes", name, limit)
+	}
+	if !utf8.ValidString(v) || hasControl(v) {
+		return fmt.Errorf("%s must not contain control characters", name)
+	}
+	return nil
+}
+
+// checkText bounds free text: tab and line breaks are allowed, other control
+// characters (terminal escapes, NUL) are not.
+func checkText(name, v string, limit int) error {
+	if len(v) > limit {
+		return fmt.Errorf("%s must be at most %d bytes", name, limit)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%s must be valid UTF-8", name)
+	}
+	for _, c := range v {
+		if unicode.IsControl(c) && c != '\t' && c != '\n' && c != '\r' {
+			return fmt.Errorf("%s must not contain control characters", name)
+		}
+	}
+	return nil
+}
+
+// HasControl reports whether s contains a control character (Cc).
+func HasControl(s string) bool { return hasControl(s) }
+
+func hasControl(s string) bool {
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// Split separates a validated record into the event payload and the body
+// text. The body digest is filled in; nonce must be random in production.
+func (r *MemoryRecord) Split(origin, nonce string) (MemoryCaptured, []byte) {
+	body := MemoryBody{
+		MemoryID: r.ID, Nonce: nonce, Summary: r.Summary, Details: r.Details,
+		SourceRef: r.Source.Ref, SourceQuote: r.Source.Quote, Tags: nonNil(r.Tags), Links: nonNilLinks(r.Links),
+		ReviewReason: Deref(r.Review.ReviewReason), ReviewedBy: Deref(r.Review.ReviewedBy),
+	}
+	raw := MarshalBody(&body)
+	sum := sha256.Sum256(raw)
+	p := MemoryCaptured{
+		MemoryID: r.ID, BodySHA256: hex.EncodeToString(sum[:]), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Project: Deref(r.Project), AgentProfile: Deref(r.AgentProfile), WorkflowID: Deref(r.WorkflowID),
+		SessionID: Deref(r.SessionID), OperationID: Deref(r.OperationID),
+		Scope: r.Scope, Ring: r.Ring, EventType: r.EventType, SourceType: r.Source.Type,
+		Salience: r.Salience, Confidence: r.Confidence, Sensitivity: r.Sensitivity, Retention: r.Retention,
+		ExpiresAt: Deref(r.ExpiresAt), NeedsReview: r.Review.NeedsReview, ReviewedAt: Deref(r.Review.ReviewedAt),
+		Origin: origin,
+	}
+	if len(r.Supersedes) > 0 {
+		p.Supersedes = append([]string(nil), r.Supersedes...)
+	}
+	return p, raw
+}
+
+// MarshalBody encodes a body deterministically (compact JSON, fixed order).
+func MarshalBody(b *MemoryBody) []byte {
+	c := *b
+	c.Tags, c.Links = nonNil(c.Tags), nonNilLinks(c.Links)
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		panic("events: marshal memory body: " + err.Error()) // only strings and slices: cannot fail
+	}
+	return raw
+}
+
+// UnmarshalBody decodes a stored body.
+func UnmarshalBody(raw []byte) (MemoryBody, error) {
+	var b MemoryBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return MemoryBody{}, fmt.Errorf("memory body: %w", err)
+	}
+	return b, nil
+}
+
+// JoinMemory rebuilds the published record from a payload (as folded, with
+// its current state) and its body.
+func JoinMemory(p *MemoryCaptured, supersededBy string, b *MemoryBody) MemoryRecord {
+	r := MemoryRecord{
+		ID: p.MemoryID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		Project: Str(p.Project), AgentProfile: Str(p.AgentProfile), WorkflowID: Str(p.WorkflowID),
+		SessionID: Str(p.SessionID), OperationID: Str(p.OperationID),
+		Scope: p.Scope, Ring: p.Ring, EventType: p.EventType,
+		Summary: b.Summary, Details: b.Details,
+		Source: MemorySource{Type: p.SourceType, Ref: b.SourceRef, Quote: b.SourceQuote},
+		Tags:   nonNil(b.Tags), Salience: p.Salience, Confidence: p.Confidence,
+		Sensitivity: p.Sensitivity, Retention: p.Retention, ExpiresAt: Str(p.ExpiresAt),
+		Supersedes: nonNil(p.Supersedes), SupersededBy: Str(supersededBy), Links: nonNilLinks(b.Links),
+		Review: MemoryReview{NeedsReview: p.NeedsReview, ReviewReason: Str(b.ReviewReason),
+			ReviewedAt: Str(p.ReviewedAt), ReviewedBy: Str(b.ReviewedBy)},
+	}
+	return r
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilLinks(s []MemoryLink) []MemoryLink {
+	if s == nil {
+		return []MemoryLink{}
+	}
+	return s
+}
+
+// SameWriteIntent reports whether two records carry the same write intent,
+// per the published idempotency rule: equal project, agent_profile,
+// workflow_id, session_id, operation_id, scope, ring, event_type, summary,
+// details, source, tags, salience, confidence, sensitivity, retention,
+// expires_at, supersedes and links. Ids and timestamps do not count.
+func SameWriteIntent(a, b *MemoryRecord) bool {
+	eq := func(x, y *string) bool { return Deref(x) == Deref(y) && (x == nil) == (y == nil) }
+	return eq(a.Project, b.Project) && eq(a.AgentProfile, b.AgentProfile) && eq(a.WorkflowID, b.WorkflowID) &&
+		eq(a.SessionID, b.SessionID) && eq(a.OperationID, b.OperationID) &&
+		a.Scope == b.Scope && a.Ring == b.Ring && a.EventType == b.EventType &&
+		a.Summary == b.Summary && a.Details == b.Details && a.Source == b.Source &&
+		slicesEqual(a.Tags, b.Tags) && a.Salience == b.Salience && a.Confidence == b.Confidence &&
+		a.Sensitivity == b.Sensitivity && a.Retention == b.Retention && eq(a.ExpiresAt, b.ExpiresAt) &&
+		slicesEqual(a.Supersedes, b.Supersedes) && linksEqual(a.Links, b.Links)
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func linksEqual(a, b []MemoryLink) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// OperationClaim is the published idempotency key of an operation id in its
+// (project, workflow_id, agent_profile) namespace:
+// sha256("tree-ring-operation-namespace-v1" ‖ for each of project,
+// workflow_id, agent_profile, operation_id: 0x01 ‖ u64be(len) ‖ bytes, or
+// 0x00 when null). session_id is deliberately not part of it.
+func OperationClaim(project, workflow, agent, operation string) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("tree-ring-operation-namespace-v1"))
+	var buf [9]byte
+	for _, v := range []string{project, workflow, agent, operation} {
+		if v == "" {
+			h.Write([]byte{0})
+			continue
+		}
+		buf[0] = 1
+		binary.BigEndian.PutUint64(buf[1:], uint64(len(v)))
+		h.Write(buf[:])
+		h.Write([]byte(v))
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// legacyReviewReason is appended to the review of a legacy private-scope row
+// whose identity was synthesized.
+const legacyReviewReason = "legacy private-scope identity synthesized during portability normalization"
+
+// NormalizeLegacy applies the published portability rule to a pre-0.12
+// agent, workflow or session row with a missing or blank identity: it gets
+// legacy-{scope}-{32 hex} and a review flag. It reports whether it changed r.
+func (r *MemoryRecord) NormalizeLegacy() bool {
+	var field **string
+	switch r.Scope {
+	case "agent":
+		field = &r.AgentProfile
+	case "workflow":
+		field = &r.WorkflowID
+	case "session":
+		field = &r.SessionID
+	default:
+		return false
+	}
+	if *field != nil && !isBlank(**field) {
+		return false
+	}
+	h := sha256.New()
+	h.Write([]byte("tree-ring-memory/legacy-private-scope-identity/v1"))
+	h.Write([]byte{0})
+	h.Write([]byte(r.Scope))
+	h.Write([]byte{0})
+	h.Write([]byte(r.ID))
+	v := "legacy-" + r.Scope + "-" + hex.EncodeToString(h.Sum(nil)[:16])
+	*field = &v
+	r.Review.NeedsReview = true
+	reason := legacyReviewReason
+	if r.Review.ReviewReason != nil && *r.Review.ReviewReason != "" {
+		reason = *r.Review.ReviewReason + "; " + legacyReviewReason
+	}
+	r.Review.ReviewReason = &reason
+	return true
+}
+
+// RedactPayload applies the published redaction rule to a payload: the
+// identities and supersession are cleared, a private scope becomes manual,
+// event_type becomes "redacted", the source and review are reset and the
+// sensitivity becomes private. The caller stores RedactedBody as the text.
+func RedactPayload(p MemoryCaptured, bodySHA256, at string) MemoryCaptured {
+	p.BodySHA256 = bodySHA256
+	p.Project, p.AgentProfile, p.WorkflowID, p.SessionID, p.OperationID = "", "", "", "", ""
+	switch p.Scope {
+	case "agent", "workflow", "session":
+		p.Scope = "manual"
+	}
+	p.EventType = RedactedEventType
+	p.SourceType = DefaultSourceType
+	p.NeedsReview, p.ReviewedAt = false, ""
+	p.Sensitivity = "private"
+	p.Supersedes = nil
+	p.UpdatedAt = at
+	p.Redacted = true
+	return p
+}
+
+// RedactedBody is the text that replaces a redacted memory's text.
+func RedactedBody(id string) []byte {
+	return MarshalBody(&MemoryBody{MemoryID: id, Summary: RedactedSummary})
+}
+
+// IsRedactedRow reports whether an imported row is already a redaction
+// tombstone (the published migration tombstones every '[REDACTED]' row).
+func (r *MemoryRecord) IsRedactedRow() bool { return r.Summary == RedactedSummary }

@@ -1,0 +1,304 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func validRecord() MemoryRecord {
+	r := NewMemoryRecord("mem_20261101_120000_a1b2c3d4e5f6", "Use pnpm, not npm", "decision", t0)
+	r.Project = Str("tree-ring")
+	return r
+}
+
+func TestValidateRules(t *testing.T) {
+	long := strings.Repeat("é", 257)
+	cases := []struct {
+		name string
+		edit func(r *MemoryRecord)
+		want string
+	}{
+		{"blank summary", func(r *MemoryRecord) { r.Summary = "  \t" }, "summary is required"},
+		{"blank event type", func(r *MemoryRecord) { r.EventType = " " }, "event_type is required"},
+		{"ring", func(r *MemoryRecord) { r.Ring = "bark" }, "invalid ring"},
+		{"scope", func(r *MemoryRecord) { r.Scope = "team" }, "invalid scope"},
+		{"sensitivity", func(r *MemoryRecord) { r.Sensitivity = "spicy" }, "invalid sensitivity"},
+		{"retention", func(r *MemoryRecord) { r.Retention = "forever" }, "invalid retention"},
+		{"agent scope", func(r *MemoryRecord) { r.Scope = "agent" }, "scope agent requires agent_profile"},
+		{"workflow scope", func(r *MemoryRecord) { r.Scope = "workflow" }, "scope workflow requires workflow_id"},
+		{"session scope", func(r *MemoryRecord) { r.Scope = "session" }, "scope session requires session_id"},
+		{"identity length", func(r *MemoryRecord) { r.Project = &long }, "project must be at most 256 characters"},
+		{"identity control", func(r *MemoryRecord) { r.AgentProfile = Str("a\x1bb") }, "agent_profile must not contain control characters"},
+		{"identity blank", func(r *MemoryRecord) { r.SessionID = Str(" ") }, "session_id must not be blank"},
+		{"salience", func(r *MemoryRecord) { r.Salience = 1.5 }, "salience must be a finite number between 0 and 1"},
+		{"confidence", func(r *MemoryRecord) { r.Confidence = -0.1 }, "confidence must be a finite number between 0 and 1"},
+		{"summary escape", func(r *MemoryRecord) { r.Summary = "x\x1b[2Jy" }, "summary must not contain control characters"},
+		{"bad id", func(r *MemoryRecord) { r.ID = "mem/../x" }, "memory id: byte 3 is not one of [A-Za-z0-9._:@-]"},
+		{"bad created", func(r *MemoryRecord) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
+		{"bad expiry", func(r *MemoryRecord) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
+		{"self supersede", func(r *MemoryRecord) { r.Supersedes = []string{r.ID} }, "a memory cannot supersede itself"},
+		{"tag control", func(r *MemoryRecord) { r.Tags = []string{"a\nb"} }, "tags must not contain control characters"},
+		{"ref control", func(r *MemoryRecord) { r.Source.Ref = "a\tb" }, "source.ref must not contain control characters"},
+		{"summary size", func(r *MemoryRecord) { r.Summary = strings.Repeat("x", MaxSummaryBytes+1) }, "summary must be at most 65536 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := validRecord()
+			c.edit(&r)
+			err := r.Validate()
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+	r := validRecord()
+	r.Summary = "multi\nline\tsummary"
+	r.CreatedAt = "2026-11-01T13:00:00+01:00"
+	r.Salience = -0.0
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r.CreatedAt != "2026-11-01T12:00:00.000000Z" {
+		t.Errorf("created_at not normalized: %s", r.CreatedAt)
+	}
+	r2 := validRecord()
+	r2.Project = Str(strings.Repeat("é", 256)) // 256 characters, 512 bytes: allowed
+	if err := r2.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSensitivity(t *testing.T) {
+	secrets := []string{
+		"key sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+		"worker_trcap_v1_" + strings.Repeat("ab", 32) + "_suffix",
+		"ghp_abcdefghijklmnopqrstuvwxyz0123",
+		"github_pat_abcdefghijklmnopqrstuvwxyz",
+		"AKIAABCDEFGHIJKLMNOP in ci",
+		"Authorization: bearer abcdefghijklmnopqrstuvwx.yz",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nabc",
+		"password = hunter2",
+		"export GITHUB_TOKEN=abc",
+		"DATABASE_URL='postgres://u:p@h/db'",
+		"ſecret=abc", // long s folds to s under (?i)
+	}
+	for _, s := range secrets {
+		if got := InspectText(s); got != SensitivitySecret {
+			t.Errorf("%q: got %s, want secret", s, got)
+		}
+	}
+	cats := map[string]string{
+		"was diagnosed last year":          "health",
+		"update the routing number":        "financial",
+		"the subpoena arrived":             "legal",
+		"scan of my Passport":              "personal_identifier",
+		"driver's license renewal":         "personal_identifier",
+		"salary review in March":           "financial",
+		"SSN goes in the vault":            "personal_identifier",
+		"token budget for the model is 8k": "normal",
+		"passwords are hashed with argon2": "normal",
+		"use the bearer scheme":            "normal",
+		"sk-short":                         "normal",
+		"therapy":                          "health",
+		"therapyroom":                      "normal",
+	}
+	for s, want := range cats {
+		if got := InspectText(s); got != want {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+	// A secret anywhere in a record blocks it; a category anywhere
+	// classifies it, but a declared sensitivity is kept.
+	r := validRecord()
+	r.Tags = []string{"ok", "TOKEN=abc123"}
+	if err := r.InspectSensitivity(); !errors.Is(err, ErrSecretBlocked) {
+		t.Fatalf("tag secret: %v", err)
+	}
+	r = validRecord()
+	r.Source.Ref = "notes/hospital-visit.md"
+	if err := r.InspectSensitivity(); err != nil || r.Sensitivity != "health" {
+		t.Fatalf("category: %v %s", err, r.Sensitivity)
+	}
+	r = validRecord()
+	r.Sensitivity = "secret"
+	if err := r.InspectSensitivity(); !errors.Is(err, ErrSecretBlocked) {
+		t.Fatalf("declared secret: %v", err)
+	}
+	if strings.Contains(ErrSecretBlocked.Error(), "hunter2") {
+		t.Fatal("impossible")
+	}
+}
+
+func TestOperationClaim(t *testing.T) {
+	// Recompute the published encoding by hand.
+	h := sha256.New()
+	h.Write([]byte("tree-ring-operation-namespace-v1"))
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write([]byte{1})
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field("proj")
+	h.Write([]byte{0}) // workflow null
+	field("agent")
+	field("op-1")
+	want := hex.EncodeToString(h.Sum(nil))
+	got := OperationClaim("proj", "", "agent", "op-1")
+	if hex.EncodeToString(got[:]) != want {
+		t.Fatalf("claim %x, want %s", got, want)
+	}
+	if OperationClaim("p", "", "a", "o") == OperationClaim("p", "a", "", "o") {
+		t.Fatal("null position must matter")
+	}
+}
+
+func TestSameWriteIntent(t *testing.T) {
+	a, b := validRecord(), validRecord()
+	b.ID, b.CreatedAt = "mem_other", "2027-01-01T00:00:00.000000Z"
+	if !SameWriteIntent(&a, &b) {
+		t.Fatal("ids and timestamps must not count")
+	}
+	b.SessionID = Str("s2")
+	if SameWriteIntent(&a, &b) {
+		t.Fatal("a changed session_id is a conflict")
+	}
+}
+
+func TestLegacyNormalization(t *testing.T) {
+	r := validRecord()
+	r.Scope = "agent"
+	r.Review.ReviewReason = Str("old")
+	if !r.NormalizeLegacy() {
+		t.Fatal("expected a change")
+	}
+	h := sha256.Sum256([]byte("tree-ring-memory/legacy-private-scope-identity/v1\x00agent\x00" + r.ID))
+	if want := "legacy-agent-" + hex.EncodeToString(h[:16]); Deref(r.AgentProfile) != want {
+		t.Fatalf("got %s want %s", Deref(r.AgentProfile), want)
+	}
+	if !r.Review.NeedsReview || *r.Review.ReviewReason != "old; "+legacyReviewReason {
+		t.Fatalf("review %+v", r.Review)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSplitJoinRoundTrip(t *testing.T) {
+	r := validRecord()
+	r.Tags = []string{"x", "y"}
+	r.Details = "d"
+	r.Source = MemorySource{Type: "agent", Ref: "agent-checkpoint:1", Quote: "q"}
+	r.Links = []MemoryLink{{Type: "relates", Target: "mem_x"}}
+	r.Supersedes = []string{"mem_old"}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, body := r.Split(OriginRemember, "n1")
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	if p.BodySHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatal("digest")
+	}
+	b, err := UnmarshalBody(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := JoinMemory(&p, "", &b)
+	if !SameWriteIntent(&r, &got) || got.ID != r.ID || got.CreatedAt != r.CreatedAt {
+		t.Fatalf("round trip differs:\n%+v\n%+v", r, got)
+	}
+	// The payload carries no text.
+	raw, _ := MarshalJSONLine(p)
+	for _, text := range []string{"pnpm", "agent-checkpoint", `"x"`} {
+		if strings.Contains(string(raw), text) {
+			t.Errorf("payload contains %s: %s", text, raw)
+		}
+	}
+}
+
+func TestDecodeImportLine(t *testing.T) {
+	now := "2026-11-01T12:00:00.000000Z"
+	h, err := DecodeImportLine([]byte(`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"0.15.6","created_at":"2026-09-01T00:00:00Z","memory_count":2,"sensitive_included":false}`), now)
+	if err != nil || h.Header == nil || h.Header.MemoryCount != 2 {
+		t.Fatalf("header: %v %+v", err, h)
+	}
+	m, err := DecodeImportLine([]byte(`{"type":"memory_event","memory":{"id":"mem_1","summary":"s","event_type":"lesson","source":{"type":"user"},"review":{"needs_review":true,"review_reason":null,"reviewed_at":null,"reviewed_by":null}}}`), now)
+	if err != nil || m.Memory == nil || m.Memory.Source.Type != "user" || m.Memory.Ring != "cambium" || m.Memory.CreatedAt != now || !m.Memory.Review.NeedsReview {
+		t.Fatalf("memory: %v %+v", err, m.Memory)
+	}
+	raw, err := DecodeImportLine([]byte(`{"id":"mem_2","summary":"s","event_type":"lesson","salience":0.9,"project":null}`), now)
+	if err != nil || raw.Memory.Salience != 0.9 || raw.Memory.Project != nil {
+		t.Fatalf("raw: %v %+v", err, raw.Memory)
+	}
+	bad := map[string]string{
+		`{"id":"m","summary":"s","event_type":"e","colour":1}`:                             `memory: unknown key "colour"`,
+		`{"id":"m","summary":"s","event_type":"e","source":{"kind":"x"}}`:                  `memory: unknown key "kind"`,
+		`{"id":"m","id":"n","summary":"s","event_type":"e"}`:                               `duplicate key "id"`,
+		`{"summary":"s","event_type":"e"}`:                                                 `memory: missing key "id"`,
+		`{"id":"m","event_type":"e"}`:                                                      `summary is required`,
+		`{"type":"memory_event"}`:                                                          `memory_event: missing key "memory"`,
+		`{"type":"memory_event","memory":{"id":"m","summary":"s","event_type":"e"},"x":1}`: `memory_event: unknown key "x"`,
+		`{"type":"tree_ring_memory_export","schema_version":2,"plugin_version":"x","created_at":"x","memory_count":0,"sensitive_included":false}`: `export header: schema_version 2 is not supported`,
+		`{"type":"tree_ring_memory_export","schema_version":1}`:                                                                                   `export header: missing key "plugin_version"`,
+		`{"type":"other"}`: `unknown line type (want "tree_ring_memory_export" or "memory_event")`,
+		`[1,2]`:            `decode: json: cannot unmarshal array into Go value of type struct { Type *string "json:\"type\"" }`,
+		`{"id":"m","summary":"s","event_type":"e","salience":"high"}`: `memory: decode: json: cannot unmarshal string into Go struct field wireMemory.salience of type float64`,
+	}
+	for line, want := range bad {
+		_, err := DecodeImportLine([]byte(line), now)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s:\n got %v\nwant %s", line, err, want)
+		}
+	}
+	if _, err := DecodeImportLine(make([]byte, MaxMemoryLineBytes+1), now); err == nil {
+		t.Error("oversized line accepted")
+	}
+}
+
+func FuzzDecodeImportLine(f *testing.F) {
+	f.Add([]byte(`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"0.15.6","created_at":"2026-09-01T00:00:00Z","memory_count":1,"sensitive_included":false}`))
+	f.Add([]byte(`{"type":"memory_event","memory":{"id":"mem_1","created_at":"2026-09-01T00:00:00.000000Z","updated_at":"2026-09-01T00:00:00.000000Z","project":"p","agent_profile":null,"workflow_id":null,"session_id":null,"operation_id":null,"scope":"project","ring":"scar","event_type":"warning","summary":"Avoid stale cache","details":"","source":{"type":"user","ref":"","quote":""},"tags":["cache"],"salience":0.9,"confidence":0.8,"sensitivity":"normal","retention":"normal","expires_at":null,"supersedes":[],"superseded_by":null,"links":[],"review":{"needs_review":false,"review_reason":null,"reviewed_at":null,"reviewed_by":null}}}`))
+	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","scope":"agent"}`))
+	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","links":[{"type":"t","target":"x"}]}`))
+	f.Add([]byte(`{"type":"memory_event","memory":[]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		l, err := DecodeImportLine(line, "2026-11-01T12:00:00.000000Z")
+		if err != nil {
+			return
+		}
+		if (l.Header == nil) == (l.Memory == nil) {
+			t.Fatalf("exactly one of header and memory: %+v", l)
+		}
+		if l.Memory == nil {
+			return
+		}
+		r := *l.Memory
+		if r.Validate() != nil || r.InspectSensitivity() != nil {
+			return
+		}
+		// A valid record splits into a checkable payload and joins back.
+		p, body := r.Split(OriginImport, "n")
+		if err := p.Check(); err != nil {
+			t.Fatalf("valid record, invalid payload: %v", err)
+		}
+		b, err := UnmarshalBody(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := JoinMemory(&p, Deref(r.SupersededBy), &b)
+		if !SameWriteIntent(&r, &j) {
+			t.Fatalf("split/join changed the record:\n%+v\n%+v", r, j)
+		}
+	})
+}

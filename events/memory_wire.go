@@ -1,0 +1,214 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The published JSONL export format: a header line
+//
+//	{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":…,"created_at":…,"memory_count":…,"sensitive_included":…}
+//
+// then one {"type":"memory_event","memory":{…MemoryRecord…}} per line.
+// Import also accepts raw MemoryRecord lines (no envelope), as the
+// published importer does.
+
+// Export line types.
+const (
+	ExportHeaderType = "tree_ring_memory_export"
+	ExportMemoryType = "memory_event"
+)
+
+// MaxMemoryLineBytes bounds one import line.
+const MaxMemoryLineBytes = 1 << 20
+
+// ExportHeader is the first line of an export.
+type ExportHeader struct {
+	Type              string `json:"type"`
+	SchemaVersion     int    `json:"schema_version"`
+	PluginVersion     string `json:"plugin_version"`
+	CreatedAt         string `json:"created_at"`
+	MemoryCount       int    `json:"memory_count"`
+	SensitiveIncluded bool   `json:"sensitive_included"`
+}
+
+// ExportLine is every later line of an export.
+type ExportLine struct {
+	Type   string        `json:"type"`
+	Memory *MemoryRecord `json:"memory"`
+}
+
+// MarshalJSONLine encodes v as one line of compact JSON without HTML
+// escaping (as serde_json writes it), with a trailing newline.
+func MarshalJSONLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ImportLine is one decoded import line: a header or a memory.
+type ImportLine struct {
+	Header *ExportHeader
+	Memory *MemoryRecord
+}
+
+// wireMemory mirrors MemoryRecord with every field optional, so that
+// defaults apply to absent or null fields as in the published serde model.
+type wireMemory struct {
+	ID           *string       `json:"id"`
+	CreatedAt    *string       `json:"created_at"`
+	UpdatedAt    *string       `json:"updated_at"`
+	Project      *string       `json:"project"`
+	AgentProfile *string       `json:"agent_profile"`
+	WorkflowID   *string       `json:"workflow_id"`
+	SessionID    *string       `json:"session_id"`
+	OperationID  *string       `json:"operation_id"`
+	Scope        *string       `json:"scope"`
+	Ring         *string       `json:"ring"`
+	EventType    *string       `json:"event_type"`
+	Summary      *string       `json:"summary"`
+	Details      *string       `json:"details"`
+	Source       *wireSource   `json:"source"`
+	Tags         []string      `json:"tags"`
+	Salience     *float64      `json:"salience"`
+	Confidence   *float64      `json:"confidence"`
+	Sensitivity  *string       `json:"sensitivity"`
+	Retention    *string       `json:"retention"`
+	ExpiresAt    *string       `json:"expires_at"`
+	Supersedes   []string      `json:"supersedes"`
+	SupersededBy *string       `json:"superseded_by"`
+	Links        []MemoryLink  `json:"links"`
+	Review       *MemoryReview `json:"review"`
+}
+
+type wireSource struct {
+	Type  *string `json:"type"`
+	Ref   *string `json:"ref"`
+	Quote *string `json:"quote"`
+}
+
+// DecodeImportLine strictly decodes one line of an export or of a raw
+// memory JSONL file: bounded size, unknown and duplicate keys rejected and
+// named, required fields present. The memory is not yet validated (see
+// MemoryRecord.Validate); created_at and updated_at default to now when
+// absent. It never includes field values in its errors.
+func DecodeImportLine(line []byte, now string) (ImportLine, error) {
+	if len(line) > MaxMemoryLineBytes {
+		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxMemoryLineBytes)
+	}
+	if err := checkStructure(line); err != nil {
+		return ImportLine{}, err
+	}
+	var probe struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return ImportLine{}, fmt.Errorf("decode: %w", err)
+	}
+	switch {
+	case probe.Type == nil:
+		m, err := decodeWireMemory(line, now)
+		if err != nil {
+			return ImportLine{}, err
+		}
+		return ImportLine{Memory: m}, nil
+	case *probe.Type == ExportHeaderType:
+		var h ExportHeader
+		if err := strictFields(line, &h, "type", "schema_version", "plugin_version", "created_at", "memory_count", "sensitive_included"); err != nil {
+			return ImportLine{}, fmt.Errorf("export header: %w", err)
+		}
+		if h.SchemaVersion != 1 {
+			return ImportLine{}, fmt.Errorf("export header: schema_version %d is not supported", h.SchemaVersion)
+		}
+		if h.MemoryCount < 0 {
+			return ImportLine{}, errors.New("export header: negative memory_count")
+		}
+		return ImportLine{Header: &h}, nil
+	case *probe.Type == ExportMemoryType:
+		var env struct {
+			Type   string          `json:"type"`
+			Memory json.RawMessage `json:"memory"`
+		}
+		if err := strictFields(line, &env, "type", "memory"); err != nil {
+			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
+		}
+		m, err := decodeWireMemory(env.Memory, now)
+		if err != nil {
+			return ImportLine{}, err
+		}
+		return ImportLine{Memory: m}, nil
+	default:
+		return ImportLine{}, errors.New(`unknown line type (want "tree_ring_memory_export" or "memory_event")`)
+	}
+}
+
+// strictFields decodes with StrictUnmarshal and requires every named key.
+func strictFields(raw []byte, v any, required ...string) error {
+	if err := StrictUnmarshal(raw, v); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	for _, k := range required {
+		if v, ok := keys[k]; !ok || string(v) == "null" {
+			return fmt.Errorf("missing key %q", k)
+		}
+	}
+	return nil
+}
+
+func decodeWireMemory(raw []byte, now string) (*MemoryRecord, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' {
+		return nil, errors.New("memory must be a JSON object")
+	}
+	var w wireMemory
+	if err := StrictUnmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	switch {
+	case w.ID == nil:
+		return nil, errors.New(`memory: missing key "id"`)
+	case w.Summary == nil:
+		return nil, errors.New("summary is required")
+	case w.EventType == nil:
+		return nil, errors.New("event_type is required")
+	}
+	or := func(p *string, def string) string {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	r := &MemoryRecord{
+		ID: *w.ID, CreatedAt: or(w.CreatedAt, now), UpdatedAt: or(w.UpdatedAt, or(w.CreatedAt, now)),
+		Project: w.Project, AgentProfile: w.AgentProfile, WorkflowID: w.WorkflowID, SessionID: w.SessionID,
+		OperationID: w.OperationID, Scope: or(w.Scope, DefaultScope), Ring: or(w.Ring, DefaultRing),
+		EventType: *w.EventType, Summary: *w.Summary, Details: or(w.Details, ""),
+		Source: MemorySource{Type: DefaultSourceType}, Tags: nonNil(w.Tags),
+		Salience: DefaultSalience, Confidence: DefaultConfidence,
+		Sensitivity: or(w.Sensitivity, DefaultSensitivity), Retention: or(w.Retention, DefaultRetention),
+		ExpiresAt: w.ExpiresAt, Supersedes: nonNil(w.Supersedes), SupersededBy: w.SupersededBy,
+		Links: nonNilLinks(w.Links),
+	}
+	if w.Source != nil {
+		r.Source = MemorySource{Type: or(w.Source.Type, DefaultSourceType), Ref: or(w.Source.Ref, ""), Quote: or(w.Source.Quote, "")}
+	}
+	if w.Salience != nil {
+		r.Salience = *w.Salience
+	}
+	if w.Confidence != nil {
+		r.Confidence = *w.Confidence
+	}
+	if w.Review != nil {
+		r.Review = *w.Review
+	}
+	return r, nil
+}

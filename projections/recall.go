@@ -1,0 +1,19 @@
+package projections
+
+import (
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections/recall"
+)
+
+// recallIndex adapts the recall index (package recall, which does not
+// import this package) to Projection.
+type recallIndex struct{}
+
+func (recallIndex) Name() string          { return recall.Name }
+func (recallIndex) Version() int          { return recall.Version }
+func (recallIndex) Handles(t string) bool { return recall.Handles(t) }
+func (recallIndex) Apply(kv KV, b Bodies, e *events.Envelope) error {
+	return recall.Apply(kv, b, e)
+}
+
+func init() { register(recallIndex{}) }

@@ -1,0 +1,586 @@
+// Package recall is the recall index of memories: an inline projection
+// folded from memory.captured, memory.superseded and memory.forgotten, and
+// the queries that read it: explicit recall (Recall), the startup brief and
+// task-hint recall of a preflight (Brief), and lookups for the memory
+// commands (Lookup, Claimed, Each).
+//
+// The index holds no memory text. Text lives in the ledger's bodies bucket;
+// the index keeps 64-bit token hashes, identifiers, numbers and a digest,
+// and reads bodies only for the few results it returns. All visibility,
+// sensitivity, supersession, expiry and tombstone filters are applied while
+// candidates are gathered, before the candidate limit.
+//
+// Keys (one projection bucket, byte-ordered; doc is a 4-byte big-endian
+// ordinal assigned in fold order, ^doc its complement so that newer
+// memories sort first):
+//
+//	'#' "next"                              -> next doc
+//	'm' id                                  -> doc
+//	'd' doc                                 -> hot record (fixed layout + id; see hot)
+//	'j' doc                                 -> cold record (JSON: payload and state)
+//	'k' doc                                 -> sorted distinct token hashes (8 bytes each)
+//	't' token(8) ^doc                       -> posting: flags(1) group(8)
+//	'n' token(8)                            -> posting count (4)
+//	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
+//	'o' claim(32)                           -> memory id (operation_id idempotency)
+//
+// Postings and 's' entries exist only for live memories (not superseded,
+// redacted or deleted). 's' entries, the startup brief's pre-sorted
+// candidate lists, exist only for normal-sensitivity memories with a
+// project, one list per visibility group: (project, shared scopes),
+// (project, agent), (project, workflow), (project, session).
+//
+// The fold is deterministic (no clock: expiry and recency are evaluated by
+// the queries against the `now` they are given) and uses only Get, Put and
+// Delete, so a verify re-fold into memory costs what the live fold costs.
+package recall
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// KV is the projection's key/value space (the same method set as
+// projections.KV, declared here so that this package does not import its
+// parent, which registers it).
+type KV interface {
+	Get(key []byte) []byte
+	Put(key, value []byte) error
+	Delete(key []byte) error
+	ForEach(prefix []byte, fn func(k, v []byte) error) error
+}
+
+// Bodies reads memory bodies by digest (nil when absent or deleted).
+type Bodies interface {
+	Body(sha256hex string) []byte
+}
+
+// Name is the projection's bucket name.
+const Name = "recall"
+
+// Version changes whenever the fold or the key layout changes.
+const Version = 1
+
+// Handles reports whether the fold uses events of type t.
+func Handles(t string) bool {
+	return t == events.TypeMemoryCaptured || t == events.TypeMemorySuperseded || t == events.TypeMemoryForgotten
+}
+
+const (
+	pNext  = '#'
+	pMem   = 'm'
+	pHot   = 'd'
+	pCold  = 'j'
+	pToks  = 'k'
+	pPost  = 't'
+	pCount = 'n'
+	pStart = 's'
+	pClaim = 'o'
+)
+
+var keyNext = []byte("#next")
+
+// Hot record flags (also used in posting and 's' values).
+const (
+	fSensitive  = 1 << 0 // sensitivity is not normal
+	fSuperseded = 1 << 1
+	fRedacted   = 1 << 2
+	fExpires    = 1 << 3 // expires_at is set
+)
+
+// hot is the fixed-layout part of a memory that queries read per candidate.
+//
+//	0 flags, 1 ring, 2 scope, 3 authority, 4..8 zero,
+//	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
+//	40 project, 48 agent, 56 workflow, 64 session (identity hashes), 72.. id
+type hot struct {
+	flags, ring, scope, auth byte
+	sal, conf                float64
+	created, expires         int64
+	proj, agent, wf, sess    uint64
+	id                       string
+}
+
+const hotFixed = 72
+
+func (h *hot) encode() []byte {
+	b := make([]byte, hotFixed, hotFixed+len(h.id))
+	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
+	binary.BigEndian.PutUint64(b[8:], math.Float64bits(h.sal))
+	binary.BigEndian.PutUint64(b[16:], math.Float64bits(h.conf))
+	binary.BigEndian.PutUint64(b[24:], uint64(h.created))
+	binary.BigEndian.PutUint64(b[32:], uint64(h.expires))
+	binary.BigEndian.PutUint64(b[40:], h.proj)
+	binary.BigEndian.PutUint64(b[48:], h.agent)
+	binary.BigEndian.PutUint64(b[56:], h.wf)
+	binary.BigEndian.PutUint64(b[64:], h.sess)
+	return append(b, h.id...)
+}
+
+func decodeHot(b []byte) (hot, bool) {
+	if len(b) < hotFixed {
+		return hot{}, false
+	}
+	return hot{
+		flags: b[0], ring: b[1], scope: b[2], auth: b[3],
+		sal:     math.Float64frombits(binary.BigEndian.Uint64(b[8:])),
+		conf:    math.Float64frombits(binary.BigEndian.Uint64(b[16:])),
+		created: int64(binary.BigEndian.Uint64(b[24:])),
+		expires: int64(binary.BigEndian.Uint64(b[32:])),
+		proj:    binary.BigEndian.Uint64(b[40:]),
+		agent:   binary.BigEndian.Uint64(b[48:]),
+		wf:      binary.BigEndian.Uint64(b[56:]),
+		sess:    binary.BigEndian.Uint64(b[64:]),
+		id:      string(b[hotFixed:]),
+	}, true
+}
+
+// cold is the full state of a memory minus its text.
+type cold struct {
+	events.MemoryCaptured
+	SupersededBy string `json:"superseded_by,omitempty"`
+	// Claim is the hex operation claim this memory made, kept through a
+	// redaction (which nulls operation_id) so that a delete can release it.
+	Claim string `json:"claim,omitempty"`
+}
+
+// identHash hashes an identity value; "" (null) hashes to 0.
+func identHash(kind byte, v string) uint64 {
+	if v == "" {
+		return 0
+	}
+	h := sha256.New()
+	h.Write([]byte{kind})
+	h.Write([]byte(v))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return binary.BigEndian.Uint64(sum[:8]) | 1
+}
+
+// Visibility group kinds.
+const (
+	gShared   = 's'
+	gAgent    = 'a'
+	gWorkflow = 'w'
+	gSession  = 'x'
+)
+
+// groupHash is the visibility group of (kind, project hash, identity hash).
+func groupHash(kind byte, proj, ident uint64) uint64 {
+	var b [17]byte
+	b[0] = kind
+	binary.BigEndian.PutUint64(b[1:], proj)
+	binary.BigEndian.PutUint64(b[9:], ident)
+	sum := sha256.Sum256(b[:])
+	return binary.BigEndian.Uint64(sum[:8]) | 1
+}
+
+// sharedScopes are visible to every worker of the project; the
+// agent/workflow/session fields of such a memory are provenance only.
+func isShared(scope string) bool {
+	switch scope {
+	case "global", "project", "tool", "eval", "manual", "dox", "revolve":
+		return true
+	}
+	return false
+}
+
+// group returns the visibility group of a memory, 0 for none (no project).
+func (h *hot) group() uint64 {
+	if h.proj == 0 {
+		return 0
+	}
+	switch scopeName(h.scope) {
+	case "agent":
+		return groupHash(gAgent, h.proj, h.agent)
+	case "workflow":
+		return groupHash(gWorkflow, h.proj, h.wf)
+	case "session":
+		return groupHash(gSession, h.proj, h.sess)
+	default:
+		return groupHash(gShared, h.proj, 0)
+	}
+}
+
+// Source authority by source.type, as published.
+var authorities = []struct {
+	typ string
+	v   float64
+}{{"user", 1.0}, {"contract", 0.9}, {"eval", 0.8}, {"file", 0.7}, {"tool", 0.6}, {"summary", 0.5}, {"manual", 0.4}}
+
+const authOther = 7
+
+func authorityCode(sourceType string) byte {
+	for i, a := range authorities {
+		if a.typ == sourceType {
+			return byte(i)
+		}
+	}
+	return authOther
+}
+
+func authorityValue(code byte) float64 {
+	if int(code) < len(authorities) {
+		return authorities[code].v
+	}
+	return 0.3
+}
+
+func scopeName(code byte) string {
+	if int(code) < len(events.MemoryScopes) {
+		return events.MemoryScopes[code]
+	}
+	return ""
+}
+
+func ringCode(ring string) byte   { return byte(slices.Index(events.MemoryRings, ring)) }
+func scopeCode(scope string) byte { return byte(slices.Index(events.MemoryScopes, scope)) }
+
+const (
+	ringScar      = 4 // index in events.MemoryRings
+	ringHeartwood = 3
+	ringSeed      = 5
+)
+
+// ringClass is the startup order: scar, heartwood, everything else.
+func ringClass(ring byte) byte {
+	switch ring {
+	case ringScar:
+		return 0
+	case ringHeartwood:
+		return 1
+	}
+	return 2
+}
+
+func micros(ts string) int64 {
+	t, err := events.ParseMemoryTime(ts)
+	if err != nil {
+		return 0 // unreachable: payloads are checked on intake
+	}
+	return t.UnixMicro()
+}
+
+func hotOf(p *events.MemoryCaptured, flags byte) hot {
+	h := hot{
+		flags: flags, ring: ringCode(p.Ring), scope: scopeCode(p.Scope), auth: authorityCode(p.SourceType),
+		sal: p.Salience, conf: p.Confidence, created: micros(p.CreatedAt),
+		proj: identHash('p', p.Project), agent: identHash('a', p.AgentProfile),
+		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: p.MemoryID,
+	}
+	if p.Sensitivity != events.SensitivityNormal {
+		h.flags |= fSensitive
+	}
+	if p.ExpiresAt != "" {
+		h.flags |= fExpires
+		h.expires = micros(p.ExpiresAt)
+	}
+	return h
+}
+
+func docBytes(doc uint32) []byte { return binary.BigEndian.AppendUint32(nil, doc) }
+
+func key(prefix byte, parts ...[]byte) []byte {
+	n := 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 1, n)
+	k[0] = prefix
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+func u64b(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func postingKey(tok uint64, doc uint32) []byte {
+	k := make([]byte, 13)
+	k[0] = pPost
+	binary.BigEndian.PutUint64(k[1:], tok)
+	binary.BigEndian.PutUint32(k[9:], ^doc)
+	return k
+}
+
+// startKey is the 's' key of a memory in its group: it sorts as the
+// published startup order (scar, heartwood, other; salience, confidence and
+// created_at descending; id ascending).
+func startKey(group uint64, h *hot) []byte {
+	k := make([]byte, 0, 1+8+1+24+len(h.id))
+	k = append(k, pStart)
+	k = binary.BigEndian.AppendUint64(k, group)
+	k = append(k, ringClass(h.ring))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.sal))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.conf))
+	k = binary.BigEndian.AppendUint64(k, ^(uint64(h.created) ^ 1<<63))
+	return append(k, h.id...)
+}
+
+const startFixed = 1 + 8 + 1 + 24 // prefix, group, class, sal, conf, created
+
+const startValueLen = 15
+
+func startValue(doc uint32, h *hot) []byte {
+	v := make([]byte, startValueLen)
+	binary.BigEndian.PutUint32(v, doc)
+	v[4] = h.auth
+	v[5] = h.flags
+	v[6] = h.ring
+	binary.BigEndian.PutUint64(v[7:], uint64(h.expires))
+	return v
+}
+
+// Apply folds one memory event.
+func Apply(kv KV, bodies Bodies, e *events.Envelope) error {
+	switch e.Type {
+	case events.TypeMemoryCaptured:
+		var p events.MemoryCaptured
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return fmt.Errorf("recall: %s: %w", e.Type, err)
+		}
+		return applyCaptured(kv, bodies, &p)
+	case events.TypeMemorySuperseded:
+		var p events.MemorySuperseded
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return fmt.Errorf("recall: %s: %w", e.Type, err)
+		}
+		return applySuperseded(kv, &p)
+	case events.TypeMemoryForgotten:
+		var p events.MemoryForgotten
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return fmt.Errorf("recall: %s: %w", e.Type, err)
+		}
+		return applyForgotten(kv, &p, events.FormatMemoryTime(e.RecordedAt))
+	}
+	return nil
+}
+
+func nextDoc(kv KV) (uint32, error) {
+	var doc uint32
+	if v := kv.Get(keyNext); len(v) == 4 {
+		doc = binary.BigEndian.Uint32(v)
+	}
+	if doc == math.MaxUint32 {
+		return 0, fmt.Errorf("recall: index is full")
+	}
+	return doc, kv.Put(keyNext, docBytes(doc+1))
+}
+
+func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
+	mk := key(pMem, []byte(p.MemoryID))
+	if kv.Get(mk) != nil {
+		return nil // the first capture of an id wins; commands never append a second
+	}
+	doc, err := nextDoc(kv)
+	if err != nil {
+		return err
+	}
+	var flags byte
+	if p.Redacted {
+		flags |= fRedacted
+	}
+	h := hotOf(p, flags)
+	c := cold{MemoryCaptured: *p}
+	if p.OperationID != "" {
+		claim := events.OperationClaim(p.Project, p.WorkflowID, p.AgentProfile, p.OperationID)
+		c.Claim = hex.EncodeToString(claim[:])
+		ck := key(pClaim, claim[:])
+		if kv.Get(ck) == nil { // a claim is one-way: the first memory keeps it
+			if err := kv.Put(ck, []byte(p.MemoryID)); err != nil {
+				return err
+			}
+		}
+	}
+	db := docBytes(doc)
+	if err := kv.Put(mk, db); err != nil {
+		return err
+	}
+	if err := putState(kv, db, &h, &c); err != nil {
+		return err
+	}
+	if p.Redacted {
+		return nil
+	}
+	var toks []uint64
+	if bodies != nil {
+		if raw := bodies.Body(p.BodySHA256); raw != nil {
+			b, err := events.UnmarshalBody(raw)
+			if err != nil {
+				return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
+			}
+			toks = bodyTokens(&b)
+		}
+	}
+	// A body deleted later (forget --mode delete) is absent on a re-fold:
+	// the memory is then indexed without tokens, and the forget that
+	// follows removes it, so the end state is the same as the live fold's.
+	return index(kv, doc, &h, toks)
+}
+
+// bodyTokens returns the sorted distinct token hashes of the indexed text:
+// summary, details, tags and source ref (the published FTS columns).
+func bodyTokens(b *events.MemoryBody) []uint64 {
+	var toks []uint64
+	add := func(h uint64) { toks = append(toks, h) }
+	eachToken(b.Summary, add)
+	eachToken(b.Details, add)
+	for _, t := range b.Tags {
+		eachToken(t, add)
+	}
+	eachToken(b.SourceRef, add)
+	slices.Sort(toks)
+	return slices.Compact(toks)
+}
+
+func putState(kv KV, db []byte, h *hot, c *cold) error {
+	if err := kv.Put(key(pHot, db), h.encode()); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("recall: encode %s: %w", c.MemoryID, err)
+	}
+	return kv.Put(key(pCold, db), raw)
+}
+
+// index adds a live memory's postings and startup entry.
+func index(kv KV, doc uint32, h *hot, toks []uint64) error {
+	g := h.group()
+	pv := make([]byte, 9)
+	pv[0] = h.flags & (fSensitive | fExpires)
+	binary.BigEndian.PutUint64(pv[1:], g)
+	packed := make([]byte, 0, 8*len(toks))
+	for _, t := range toks {
+		if err := kv.Put(postingKey(t, doc), pv); err != nil {
+			return err
+		}
+		if err := addCount(kv, t, 1); err != nil {
+			return err
+		}
+		packed = binary.BigEndian.AppendUint64(packed, t)
+	}
+	if len(packed) > 0 {
+		if err := kv.Put(key(pToks, docBytes(doc)), packed); err != nil {
+			return err
+		}
+	}
+	if g != 0 && h.flags&fSensitive == 0 {
+		return kv.Put(startKey(g, h), startValue(doc, h))
+	}
+	return nil
+}
+
+// deindex removes a memory's postings and startup entry. It is idempotent:
+// the token list goes with the first call.
+func deindex(kv KV, doc uint32, h *hot) error {
+	db := docBytes(doc)
+	tk := key(pToks, db)
+	packed := kv.Get(tk)
+	for i := 0; i+8 <= len(packed); i += 8 {
+		t := binary.BigEndian.Uint64(packed[i:])
+		if err := kv.Delete(postingKey(t, doc)); err != nil {
+			return err
+		}
+		if err := addCount(kv, t, -1); err != nil {
+			return err
+		}
+	}
+	if err := kv.Delete(tk); err != nil {
+		return err
+	}
+	if g := h.group(); g != 0 {
+		return kv.Delete(startKey(g, h))
+	}
+	return nil
+}
+
+func addCount(kv KV, tok uint64, d int64) error {
+	k := key(pCount, u64b(tok))
+	var n int64
+	if v := kv.Get(k); len(v) == 4 {
+		n = int64(binary.BigEndian.Uint32(v))
+	}
+	n += d
+	if n <= 0 {
+		return kv.Delete(k)
+	}
+	return kv.Put(k, binary.BigEndian.AppendUint32(nil, uint32(n)))
+}
+
+// load reads the doc, hot and cold records of id.
+func load(kv KV, id string) (uint32, hot, cold, bool, error) {
+	v := kv.Get(key(pMem, []byte(id)))
+	if len(v) != 4 {
+		return 0, hot{}, cold{}, false, nil
+	}
+	doc := binary.BigEndian.Uint32(v)
+	h, ok := decodeHot(kv.Get(key(pHot, v)))
+	if !ok {
+		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: missing hot record", id)
+	}
+	var c cold
+	if err := json.Unmarshal(kv.Get(key(pCold, v)), &c); err != nil {
+		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: cold record: %w", id, err)
+	}
+	return doc, h, c, true, nil
+}
+
+func applySuperseded(kv KV, p *events.MemorySuperseded) error {
+	doc, h, c, ok, err := load(kv, p.MemoryID)
+	if err != nil || !ok || h.flags&fRedacted != 0 {
+		return err // unknown or redacted targets are left alone
+	}
+	if err := deindex(kv, doc, &h); err != nil {
+		return err
+	}
+	h.flags |= fSuperseded
+	c.SupersededBy = p.SupersededBy
+	return putState(kv, docBytes(doc), &h, &c)
+}
+
+func applyForgotten(kv KV, p *events.MemoryForgotten, at string) error {
+	doc, h, c, ok, err := load(kv, p.MemoryID)
+	if err != nil || !ok {
+		return err
+	}
+	if err := deindex(kv, doc, &h); err != nil {
+		return err
+	}
+	db := docBytes(doc)
+	if p.Mode == events.ForgetRedact {
+		// The published redaction keeps the row as a tombstone and keeps
+		// its operation claim.
+		c.MemoryCaptured = events.RedactPayload(c.MemoryCaptured, p.RedactedSHA256, at)
+		c.SupersededBy = ""
+		nh := hotOf(&c.MemoryCaptured, fRedacted)
+		return putState(kv, db, &nh, &c)
+	}
+	// Delete: the row goes, and so do its claims (the only way to release
+	// one, as published).
+	if c.Claim != "" {
+		raw, err := hex.DecodeString(c.Claim)
+		if err != nil {
+			return fmt.Errorf("recall: %s: claim: %w", p.MemoryID, err)
+		}
+		ck := key(pClaim, raw)
+		if string(kv.Get(ck)) == p.MemoryID {
+			if err := kv.Delete(ck); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range [][]byte{key(pMem, []byte(p.MemoryID)), key(pHot, db), key(pCold, db)} {
+		if err := kv.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
