@@ -160,16 +160,16 @@ func DecodeReceipt(data []byte) (Receipt, error) {
 		return Receipt{}, malformed("larger than %d bytes", MaxReceiptBytes)
 	}
 	var raw struct {
-		SchemaVersion           *int    `json:"schema_version"`
-		ProtocolVersion         *int    `json:"protocol_version"`
-		ReceiptID               *string `json:"receipt_id"`
-		HarnessID               *string `json:"harness_id"`
-		AdapterVersion          *string `json:"adapter_version"`
-		BridgeFingerprint       *string `json:"bridge_fingerprint"`
-		StoreID                 *string `json:"store_id"`
-		ProjectRootFingerprint  *string `json:"project_root_fingerprint"`
-		WorkerKeyFingerprint    *string `json:"worker_key_fingerprint"`
-		Session                 *struct {
+		SchemaVersion          *int    `json:"schema_version"`
+		ProtocolVersion        *int    `json:"protocol_version"`
+		ReceiptID              *string `json:"receipt_id"`
+		HarnessID              *string `json:"harness_id"`
+		AdapterVersion         *string `json:"adapter_version"`
+		BridgeFingerprint      *string `json:"bridge_fingerprint"`
+		StoreID                *string `json:"store_id"`
+		ProjectRootFingerprint *string `json:"project_root_fingerprint"`
+		WorkerKeyFingerprint   *string `json:"worker_key_fingerprint"`
+		Session                *struct {
 			AgentProfile *string `json:"agent_profile"`
 			WorkflowID   *string `json:"workflow_id"`
 			SessionID    *string `json:"session_id"`
