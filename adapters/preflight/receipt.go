@@ -38,6 +38,16 @@ const TimeFormat = "2006-01-02T15:04:05Z"
 // FormatTime renders t as a receipt's recorded_at.
 func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
 
+// ParseTime parses a recorded_at in exactly the receipt format (time.Parse
+// alone would also accept a fractional second).
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(TimeFormat, s)
+	if err == nil && t.Format(TimeFormat) != s {
+		err = fmt.Errorf("recorded_at %q is not in whole seconds", s)
+	}
+	return t, err
+}
+
 // Receipt is the persisted receipt, field order as on the wire. It holds
 // no prompt, hint, recalled text, secret, absolute path or capability.
 type Receipt struct {
@@ -248,7 +258,7 @@ func DecodeReceipt(data []byte) (Receipt, error) {
 	case !safeIdent(r.Session.AgentProfile) && !subagentProfile(r.Session.AgentProfile) || !safeIdent(r.Session.WorkflowID) || !safeIdent(r.Session.SessionID):
 		return Receipt{}, malformed("session identity is not normalized")
 	}
-	if _, err := time.Parse(TimeFormat, r.RecordedAt); err != nil {
+	if _, err := ParseTime(r.RecordedAt); err != nil {
 		return Receipt{}, malformed("recorded_at is not an RFC 3339 UTC time in whole seconds")
 	}
 	return r, nil
@@ -306,7 +316,7 @@ func Verify(r Receipt, m adapters.Manifest, harness, recomputed string, now time
 	case r.Status != StatusSuccess || !fsm.Proven(fsm.State(r.State)):
 		return fail(7, "status or state")
 	}
-	at, err := time.Parse(TimeFormat, r.RecordedAt)
+	at, err := ParseTime(r.RecordedAt)
 	if err != nil || !fsm.Fresh(at, now) {
 		return fail(8, "recorded_at is in the future or older than 30 days")
 	}
