@@ -135,7 +135,7 @@ func TestParseErrorsCarryNoValues(t *testing.T) {
 
 func TestCheckContract(t *testing.T) {
 	ok := map[[3]string]bool{
-		{"codex", "direct", FormatJSON}:                     true,
+		{"codex", "direct", FormatJSON}:                    true,
 		{"claude-code", "stdin", FormatClaudeSessionStart}: true,
 		{"pi", "stdin", FormatPi}:                          true,
 		{"agent-zero", "stdin", FormatJSON}:                true,

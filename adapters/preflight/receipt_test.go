@@ -133,14 +133,24 @@ func TestVerifyEightRules(t *testing.T) {
 		{1, func(_ *Receipt, m *adapters.Manifest, _ *string, _ *time.Time) { m.ProtocolVersion = 2 }},
 		{2, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.HarnessID = "codex" }},
 		{3, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.AdapterVersion = "3" }},
-		{4, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.StoreID = "11234567-89ab-4def-8123-456789abcdef" }},
-		{5, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.ProjectRootFingerprint = strings.Repeat("c", 64) }},
-		{6, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.BridgeFingerprint = strings.Repeat("d", 64) }},
+		{4, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) {
+			r.StoreID = "11234567-89ab-4def-8123-456789abcdef"
+		}},
+		{5, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) {
+			r.ProjectRootFingerprint = strings.Repeat("c", 64)
+		}},
+		{6, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) {
+			r.BridgeFingerprint = strings.Repeat("d", 64)
+		}},
 		{6, func(_ *Receipt, _ *adapters.Manifest, disk *string, _ *time.Time) { *disk = strings.Repeat("d", 64) }},
 		{7, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.Status = "failed" }},
-		{7, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) { r.State = string(fsm.ConfiguredAwaitingProof) }},
+		{7, func(r *Receipt, _ *adapters.Manifest, _ *string, _ *time.Time) {
+			r.State = string(fsm.ConfiguredAwaitingProof)
+		}},
 		{8, func(_ *Receipt, _ *adapters.Manifest, _ *string, now *time.Time) { *now = now.Add(24 * time.Hour * 30) }},
-		{8, func(_ *Receipt, _ *adapters.Manifest, _ *string, now *time.Time) { *now = time.Date(2026, 8, 13, 11, 59, 59, 0, time.UTC) }},
+		{8, func(_ *Receipt, _ *adapters.Manifest, _ *string, now *time.Time) {
+			*now = time.Date(2026, 8, 13, 11, 59, 59, 0, time.UTC)
+		}},
 	}
 	for i, c := range cases {
 		r, mm, disk, at := testReceipt(), m, fp, now
