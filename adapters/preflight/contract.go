@@ -66,11 +66,30 @@ func Check(root *adapters.ProjectRoot, m adapters.Manifest, a *adapters.Adapter,
 	if err != nil {
 		return c, fmt.Errorf("inspect the %s bridge: %w", a.ID, err)
 	}
-	c.Recomputed, c.Changed = disk.BridgeFingerprint, changed
+	c.Recomputed, c.Changed = disk.BridgeFingerprint, ChangedPaths(rec, disk, changed)
 	if disk.BridgeFingerprint != rec.BridgeFingerprint {
-		return c, &BridgeChangedError{Paths: changed}
+		return c, &BridgeChangedError{Paths: c.Changed}
 	}
 	return c, nil
+}
+
+// ChangedPaths lists the paths whose material on disk (disk, from
+// adapters.DiskRecord, with its missing paths) differs from the record,
+// sorted and unique.
+func ChangedPaths(rec, disk adapters.Record, missing []string) []string {
+	out := slices.Clone(missing)
+	for _, f := range rec.OwnedFiles {
+		if !slices.Contains(disk.OwnedFiles, f) && !slices.Contains(out, f.Path) {
+			out = append(out, f.Path)
+		}
+	}
+	for _, b := range rec.ManagedBlocks {
+		if !slices.Contains(disk.ManagedBlocks, b) && !slices.Contains(out, b.Path) {
+			out = append(out, b.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Current reports whether a manifest record states the registry's adapter

@@ -335,12 +335,12 @@ func (h *harnessEval) assess(g *Globals, pr *project, ev *evaluation, m adapters
 		return
 	}
 	disk, changed, err := adapters.DiskRecord(pr.root, a.ID, h.record)
-	h.recomputed, h.changed = disk.BridgeFingerprint, changed
+	h.recomputed, h.changed = disk.BridgeFingerprint, preflight.ChangedPaths(h.record, disk, changed)
 	if err != nil || disk.BridgeFingerprint != h.record.BridgeFingerprint {
 		h.bridge = "changed"
 		next := activation.NextReview(a.ID)
-		if len(changed) > 0 {
-			next += " Changed on disk: " + strings.Join(changed, ", ") + "."
+		if len(h.changed) > 0 {
+			next += " Changed on disk: " + strings.Join(h.changed, ", ") + "."
 		}
 		set(fsm.NeedsUserReview, next)
 		return
