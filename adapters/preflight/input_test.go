@@ -127,9 +127,16 @@ func TestParseErrorsCarryNoValues(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
-	_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","`+canary+`/k":"`+canary+`"}`))
-	if err == nil || strings.Contains(err.Error(), canary) {
-		t.Errorf("pi unknown key: %v", err)
+	for _, key := range []string{canary + "/k", canary, "Session-" + canary} {
+		_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","`+key+`":"`+canary+`"}`))
+		if err == nil || strings.Contains(err.Error(), canary) {
+			t.Errorf("pi unknown key: %v", err)
+		}
+	}
+	// A key that looks like a field name is named precisely.
+	_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","prompt":"`+canary+`"}`))
+	if err == nil || !strings.Contains(err.Error(), `invalid adapter preflight stdin fields ("prompt")`) || strings.Contains(err.Error(), canary) {
+		t.Errorf("pi prompt key: %v", err)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // maxDepth bounds the nesting of a stdin document. Real clients nest three
@@ -248,18 +250,23 @@ func unquote(raw []byte) (string, error) {
 	return s, nil
 }
 
-// named renders a key for an error message: keys are chosen by whoever
-// wrote the document, so only a short plain identifier is echoed; anything
-// else could carry a value (a path, a secret) and is not repeated.
+// named renders a key for an error message. Keys are chosen by whoever
+// wrote the document, so only what looks like a field name (at most 40
+// bytes of lowercase letters, digits and '_', normal sensitivity) is
+// echoed; anything else could carry a value (a path, an id, a secret) and
+// is not repeated.
 func named(key string) string {
-	if key == "" || len(key) > 64 {
+	if key == "" || len(key) > 40 {
 		return ""
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
 			return ""
 		}
+	}
+	if events.InspectText(key) != events.SensitivityNormal {
+		return ""
 	}
 	return fmt.Sprintf(" (%q)", key)
 }
