@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,22 +64,23 @@ type MemoryReview struct {
 	ReviewedBy   *string `json:"reviewed_by"`
 }
 
-// MemoryBody is the text of a memory, stored in the bodies bucket and
-// referenced by digest. MemoryID makes every body unique to its memory, so
-// deleting one never deletes another's identical text; Nonce (random, set by
-// the writer) keeps the digest left in the immutable ledger from confirming
-// a guess of the text once the body is gone.
+// MemoryBody is the text of a memory, stored in the bodies bucket (in the
+// form of memory_body.go) and referenced by digest. MemoryID makes every
+// body unique to its memory, so deleting one never deletes another's
+// identical text; Nonce (random, set by the writer) keeps the digest left
+// in the immutable ledger from confirming a guess of the text once the
+// body is gone.
 type MemoryBody struct {
-	MemoryID     string       `json:"memory_id"`
-	Nonce        string       `json:"nonce"`
-	Summary      string       `json:"summary"`
-	Details      string       `json:"details"`
-	SourceRef    string       `json:"source_ref"`
-	SourceQuote  string       `json:"source_quote"`
-	Tags         []string     `json:"tags"`
-	Links        []MemoryLink `json:"links"`
-	ReviewReason string       `json:"review_reason,omitempty"`
-	ReviewedBy   string       `json:"reviewed_by,omitempty"`
+	MemoryID     string
+	Nonce        string
+	Summary      string
+	Details      string
+	SourceRef    string
+	SourceQuote  string
+	Tags         []string
+	Links        []MemoryLink
+	ReviewReason string
+	ReviewedBy   string
 }
 
 // Memory defaults and limits. The 256-character identity limit is
@@ -292,6 +292,9 @@ func (r *MemoryRecord) Validate() error {
 		if err := ValidMemoryID(*r.SupersededBy); err != nil {
 			return fmt.Errorf("superseded_by: %w", err)
 		}
+		if *r.SupersededBy == r.ID {
+			return errors.New("a memory cannot supersede itself")
+		}
 	}
 	if r.Tags == nil {
 		r.Tags = []string{}
@@ -402,26 +405,6 @@ func (r *MemoryRecord) Split(origin, nonce string) (MemoryCaptured, []byte) {
 		p.Supersedes = append([]string(nil), r.Supersedes...)
 	}
 	return p, raw
-}
-
-// MarshalBody encodes a body deterministically (compact JSON, fixed order).
-func MarshalBody(b *MemoryBody) []byte {
-	c := *b
-	c.Tags, c.Links = nonNil(c.Tags), nonNilLinks(c.Links)
-	raw, err := json.Marshal(&c)
-	if err != nil {
-		panic("events: marshal memory body: " + err.Error()) // only strings and slices: cannot fail
-	}
-	return raw
-}
-
-// UnmarshalBody decodes a stored body.
-func UnmarshalBody(raw []byte) (MemoryBody, error) {
-	var b MemoryBody
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return MemoryBody{}, fmt.Errorf("memory body: %w", err)
-	}
-	return b, nil
 }
 
 // JoinMemory rebuilds the published record from a payload (as folded, with

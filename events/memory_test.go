@@ -1,9 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -44,6 +46,7 @@ func TestValidateRules(t *testing.T) {
 		{"bad created", func(r *MemoryRecord) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
 		{"bad expiry", func(r *MemoryRecord) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
 		{"self supersede", func(r *MemoryRecord) { r.Supersedes = []string{r.ID} }, "a memory cannot supersede itself"},
+		{"self superseded", func(r *MemoryRecord) { r.SupersededBy = &r.ID }, "a memory cannot supersede itself"},
 		{"tag control", func(r *MemoryRecord) { r.Tags = []string{"a\nb"} }, "tags must not contain control characters"},
 		{"ref control", func(r *MemoryRecord) { r.Source.Ref = "a\tb" }, "source.ref must not contain control characters"},
 		{"summary size", func(r *MemoryRecord) { r.Summary = strings.Repeat("x", MaxSummaryBytes+1) }, "summary must be at most 65536 bytes"},
@@ -272,7 +275,16 @@ func FuzzDecodeImportLine(f *testing.F) {
 	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","scope":"agent"}`))
 	f.Add([]byte(`{"id":"m","summary":"s","event_type":"e","links":[{"type":"t","target":"x"}]}`))
 	f.Add([]byte(`{"type":"memory_event","memory":[]}`))
+	f.Add([]byte(`{"a":{"b":1,"\u0062":2}}`))
+	f.Add([]byte(`{"a":[{"k":1},{"k":2}],"a\"":3}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// On valid JSON the one-pass key scan agrees with the strict
+		// codec's structure check.
+		if json.Valid(line) {
+			if a, b := scanKeys(line), checkStructure(line); (a == nil) != (b == nil) || a != nil && a.Error() != b.Error() {
+				t.Fatalf("scanKeys %v, checkStructure %v", a, b)
+			}
+		}
 		l, err := DecodeImportLine(line, "2026-11-01T12:00:00.000000Z")
 		if err != nil {
 			return
@@ -299,6 +311,39 @@ func FuzzDecodeImportLine(f *testing.F) {
 		j := JoinMemory(&p, Deref(r.SupersededBy), &b)
 		if !SameWriteIntent(&r, &j) {
 			t.Fatalf("split/join changed the record:\n%+v\n%+v", r, j)
+		}
+	})
+}
+
+func TestBodyRoundTrip(t *testing.T) {
+	b := MemoryBody{MemoryID: "mem_1", Nonce: "n", Summary: "界 summary", Details: "d\nd", SourceRef: "r", SourceQuote: "q",
+		Tags: []string{"a", "bb"}, Links: []MemoryLink{{"t", "x"}}, ReviewReason: "why", ReviewedBy: "me"}
+	raw := MarshalBody(&b)
+	got, err := UnmarshalBody(raw)
+	if err != nil || got.Summary != b.Summary || got.ReviewedBy != "me" || len(got.Tags) != 2 || got.Tags[1] != "bb" || got.Links[0] != b.Links[0] {
+		t.Fatalf("%v %+v", err, got)
+	}
+	for i := range raw {
+		if _, err := ParseBody(raw[:i]); err == nil {
+			t.Fatalf("truncated body at %d parsed", i)
+		}
+	}
+	if _, err := ParseBody(append(bytes.Clone(raw), 0)); err == nil {
+		t.Fatal("trailing byte accepted")
+	}
+}
+
+func FuzzParseBody(f *testing.F) {
+	f.Add(MarshalBody(&MemoryBody{MemoryID: "m", Summary: "s", Tags: []string{"t"}, Links: []MemoryLink{{"a", "b"}}}))
+	f.Add([]byte("TRB1\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := ParseBody(raw)
+		if err != nil {
+			return
+		}
+		b := v.Body()
+		if again := MarshalBody(&b); !bytes.Equal(again, raw) {
+			t.Fatalf("re-encoding differs")
 		}
 	})
 }

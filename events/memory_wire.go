@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 )
 
 // The published JSONL export format: a header line
@@ -102,7 +105,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	if len(line) > MaxMemoryLineBytes {
 		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxMemoryLineBytes)
 	}
-	if err := checkStructure(line); err != nil {
+	if err := scanKeys(line); err != nil {
 		return ImportLine{}, err
 	}
 	var probe struct {
@@ -113,66 +116,146 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	}
 	switch {
 	case probe.Type == nil:
-		m, err := decodeWireMemory(line, now)
-		if err != nil {
-			return ImportLine{}, err
+		var w wireMemory
+		if err := strictDecode(line, &w); err != nil {
+			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
-		return ImportLine{Memory: m}, nil
+		m, err := w.record(now)
+		return ImportLine{Memory: m}, err
 	case *probe.Type == ExportHeaderType:
-		var h ExportHeader
-		if err := strictFields(line, &h, "type", "schema_version", "plugin_version", "created_at", "memory_count", "sensitive_included"); err != nil {
+		var h struct {
+			Type              string  `json:"type"`
+			SchemaVersion     *int    `json:"schema_version"`
+			PluginVersion     *string `json:"plugin_version"`
+			CreatedAt         *string `json:"created_at"`
+			MemoryCount       *int    `json:"memory_count"`
+			SensitiveIncluded *bool   `json:"sensitive_included"`
+		}
+		if err := strictDecode(line, &h); err != nil {
 			return ImportLine{}, fmt.Errorf("export header: %w", err)
 		}
-		if h.SchemaVersion != 1 {
-			return ImportLine{}, fmt.Errorf("export header: schema_version %d is not supported", h.SchemaVersion)
+		for _, f := range []struct {
+			name    string
+			present bool
+		}{{"schema_version", h.SchemaVersion != nil}, {"plugin_version", h.PluginVersion != nil}, {"created_at", h.CreatedAt != nil},
+			{"memory_count", h.MemoryCount != nil}, {"sensitive_included", h.SensitiveIncluded != nil}} {
+			if !f.present {
+				return ImportLine{}, fmt.Errorf("export header: missing key %q", f.name)
+			}
 		}
-		if h.MemoryCount < 0 {
+		if *h.SchemaVersion != 1 {
+			return ImportLine{}, fmt.Errorf("export header: schema_version %d is not supported", *h.SchemaVersion)
+		}
+		if *h.MemoryCount < 0 {
 			return ImportLine{}, errors.New("export header: negative memory_count")
 		}
-		return ImportLine{Header: &h}, nil
+		return ImportLine{Header: &ExportHeader{Type: h.Type, SchemaVersion: 1, PluginVersion: *h.PluginVersion,
+			CreatedAt: *h.CreatedAt, MemoryCount: *h.MemoryCount, SensitiveIncluded: *h.SensitiveIncluded}}, nil
 	case *probe.Type == ExportMemoryType:
 		var env struct {
 			Type   string          `json:"type"`
 			Memory json.RawMessage `json:"memory"`
 		}
-		if err := strictFields(line, &env, "type", "memory"); err != nil {
+		if err := strictDecode(line, &env); err != nil {
 			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
 		}
-		m, err := decodeWireMemory(env.Memory, now)
-		if err != nil {
-			return ImportLine{}, err
+		if len(env.Memory) == 0 || string(env.Memory) == "null" {
+			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
 		}
-		return ImportLine{Memory: m}, nil
+		var w wireMemory
+		if err := strictDecode(env.Memory, &w); err != nil {
+			return ImportLine{}, fmt.Errorf("memory: %w", err)
+		}
+		m, err := w.record(now)
+		return ImportLine{Memory: m}, err
 	default:
 		return ImportLine{}, errors.New(`unknown line type (want "tree_ring_memory_export" or "memory_event")`)
 	}
 }
 
-// strictFields decodes with StrictUnmarshal and requires every named key.
-func strictFields(raw []byte, v any, required ...string) error {
-	if err := StrictUnmarshal(raw, v); err != nil {
-		return err
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &keys); err != nil {
+// strictDecode is StrictUnmarshal without its structure pass: the caller
+// has run scanKeys over the whole line.
+func strictDecode(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		const prefix = "json: unknown field "
+		if msg := err.Error(); strings.HasPrefix(msg, prefix) {
+			if k, uerr := strconv.Unquote(msg[len(prefix):]); uerr == nil {
+				return &UnknownKeyError{Key: k}
+			}
+		}
 		return fmt.Errorf("decode: %w", err)
 	}
-	for _, k := range required {
-		if v, ok := keys[k]; !ok || string(v) == "null" {
-			return fmt.Errorf("missing key %q", k)
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("decode: trailing data after JSON value")
+	}
+	return nil
+}
+
+// scanKeys rejects duplicate object keys (at any depth) and nesting deeper
+// than MaxDepth, as the strict codec does, in one pass without building
+// tokens. It is not a validator: the decode that follows rejects malformed
+// JSON; scanKeys only has to find keys correctly in well-formed input and
+// never fail on the rest.
+func scanKeys(b []byte) error {
+	type frame struct {
+		obj  bool
+		keys []string
+	}
+	stack := make([]frame, 0, 8)
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(stack) >= MaxDepth {
+				return fmt.Errorf("decode: nesting deeper than %d", MaxDepth)
+			}
+			stack = append(stack, frame{obj: c == '{'})
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1].obj
+		case '"':
+			j := i + 1
+			escaped := false
+			for ; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if j >= len(b) {
+				return nil // unterminated: the decoder reports it
+			}
+			if expectKey && len(stack) > 0 {
+				k := string(b[i+1 : j])
+				if escaped {
+					if err := json.Unmarshal(b[i:j+1], &k); err != nil {
+						return nil // malformed: the decoder reports it
+					}
+				}
+				top := &stack[len(stack)-1]
+				for _, prev := range top.keys {
+					if prev == k {
+						return &DuplicateKeyError{Key: k}
+					}
+				}
+				top.keys = append(top.keys, k)
+				expectKey = false
+			}
+			i = j
 		}
 	}
 	return nil
 }
 
-func decodeWireMemory(raw []byte, now string) (*MemoryRecord, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' {
-		return nil, errors.New("memory must be a JSON object")
-	}
-	var w wireMemory
-	if err := StrictUnmarshal(raw, &w); err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
-	}
+// record applies the published defaults.
+func (w *wireMemory) record(now string) (*MemoryRecord, error) {
 	switch {
 	case w.ID == nil:
 		return nil, errors.New(`memory: missing key "id"`)

@@ -192,39 +192,40 @@ func hintRecall(ctx context.Context, kv KV, bodies Bodies, hint string, s Scope,
 	if len(q.terms) == 0 {
 		return nil, nil
 	}
-	nowUS := now.UnixMicro()
-	accept := func(doc uint32, pv []byte) (hot, bool, error) {
-		if pv[0]&fSensitive != 0 || !slices.Contains(groups, binary.BigEndian.Uint64(pv[1:])) {
-			return hot{}, false, nil
-		}
-		h, err := hotOfDoc(kv, doc)
-		if err != nil {
-			return hot{}, false, err
-		}
-		return h, h.flags&(fSuperseded|fRedacted|fSensitive) == 0 && !expired(&h, nowUS), nil
+	f := filter{
+		valueOK: func(p *posting) bool { return p.flags&fSensitive == 0 && slices.Contains(groups, p.group) },
+		now:     now.UnixMicro(),
 	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), accept)
+	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &f)
 	if err != nil {
 		return nil, err
 	}
-	return rank(kv, bodies, cands, &q, limit, now, s.visible)
+	return rankPostings(kv, bodies, cands, &q, limit, now, s.visible)
+}
+
+// startEntry is a decoded 's' entry; id aliases the key (valid during the
+// read transaction).
+type startEntry struct {
+	class, ring, auth, flags byte
+	sal, conf                float64
+	created, expires         int64
+	doc                      uint32
+	id                       []byte
 }
 
 // startupRecall reads each visible group's pre-sorted 's' list up to the
-// candidate limit (skipping expired entries), merges them in the published
-// order and keeps the first limit×128 (clamped) as candidates.
+// candidate limit (skipping expired entries), merges the lists in the
+// published order, scores the first limit×128 (clamped) as they come and
+// keeps the best. The entries carry every factor of the startup score, so
+// no hot record is read; records are read for the winners only.
 func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []uint64, limit int, now time.Time) ([]ranked, error) {
 	limitC := candidateCap(limit)
 	nowUS := now.UnixMicro()
-	type entry struct {
-		order []byte // the key after the group: the published order
-		c     candidate
-	}
-	var all []entry
+	lists := make([][]startEntry, 0, len(groups))
 	for _, g := range groups {
-		n := 0
+		var list []startEntry
 		err := kv.ForEach(key(pStart, u64b(g)), func(k, v []byte) error {
-			if n&1023 == 1023 {
+			if len(list)&1023 == 1023 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -232,19 +233,19 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 			if len(k) <= startFixed || len(v) != startValueLen {
 				return errors.New("recall: malformed startup entry")
 			}
-			h := hot{
-				flags: v[5], ring: v[6], auth: v[4],
+			e := startEntry{
+				class: k[9], flags: v[5], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
 				sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
 				conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
 				created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
 				expires: int64(binary.BigEndian.Uint64(v[7:])),
-				id:      string(k[startFixed:]),
+				id:      k[startFixed:],
 			}
-			if expired(&h, nowUS) {
+			if e.flags&fExpires != 0 && e.expires <= nowUS {
 				return nil
 			}
-			all = append(all, entry{order: bytes.Clone(k[9:]), c: candidate{doc: binary.BigEndian.Uint32(v), h: h}})
-			if n++; n == limitC {
+			list = append(list, e)
+			if len(list) == limitC {
 				return errStop
 			}
 			return nil
@@ -252,18 +253,73 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 		if err != nil && err != errStop {
 			return nil, err
 		}
+		lists = append(lists, list)
 	}
-	if len(groups) > 1 {
-		slices.SortFunc(all, func(a, b entry) int { return bytes.Compare(a.order, b.order) })
+	var excluded map[uint32]bool
+	for {
+		var top []ranked
+		pos := make([]int, len(lists))
+		for n := 0; n < limitC; n++ {
+			// k-way merge: the next entry in the published order.
+			best := -1
+			for i, l := range lists {
+				if pos[i] < len(l) && (best < 0 || startBefore(&l[pos[i]], &lists[best][pos[best]])) {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			e := &lists[best][pos[best]]
+			pos[best]++
+			if excluded[e.doc] {
+				continue
+			}
+			f := factors{textual: 0.1, sal: e.sal, conf: e.conf, recency: recency(e.created, nowUS), auth: authorityValue(e.auth)}
+			switch e.ring {
+			case ringScar:
+				f.startBonus = 0.20
+			case ringHeartwood:
+				f.startBonus = 0.15
+			}
+			sc := f.score()
+			if len(top) == limit && byScoreBytes(sc, e.id, top[limit-1].score, top[limit-1].id) >= 0 {
+				continue
+			}
+			top = insertTop(top, ranked{doc: e.doc, id: string(e.id), score: sc, fact: f}, limit)
+		}
+		ok, err := materializeTop(kv, bodies, top, s.visible, &excluded)
+		if err != nil || ok {
+			return top, err
+		}
 	}
-	if len(all) > limitC {
-		all = all[:limitC]
+}
+
+// startBefore is the order of 's' keys after the group: ring class, then
+// salience, confidence and created_at descending, then id.
+func startBefore(a, b *startEntry) bool {
+	switch {
+	case a.class != b.class:
+		return a.class < b.class
+	case a.sal != b.sal:
+		return a.sal > b.sal
+	case a.conf != b.conf:
+		return a.conf > b.conf
+	case a.created != b.created:
+		return a.created > b.created
 	}
-	cands := make([]candidate, len(all))
-	for i := range all {
-		cands[i] = all[i].c
+	return bytes.Compare(a.id, b.id) < 0
+}
+
+// byScoreBytes is byScore with the first id as bytes.
+func byScoreBytes(sa float64, ida []byte, sb float64, idb string) int {
+	switch {
+	case sa > sb:
+		return -1
+	case sa < sb:
+		return 1
 	}
-	return rank(kv, bodies, cands, nil, limit, now, s.visible)
+	return bytes.Compare(ida, []byte(idb))
 }
 
 // render builds the context from ranked results, as published: only safe

@@ -11,18 +11,30 @@
 // candidates are gathered, before the candidate limit.
 //
 // Keys (one projection bucket, byte-ordered; doc is a 4-byte big-endian
-// ordinal assigned in fold order, ^doc its complement so that newer
-// memories sort first):
+// ordinal assigned in fold order, so a larger doc is a newer memory):
 //
-//	'#' "next"                              -> next doc
-//	'm' id                                  -> doc
-//	'd' doc                                 -> hot record (fixed layout + id; see hot)
-//	'j' doc                                 -> cold record (JSON: payload and state)
-//	'k' doc                                 -> sorted distinct token hashes (8 bytes each)
-//	't' token(8) ^doc                       -> posting: flags(1) group(8)
-//	'n' token(8)                            -> posting count (4)
+//	'#' "next"                    -> next doc
+//	'm' id                        -> doc
+//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
+//	'j' doc                       -> cold record (JSON: payload and state)
+//	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
+//	'n' token(8)                  -> posting count(4)
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
-//	'o' claim(32)                           -> memory id (operation_id idempotency)
+//	'o' claim(32)                 -> memory id (operation_id idempotency)
+//
+// A posting (20 bytes) is doc(4) flags(1) group(8) and a rounded-up copy
+// of the memory's static score factors: salience and confidence in
+// 1/255 steps (1 each), ring and authority (1), created_at in minutes
+// since 1970 (4). Queries rank from these upper bounds and read a
+// memory's hot record and body only when it can still enter the results.
+//
+// A token's postings are grouped in blocks by doc range, newest range
+// first, so a prefix walk visits memories newest first. A capture updates
+// one block value per token rather than inserting a key per posting: bbolt
+// does not split nodes inside a transaction, and one key per posting made
+// a bulk import quadratic. A posting's block depends on its doc only, not
+// on history, so a re-fold that never saw a since-deleted body produces
+// the same blocks.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -36,6 +48,7 @@
 package recall
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -78,11 +91,16 @@ const (
 	pMem   = 'm'
 	pHot   = 'd'
 	pCold  = 'j'
-	pToks  = 'k'
 	pPost  = 't'
-	pCount = 'n'
 	pStart = 's'
 	pClaim = 'o'
+)
+
+// Posting blocks.
+const (
+	postingLen = 20 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4)
+	blockShift = 6  // a block holds the postings of 64 consecutive docs
+	pCount     = 'n'
 )
 
 var keyNext = []byte("#next")
@@ -95,24 +113,33 @@ const (
 	fExpires    = 1 << 3 // expires_at is set
 )
 
-// hot is the fixed-layout part of a memory that queries read per candidate.
+// hot is the part of a memory that queries read per candidate.
 //
-//	0 flags, 1 ring, 2 scope, 3 authority, 4..8 zero,
+//	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6..8 zero,
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
-//	40 project, 48 agent, 56 workflow, 64 session (identity hashes), 72.. id
+//	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
+//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
 type hot struct {
 	flags, ring, scope, auth byte
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
+	body                     [32]byte
 	id                       string
+	toks                     []byte // token entries; aliases the stored value
 }
 
-const hotFixed = 72
+const (
+	hotFixed = 104
+	tokLen   = 8
+)
+
+func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body[:]) }
 
 func (h *hot) encode() []byte {
-	b := make([]byte, hotFixed, hotFixed+len(h.id))
+	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
 	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
+	binary.BigEndian.PutUint16(b[4:], uint16(len(h.id)))
 	binary.BigEndian.PutUint64(b[8:], math.Float64bits(h.sal))
 	binary.BigEndian.PutUint64(b[16:], math.Float64bits(h.conf))
 	binary.BigEndian.PutUint64(b[24:], uint64(h.created))
@@ -121,14 +148,20 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[48:], h.agent)
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
-	return append(b, h.id...)
+	copy(b[72:], h.body[:])
+	b = append(b, h.id...)
+	return append(b, h.toks...)
 }
 
 func decodeHot(b []byte) (hot, bool) {
 	if len(b) < hotFixed {
 		return hot{}, false
 	}
-	return hot{
+	idEnd := hotFixed + int(binary.BigEndian.Uint16(b[4:]))
+	if idEnd > len(b) || (len(b)-idEnd)%tokLen != 0 {
+		return hot{}, false
+	}
+	h := hot{
 		flags: b[0], ring: b[1], scope: b[2], auth: b[3],
 		sal:     math.Float64frombits(binary.BigEndian.Uint64(b[8:])),
 		conf:    math.Float64frombits(binary.BigEndian.Uint64(b[16:])),
@@ -138,8 +171,21 @@ func decodeHot(b []byte) (hot, bool) {
 		agent:   binary.BigEndian.Uint64(b[48:]),
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
-		id:      string(b[hotFixed:]),
-	}, true
+		id:      string(b[hotFixed:idEnd]),
+		toks:    b[idEnd:],
+	}
+	copy(h.body[:], b[72:104])
+	return h, true
+}
+
+// hasToken reports whether the memory's text has the token.
+func (h *hot) hasToken(tok uint64) bool {
+	for i := 0; i+tokLen <= len(h.toks); i += tokLen {
+		if binary.BigEndian.Uint64(h.toks[i:]) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 // cold is the full state of a memory minus its text.
@@ -275,6 +321,7 @@ func hotOf(p *events.MemoryCaptured, flags byte) hot {
 		proj: identHash('p', p.Project), agent: identHash('a', p.AgentProfile),
 		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: p.MemoryID,
 	}
+	hex.Decode(h.body[:], []byte(p.BodySHA256)) // checked on intake: 64 hex
 	if p.Sensitivity != events.SensitivityNormal {
 		h.flags |= fSensitive
 	}
@@ -302,11 +349,11 @@ func key(prefix byte, parts ...[]byte) []byte {
 
 func u64b(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-func postingKey(tok uint64, doc uint32) []byte {
+func blockKey(tok uint64, doc uint32) []byte {
 	k := make([]byte, 13)
 	k[0] = pPost
 	binary.BigEndian.PutUint64(k[1:], tok)
-	binary.BigEndian.PutUint32(k[9:], ^doc)
+	binary.BigEndian.PutUint32(k[9:], ^(doc >> blockShift))
 	return k
 }
 
@@ -399,42 +446,39 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 			}
 		}
 	}
-	db := docBytes(doc)
-	if err := kv.Put(mk, db); err != nil {
+	if err := kv.Put(mk, docBytes(doc)); err != nil {
 		return err
 	}
-	if err := putState(kv, db, &h, &c); err != nil {
-		return err
-	}
-	if p.Redacted {
-		return nil
-	}
-	var toks []uint64
-	if bodies != nil {
-		if raw := bodies.Body(p.BodySHA256); raw != nil {
-			b, err := events.UnmarshalBody(raw)
-			if err != nil {
-				return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
+	if !p.Redacted {
+		var toks []uint64
+		if bodies != nil {
+			if raw := bodies.Body(p.BodySHA256); raw != nil {
+				b, err := events.ParseBody(raw)
+				if err != nil {
+					return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
+				}
+				toks = bodyTokens(&b)
 			}
-			toks = bodyTokens(&b)
+		}
+		// A body deleted later (forget --mode delete) is absent on a
+		// re-fold: the memory is then indexed without tokens, and the
+		// forget that follows removes it, so the end state is the same as
+		// the live fold's.
+		if err := index(kv, doc, &h, toks); err != nil {
+			return err
 		}
 	}
-	// A body deleted later (forget --mode delete) is absent on a re-fold:
-	// the memory is then indexed without tokens, and the forget that
-	// follows removes it, so the end state is the same as the live fold's.
-	return index(kv, doc, &h, toks)
+	return putState(kv, docBytes(doc), &h, &c)
 }
 
 // bodyTokens returns the sorted distinct token hashes of the indexed text:
 // summary, details, tags and source ref (the published FTS columns).
-func bodyTokens(b *events.MemoryBody) []uint64 {
+func bodyTokens(b *events.BodyView) []uint64 {
 	var toks []uint64
 	add := func(h uint64) { toks = append(toks, h) }
 	eachToken(b.Summary, add)
 	eachToken(b.Details, add)
-	for _, t := range b.Tags {
-		eachToken(t, add)
-	}
+	b.EachTag(func(t []byte) { eachToken(t, add) })
 	eachToken(b.SourceRef, add)
 	slices.Sort(toks)
 	return slices.Compact(toks)
@@ -451,26 +495,17 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 	return kv.Put(key(pCold, db), raw)
 }
 
-// index adds a live memory's postings and startup entry.
+// index adds a live memory's postings and startup entry, and records its
+// tokens in h; the caller stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
-	pv := make([]byte, 9)
-	pv[0] = h.flags & (fSensitive | fExpires)
-	binary.BigEndian.PutUint64(pv[1:], g)
-	packed := make([]byte, 0, 8*len(toks))
+	flags := h.flags & (fSensitive | fExpires)
+	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		if err := kv.Put(postingKey(t, doc), pv); err != nil {
+		if err := addPosting(kv, t, doc, flags, g, h); err != nil {
 			return err
 		}
-		if err := addCount(kv, t, 1); err != nil {
-			return err
-		}
-		packed = binary.BigEndian.AppendUint64(packed, t)
-	}
-	if len(packed) > 0 {
-		if err := kv.Put(key(pToks, docBytes(doc)), packed); err != nil {
-			return err
-		}
+		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
 		return kv.Put(startKey(g, h), startValue(doc, h))
@@ -478,41 +513,99 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	return nil
 }
 
-// deindex removes a memory's postings and startup entry. It is idempotent:
-// the token list goes with the first call.
+// deindex removes a memory's postings and startup entry and clears its
+// token list (the caller stores the hot record). It is idempotent.
 func deindex(kv KV, doc uint32, h *hot) error {
-	db := docBytes(doc)
-	tk := key(pToks, db)
-	packed := kv.Get(tk)
-	for i := 0; i+8 <= len(packed); i += 8 {
-		t := binary.BigEndian.Uint64(packed[i:])
-		if err := kv.Delete(postingKey(t, doc)); err != nil {
-			return err
-		}
-		if err := addCount(kv, t, -1); err != nil {
+	toks := bytes.Clone(h.toks) // h.toks aliases a value the writes below may invalidate
+	for i := 0; i+tokLen <= len(toks); i += tokLen {
+		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), doc); err != nil {
 			return err
 		}
 	}
-	if err := kv.Delete(tk); err != nil {
-		return err
-	}
+	h.toks = nil
 	if g := h.group(); g != 0 {
 		return kv.Delete(startKey(g, h))
 	}
 	return nil
 }
 
-func addCount(kv KV, tok uint64, d int64) error {
-	k := key(pCount, u64b(tok))
-	var n int64
-	if v := kv.Get(k); len(v) == 4 {
-		n = int64(binary.BigEndian.Uint32(v))
+// count reads a token's posting count.
+func count(kv KV, tok uint64) uint32 {
+	if v := kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
+		return binary.BigEndian.Uint32(v)
 	}
-	n += d
+	return 0
+}
+
+func addCount(kv KV, tok uint64, d int) error {
+	k := key(pCount, u64b(tok))
+	n := int64(count(kv, tok)) + int64(d)
 	if n <= 0 {
 		return kv.Delete(k)
 	}
-	return kv.Put(k, binary.BigEndian.AppendUint32(nil, uint32(n)))
+	return kv.Put(k, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(n)))
+}
+
+// addPosting puts doc first in its block: docs only grow, so it is the
+// newest posting of the token.
+func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) error {
+	bk := blockKey(tok, doc)
+	cur := kv.Get(bk)
+	e := encodePosting(doc, flags, group, h)
+	v := make([]byte, 0, postingLen+len(cur))
+	if err := kv.Put(bk, append(append(v, e[:]...), cur...)); err != nil {
+		return err
+	}
+	return addCount(kv, tok, 1)
+}
+
+// removePosting drops doc from its block of the token.
+func removePosting(kv KV, tok uint64, doc uint32) error {
+	bk := blockKey(tok, doc)
+	cur := kv.Get(bk)
+	i := 0
+	for ; i+postingLen <= len(cur); i += postingLen {
+		if binary.BigEndian.Uint32(cur[i:]) == doc {
+			break
+		}
+	}
+	if i+postingLen > len(cur) {
+		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
+	}
+	var err error
+	if len(cur) == postingLen {
+		err = kv.Delete(bk)
+	} else {
+		rest := make([]byte, 0, len(cur)-postingLen)
+		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+postingLen:]...))
+	}
+	if err != nil {
+		return err
+	}
+	return addCount(kv, tok, -1)
+}
+
+// encodePosting builds a posting; its score factors round up, so a score
+// computed from them bounds the exact one from above.
+func encodePosting(doc uint32, flags byte, group uint64, h *hot) [postingLen]byte {
+	var e [postingLen]byte
+	binary.BigEndian.PutUint32(e[:], doc)
+	e[4] = flags
+	binary.BigEndian.PutUint64(e[5:], group)
+	e[13] = unitUp(h.sal)
+	e[14] = unitUp(h.conf)
+	e[15] = h.ring&7 | h.auth<<3
+	binary.BigEndian.PutUint32(e[16:], minuteUp(h.created))
+	return e
+}
+
+func unitUp(v float64) byte { return byte(min(math.Ceil(v*255+1e-9), 255)) }
+
+func minuteUp(us int64) uint32 {
+	if us <= 0 {
+		return 0 // before 1970: minute 0 is later, so still an upper bound of recency
+	}
+	return uint32(min((us+59_999_999)/60_000_000, math.MaxUint32))
 }
 
 // load reads the doc, hot and cold records of id.

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -44,19 +47,39 @@ type Result struct {
 // errStop ends a ForEach early.
 var errStop = errors.New("stop")
 
-// candidate is a memory that passed every filter.
-type candidate struct {
-	doc   uint32
-	h     hot
-	bound float64 // score with textual = 1: an upper bound
-	score float64
-	fact  factors
+// posting is a decoded posting entry: a candidate before ranking.
+type posting struct {
+	doc       uint32
+	flags     byte
+	group     uint64
+	sal, conf byte // rounded up, /255
+	ringAuth  byte
+	minute    uint32 // created_at, rounded up
+	bound     float64
 }
 
-// acceptFunc decides from a posting value (flags, group) and, when it must,
-// the hot record whether a doc passes the filters. It returns the hot
-// record when it read it.
-type acceptFunc func(doc uint32, pv []byte) (hot, bool, error)
+func decodePosting(v []byte) posting {
+	return posting{
+		doc: binary.BigEndian.Uint32(v), flags: v[4], group: binary.BigEndian.Uint64(v[5:]),
+		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]),
+	}
+}
+
+// filter decides which postings are candidates. valueOK sees the posting;
+// hotOK, when set, needs the memory's hot record and runs for every
+// posting that passes valueOK. Expiry is always checked, reading the hot
+// record only for postings flagged as expiring.
+type filter struct {
+	valueOK func(p *posting) bool
+	hotOK   func(h *hot) bool
+	now     int64
+}
+
+func (f *filter) accept(h *hot) bool {
+	return !expired(h, f.now) && (f.hotOK == nil || f.hotOK(h))
+}
+
+func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
 // counts caches posting counts during one query.
 type counts struct {
@@ -68,18 +91,17 @@ func (c *counts) get(tok uint64) uint32 {
 	if n, ok := c.m[tok]; ok {
 		return n
 	}
-	var n uint32
-	if v := c.kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
-		n = binary.BigEndian.Uint32(v)
-	}
+	n := count(c.kv, tok)
 	c.m[tok] = n
 	return n
 }
 
 // andCandidates returns up to limit docs holding every token and passing
-// accept, newest first. It walks the rarest token's postings and probes the
-// others, so its cost follows the rarest list, not the index.
-func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, accept acceptFunc) ([]candidate, error) {
+// the filter, newest first. It walks the rarest token's posting blocks and
+// checks the other tokens in a bitmap of their postings when their lists
+// are short enough to read, otherwise in the memory's hot record; its cost
+// follows the rarest list and the filter, not the size of the index.
+func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, f *filter) ([]posting, error) {
 	if len(toks) == 0 {
 		return nil, nil
 	}
@@ -93,64 +115,150 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 			rare = t
 		}
 	}
-	var out []candidate
-	probe := make([]byte, 13)
-	probe[0] = pPost
+	var sets []bitmap
+	var probe []uint64 // tokens checked in the hot record
+	for _, t := range toks {
+		switch {
+		case t == rare:
+		case cn.get(t) <= bitmapMax(limit):
+			b, err := postingSet(kv, t)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, b)
+		default:
+			probe = append(probe, t)
+		}
+	}
+	var out []posting
+	err := eachPosting(ctx, kv, rare, func(p posting) (bool, error) {
+		if !f.valueOK(&p) {
+			return true, nil
+		}
+		for _, b := range sets {
+			if !b.has(p.doc) {
+				return true, nil
+			}
+		}
+		if len(probe) > 0 || f.hotOK != nil || p.flags&fExpires != 0 {
+			h, err := hotOfDoc(kv, p.doc)
+			if err != nil {
+				return false, err
+			}
+			if !f.accept(&h) || !hasAll(&h, probe) {
+				return true, nil
+			}
+		}
+		out = append(out, p)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// bitmapMax is the longest posting list read whole into a bitmap: reading
+// a posting costs a few nanoseconds, a hot-record lookup about a
+// microsecond, and a walk visits at least limit postings.
+func bitmapMax(limit int) uint32 { return uint32(32 * max(limit, 256)) }
+
+// bitmap is a set of docs.
+type bitmap []uint64
+
+func (b bitmap) has(doc uint32) bool {
+	i := int(doc >> 6)
+	return i < len(b) && b[i]&(1<<(doc&63)) != 0
+}
+
+// postingSet reads a token's postings into a bitmap.
+func postingSet(kv KV, tok uint64) (bitmap, error) {
+	var b bitmap
+	err := eachPosting(context.Background(), kv, tok, func(p posting) (bool, error) {
+		i := int(p.doc >> 6)
+		if i >= len(b) {
+			b = slices.Grow(b, i+1-len(b))[:i+1]
+		}
+		b[i] |= 1 << (p.doc & 63)
+		return true, nil
+	})
+	return b, err
+}
+
+// eachPosting calls fn with a token's postings, newest first, until fn
+// returns false.
+func eachPosting(ctx context.Context, kv KV, tok uint64, fn func(p posting) (bool, error)) error {
 	seen := 0
-	err := kv.ForEach(key(pPost, u64b(rare)), func(k, v []byte) error {
-		if seen++; seen&1023 == 0 {
-			if err := ctx.Err(); err != nil {
+	err := kv.ForEach(key(pPost, u64b(tok)), func(_, v []byte) error {
+		if len(v)%postingLen != 0 {
+			return errors.New("recall: malformed posting block")
+		}
+		for i := 0; i < len(v); i += postingLen {
+			if seen++; seen&1023 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			more, err := fn(decodePosting(v[i:]))
+			if err != nil {
 				return err
 			}
-		}
-		if len(k) != 13 || len(v) != 9 {
-			return fmt.Errorf("recall: malformed posting")
-		}
-		doc := ^binary.BigEndian.Uint32(k[9:])
-		for _, t := range toks {
-			if t == rare {
-				continue
+			if !more {
+				return errStop
 			}
-			binary.BigEndian.PutUint64(probe[1:], t)
-			copy(probe[9:], k[9:])
-			if kv.Get(probe) == nil {
-				return nil
-			}
-		}
-		h, ok, err := accept(doc, v)
-		if err != nil || !ok {
-			return err
-		}
-		out = append(out, candidate{doc: doc, h: h})
-		if len(out) == limit {
-			return errStop
 		}
 		return nil
 	})
-	if err != nil && err != errStop {
-		return nil, err
+	if err == errStop {
+		return nil
 	}
-	return out, nil
+	return err
+}
+
+func hasAll(h *hot, toks []uint64) bool {
+	for _, t := range toks {
+		if !h.hasToken(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // orCandidates returns up to limit docs matching any term (each term the
 // AND of its tokens), newest first. Each term contributes at most limit
-// docs, which contain the union's newest limit.
-func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, accept acceptFunc) ([]candidate, error) {
-	var all []candidate
+// docs, which contain the union's newest limit; the lists are merged.
+func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, f *filter) ([]posting, error) {
+	lists := make([][]posting, 0, len(terms))
 	for _, t := range terms {
-		c, err := andCandidates(ctx, kv, cn, t, limit, accept)
+		c, err := andCandidates(ctx, kv, cn, t, limit, f)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, c...)
+		if len(c) > 0 {
+			lists = append(lists, c)
+		}
 	}
-	slices.SortFunc(all, func(a, b candidate) int { return cmpU32(b.doc, a.doc) })
-	all = slices.CompactFunc(all, func(a, b candidate) bool { return a.doc == b.doc })
-	if len(all) > limit {
-		all = all[:limit]
+	if len(lists) == 1 {
+		return lists[0], nil
 	}
-	return all, nil
+	out := make([]posting, 0, limit)
+	pos := make([]int, len(lists))
+	for len(out) < limit {
+		best := -1
+		for i, l := range lists {
+			if pos[i] < len(l) && (best < 0 || l[pos[i]].doc > lists[best][pos[best]].doc) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		p := lists[best][pos[best]]
+		for i, l := range lists { // the same doc in other lists: skip it there
+			if pos[i] < len(l) && l[pos[i]].doc == p.doc {
+				pos[i]++
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func cmpU32(a, b uint32) int {
@@ -165,15 +273,14 @@ func cmpU32(a, b uint32) int {
 
 // cascade runs the AND searches in order and stops at the first non-empty
 // one; if all are empty it runs the OR fallback.
-func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, accept acceptFunc) ([]candidate, error) {
+func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]posting, error) {
 	cn := &counts{kv: kv, m: map[uint64]uint32{}}
 	for _, s := range q.searches {
-		c, err := andCandidates(ctx, kv, cn, s, limit, accept)
-		if err != nil || len(c) > 0 {
+		if c, err := andCandidates(ctx, kv, cn, s, limit, f); err != nil || len(c) > 0 {
 			return c, err
 		}
 	}
-	return orCandidates(ctx, kv, cn, q.or, limit, accept)
+	return orCandidates(ctx, kv, cn, q.or, limit, f)
 }
 
 // hotOfDoc reads a doc's hot record.
@@ -184,8 +291,6 @@ func hotOfDoc(kv KV, doc uint32) (hot, error) {
 	}
 	return h, nil
 }
-
-func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
 // Recall is the explicit recall of `tree-ring recall`: the AND cascade with
 // intent-term removal, then the OR fallback, over memories that pass the
@@ -210,7 +315,6 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	if len(q.terms) == 0 {
 		return nil, nil
 	}
-	nowUS := now.UnixMicro()
 	want := struct{ proj, agent, wf, sess uint64 }{
 		identHash('p', f.Project), identHash('a', f.AgentProfile), identHash('w', f.WorkflowID), identHash('x', f.SessionID),
 	}
@@ -220,21 +324,18 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 			return nil, errors.New("invalid scope")
 		}
 	}
-	accept := func(doc uint32, pv []byte) (hot, bool, error) {
-		if pv[0]&fSensitive != 0 && !f.IncludeSensitive {
-			return hot{}, false, nil
-		}
-		h, err := hotOfDoc(kv, doc)
-		if err != nil {
-			return hot{}, false, err
-		}
-		ok := h.flags&(fSuperseded|fRedacted) == 0 && !expired(&h, nowUS) &&
-			(want.proj == 0 || h.proj == want.proj) && (want.agent == 0 || h.agent == want.agent) &&
-			(want.wf == 0 || h.wf == want.wf) && (want.sess == 0 || h.sess == want.sess) &&
-			(scope < 0 || int(h.scope) == scope)
-		return h, ok, nil
+	flt := filter{
+		valueOK: func(p *posting) bool { return p.flags&fSensitive == 0 || f.IncludeSensitive },
+		now:     now.UnixMicro(),
 	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), accept)
+	if want.proj|want.agent|want.wf|want.sess != 0 || scope >= 0 {
+		flt.hotOK = func(h *hot) bool {
+			return (want.proj == 0 || h.proj == want.proj) && (want.agent == 0 || h.agent == want.agent) &&
+				(want.wf == 0 || h.wf == want.wf) && (want.sess == 0 || h.sess == want.sess) &&
+				(scope < 0 || int(h.scope) == scope)
+		}
+	}
+	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &flt)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +343,7 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 		return (f.Project == "" || c.Project == f.Project) && (f.AgentProfile == "" || c.AgentProfile == f.AgentProfile) &&
 			(f.WorkflowID == "" || c.WorkflowID == f.WorkflowID) && (f.SessionID == "" || c.SessionID == f.SessionID)
 	}
-	top, err := rank(kv, bodies, cands, &q, limit, now, exact)
+	top, err := rankPostings(kv, bodies, cands, &q, limit, now, exact)
 	if err != nil {
 		return nil, err
 	}
@@ -256,69 +357,163 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	return out, nil
 }
 
-// ranked is a scored memory with its record.
+// ranked is a scored memory.
 type ranked struct {
-	candidate
-	rec events.MemoryRecord
+	doc   uint32
+	id    string
+	score float64
+	fact  factors
+	rec   events.MemoryRecord
 }
 
-// rank scores candidates with the published formula and returns the best
-// limit, by score descending then id ascending. The textual factor needs
-// the body; everything else is in the hot record. Candidates are visited in
-// order of their upper bound (textual = 1) and the walk stops when no
-// remaining candidate can enter the top: the result is exactly that of
-// scoring them all, while usually reading only about limit bodies.
+// insertTop inserts r into top (score descending, id ascending), keeping
+// at most limit entries.
+func insertTop(top []ranked, r ranked, limit int) []ranked {
+	pos, _ := slices.BinarySearchFunc(top, r, func(a, b ranked) int { return byScore(a.score, a.id, b.score, b.id) })
+	if pos >= limit {
+		return top
+	}
+	top = slices.Insert(top, pos, r)
+	if len(top) > limit {
+		top = top[:limit]
+	}
+	return top
+}
+
+// beats reports whether (score, id) would enter a full top.
+func beats(top []ranked, limit int, score float64, id string) bool {
+	if len(top) < limit {
+		return true
+	}
+	w := &top[limit-1]
+	return byScore(score, id, w.score, w.id) < 0
+}
+
+// rankPostings scores candidates with the published formula and returns
+// the best limit, by score descending then id ascending, with records.
 //
-// A nil q is the startup brief: no query terms (textual = 0.1, no ring
-// boost) plus the startup ring bonus, so the bound is the exact score.
-func rank(kv KV, bodies Bodies, cands []candidate, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
-	startup := q == nil
-	if startup {
-		q = &parsedQuery{}
-	}
+// It is exact (the same result as scoring every candidate) and lazy: a
+// candidate's upper bound comes from its posting (static factors rounded
+// up, textual = 1); candidates are visited by decreasing bound and the walk
+// stops when the bound falls below the last kept score. A visited
+// candidate reads its hot record for the exact static factors, and its
+// body for the textual factor only if it can still enter.
+//
+// confirm (optional) re-checks a winner's visibility on its strings (the
+// index matched hashes); a winner it rejects is dropped and the ranking
+// rerun without it.
+func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
+	nowUS := now.UnixMicro()
 	for i := range cands {
-		c := &cands[i]
-		c.fact = staticFactors(&c.h, q, now)
-		c.fact.textual = 1
-		if startup {
-			c.fact.textual = 0.1
-			switch c.h.ring {
-			case ringScar:
-				c.fact.startBonus = 0.20
-			case ringHeartwood:
-				c.fact.startBonus = 0.15
-			}
+		p := &cands[i]
+		f := factors{
+			textual: 1, sal: float64(p.sal) / 255, conf: float64(p.conf) / 255,
+			recency: recency(int64(p.minute)*60_000_000, nowUS), auth: authorityValue(p.ringAuth >> 3),
+			ringBoost: ringBoost(p.ringAuth&7, q),
 		}
-		c.bound = c.fact.score()
+		p.bound = f.score() + 1e-9
 	}
-	slices.SortFunc(cands, func(a, b candidate) int { return byScore(a.bound, a.h.id, b.bound, b.h.id) })
-	var top []ranked
-	for i := range cands {
-		c := cands[i]
-		if len(top) == limit {
-			w := top[limit-1]
-			if byScore(c.bound, c.h.id, w.score, w.h.id) > 0 {
-				break // sorted by bound: nothing later can enter either
+	var excluded map[uint32]bool
+	var text []byte
+	for {
+		var top []ranked
+		h := boundHeap(slices.Clone(cands))
+		h.init()
+		for len(h) > 0 {
+			p := h.pop()
+			if excluded[p.doc] {
+				continue
 			}
+			if len(top) == limit && p.bound < top[limit-1].score {
+				break // popped by bound: nothing left can enter either
+			}
+			hr, err := hotOfDoc(kv, p.doc)
+			if err != nil {
+				return nil, err
+			}
+			r := ranked{doc: p.doc, id: hr.id, fact: staticFactors(&hr, q, now)}
+			r.fact.textual = 1
+			if !beats(top, limit, r.fact.score(), r.id) {
+				continue
+			}
+			raw := bodies.Body(hr.bodyDigest())
+			if raw == nil {
+				continue
+			}
+			b, err := events.ParseBody(raw)
+			if err != nil {
+				return nil, fmt.Errorf("recall: %s: %w", hr.id, err)
+			}
+			text = lowerText(text[:0], &b)
+			r.fact.textual = textual(q.terms, text)
+			r.score = r.fact.score()
+			top = insertTop(top, r, limit)
 		}
-		rec, ok, err := materialize(kv, bodies, c.doc, confirm)
+		ok, err := materializeTop(kv, bodies, top, confirm, &excluded)
+		if err != nil || ok {
+			return top, err
+		}
+	}
+}
+
+// boundHeap is a max-heap of postings by bound: ranking pops only the few
+// it visits instead of sorting every candidate.
+type boundHeap []posting
+
+func (h boundHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *boundHeap) pop() posting {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
+	return top
+}
+
+func (h boundHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		c := l
+		if r := l + 1; r < len(h) && h[r].bound > h[l].bound {
+			c = r
+		}
+		if h[c].bound <= h[i].bound {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// materializeTop fills the records of top. It returns false when confirm
+// rejected one (now in *excluded): the caller ranks again.
+func materializeTop(kv KV, bodies Bodies, top []ranked, confirm func(*cold) bool, excluded *map[uint32]bool) (bool, error) {
+	ok := true
+	for i := range top {
+		rec, good, err := materialize(kv, bodies, top[i].doc, confirm)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		if !ok {
+		if !good {
+			if *excluded == nil {
+				*excluded = map[uint32]bool{}
+			}
+			(*excluded)[top[i].doc] = true
+			ok = false
 			continue
 		}
-		if !startup {
-			c.fact.textual = textual(q.terms, &rec)
-		}
-		c.score = c.fact.score()
-		pos, _ := slices.BinarySearchFunc(top, c, func(r ranked, c candidate) int { return byScore(r.score, r.h.id, c.score, c.h.id) })
-		top = slices.Insert(top, pos, ranked{candidate: c, rec: rec})
-		if len(top) > limit {
-			top = top[:limit]
-		}
+		top[i].rec = rec
 	}
-	return top, nil
+	return ok, nil
 }
 
 // byScore orders by score descending, then id ascending.
@@ -380,29 +575,68 @@ func recency(createdUS, nowUS int64) float64 {
 	return math.Exp(-age / 86400 / 30)
 }
 
-func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
-	f := factors{sal: h.sal, conf: h.conf, recency: recency(h.created, now.UnixMicro()), auth: authorityValue(h.auth)}
+// ringBoost is the published query-intent boost.
+func ringBoost(ring byte, q *parsedQuery) float64 {
 	switch {
-	case h.ring == ringScar && q.failure:
-		f.ringBoost = 0.20
-	case h.ring == ringHeartwood && q.heartwood:
-		f.ringBoost = 0.15
-	case h.ring == ringSeed && q.seeds:
-		f.ringBoost = 0.12
+	case ring == ringScar && q.failure:
+		return 0.20
+	case ring == ringHeartwood && q.heartwood:
+		return 0.15
+	case ring == ringSeed && q.seeds:
+		return 0.12
 	}
-	return f
+	return 0
 }
 
-// textual is the share of query terms found as substrings of the lowercased
-// summary, details and tags; 0.1 for a query without terms.
-func textual(terms []string, r *events.MemoryRecord) float64 {
+func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
+	return factors{sal: h.sal, conf: h.conf, recency: recency(h.created, now.UnixMicro()), auth: authorityValue(h.auth), ringBoost: ringBoost(h.ring, q)}
+}
+
+// lowerText appends the lowercased summary + " " + details + " " + tags
+// joined by " " (strings.ToLower's mapping, rune by rune).
+func lowerText(dst []byte, b *events.BodyView) []byte {
+	dst = appendLower(dst, b.Summary)
+	dst = append(dst, ' ')
+	dst = appendLower(dst, b.Details)
+	dst = append(dst, ' ')
+	first := true
+	b.EachTag(func(t []byte) {
+		if !first {
+			dst = append(dst, ' ')
+		}
+		first = false
+		dst = appendLower(dst, t)
+	})
+	return dst
+}
+
+func appendLower(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += n
+	}
+	return dst
+}
+
+// textual is the share of query terms found as substrings of the
+// lowercased text; 0.1 for a query without terms.
+func textual(terms []string, text []byte) float64 {
 	if len(terms) == 0 {
 		return 0.1
 	}
-	text := strings.ToLower(r.Summary + " " + r.Details + " " + strings.Join(r.Tags, " "))
 	n := 0
 	for _, t := range terms {
-		if strings.Contains(text, t) {
+		if bytes.Contains(text, []byte(t)) {
 			n++
 		}
 	}

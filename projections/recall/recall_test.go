@@ -392,6 +392,15 @@ func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 	b := fx.capture(mem{project: "proj", summary: "redact then delete me"})
 	fx.forget(b.ID, events.ForgetRedact)
 	fx.forget(b.ID, events.ForgetDelete)
+	// Forget memories long after later ones shared their tokens: on the
+	// re-fold their bodies are gone, so they never held a posting.
+	var later []events.MemoryRecord
+	for i := 0; i < 150; i++ {
+		later = append(later, fx.capture(mem{project: "proj", summary: fmt.Sprintf("deploy later %d", i)}))
+	}
+	fx.forget(later[3].ID, events.ForgetDelete)
+	fx.forget(later[70].ID, events.ForgetRedact)
+	fx.forget(later[149].ID, events.ForgetDelete)
 	again := newMemKV()
 	for i := range fx.log {
 		if err := Apply(again, fx.bodies, &fx.log[i]); err != nil {

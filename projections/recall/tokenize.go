@@ -42,11 +42,16 @@ const (
 )
 
 // eachToken calls fn with the hash of every index token of s, in order.
-func eachToken(s string, fn func(h uint64)) {
+func eachToken(s []byte, fn func(h uint64)) {
 	var h uint64
 	in := false
 	var buf [utf8.UTFMax]byte
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRune(s[i:])
+		}
+		i += n
 		if !isTokenRune(r) {
 			if in {
 				fn(h)
@@ -65,8 +70,8 @@ func eachToken(s string, fn func(h uint64)) {
 			h = (h ^ uint64(c)) * fnvPrime
 			continue
 		}
-		n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
-		for _, c := range buf[:n] {
+		m := utf8.EncodeRune(buf[:], unicode.ToLower(r))
+		for _, c := range buf[:m] {
 			h = (h ^ uint64(c)) * fnvPrime
 		}
 	}
@@ -184,7 +189,7 @@ func parseQuery(q string) parsedQuery {
 	termTokens := make(map[string][]uint64, len(search))
 	for _, t := range search {
 		var hs []uint64
-		eachToken(t, func(h uint64) {
+		eachToken([]byte(t), func(h uint64) {
 			if !slices.Contains(hs, h) {
 				hs = append(hs, h)
 			}

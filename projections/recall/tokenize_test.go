@@ -33,7 +33,7 @@ func TestTokenize(t *testing.T) {
 func TestTokenHashMatchesTokenize(t *testing.T) {
 	for _, s := range []string{"Deploy ROLLBACK", "ÄÖÜ straße", "mixed_Case-42"} {
 		var hs []uint64
-		eachToken(s, func(h uint64) { hs = append(hs, h) })
+		eachToken([]byte(s), func(h uint64) { hs = append(hs, h) })
 		var want []uint64
 		for _, tok := range Tokenize(s) {
 			want = append(want, tokenHash(tok))
@@ -87,7 +87,7 @@ func FuzzParseQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokenize(s)
 		var hs []uint64
-		eachToken(s, func(h uint64) { hs = append(hs, h) })
+		eachToken([]byte(s), func(h uint64) { hs = append(hs, h) })
 		if len(hs) != len(toks) {
 			t.Fatalf("eachToken saw %d tokens, Tokenize %d", len(hs), len(toks))
 		}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// writeBenchExport writes n memories in the published export format: the
+// performance_smoke dataset (project bench; every 50th a scar warning).
+func writeBenchExport(b *testing.B, path string, n int) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	base := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	h := events.ExportHeader{Type: events.ExportHeaderType, SchemaVersion: 1, PluginVersion: "0.15.6", CreatedAt: events.FormatMemoryTime(base), MemoryCount: n}
+	if err := writeLine(w, &h); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		r := events.NewMemoryRecord(fmt.Sprintf("mem_20260901_000000_%012x", i), fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", base.Add(time.Duration(i)*time.Second))
+		if i%50 == 0 {
+			r.Summary, r.EventType, r.Ring, r.Tags = fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i), "warning", "scar", []string{"deployment", "cache"}
+		}
+		r.Project = events.Str("bench")
+		if err := writeLine(w, &events.ExportLine{Type: events.ExportMemoryType, Memory: &r}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkImport measures `tree-ring import` of a published export into an
+// empty root, whole command in process: decode, validate, sensitivity
+// guard, bodies, events, the inline recall index, fsync per 5,000.
+// Run with -benchtime=1x; it reports memories/s.
+func BenchmarkImport(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			file := filepath.Join(dir, "export.jsonl")
+			writeBenchExport(b, file, n)
+			var total time.Duration
+			for i := 0; b.Loop(); i++ {
+				root := filepath.Join(dir, fmt.Sprintf("r%d", i), ".tree-ring")
+				if err := os.MkdirAll(filepath.Dir(root), 0o700); err != nil {
+					b.Fatal(err)
+				}
+				var errb strings.Builder
+				start := time.Now()
+				code := Main(context.Background(), []string{"--root", root, "import", file}, IO{Stdout: io.Discard, Stderr: &errb, Getenv: os.Getenv})
+				total += time.Since(start)
+				if code != 0 {
+					b.Fatalf("import: %d %s", code, errb.String())
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "memories/s")
+		})
+	}
+}

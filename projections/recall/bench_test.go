@@ -1,0 +1,202 @@
+package recall_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/projections/recall"
+)
+
+// The benchmark dataset follows the published performance_smoke: project
+// "bench", every 50th memory "Avoid stale deployment rollback cache
+// failure {i}." (warning, scar, tags deployment/cache), the rest
+// "Implementation note {i} for subsystem {i%17}." (lesson). To exercise
+// visibility, one memory in ten is agent-scoped to one of 20 agent
+// profiles and one in twenty belongs to another project.
+
+var benchNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+var (
+	dsMu   sync.Mutex
+	dsRoot = map[int]string{}
+)
+
+// dataset returns the root of a ledger holding n memories, built once per
+// process.
+func dataset(b *testing.B, n int) string {
+	dsMu.Lock()
+	defer dsMu.Unlock()
+	if r, ok := dsRoot[n]; ok {
+		return r
+	}
+	// RECALL_BENCH_DIR keeps datasets between runs (they take a while to
+	// build); by default they go to a fresh temporary directory.
+	dir := os.Getenv("RECALL_BENCH_DIR")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "recall-bench-"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	root := filepath.Join(dir, fmt.Sprintf("n%d", n), ".tree-ring")
+	if _, err := os.Stat(filepath.Join(root, bolt.LedgerFile)); err == nil {
+		dsRoot[n] = root
+		return root
+	}
+	if err := os.MkdirAll(filepath.Dir(root), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var seq uint64
+	f := &events.Factory{Now: func() time.Time { return benchNow }, NewID: func() ulid.ULID {
+		seq++
+		var id ulid.ULID
+		_ = id.SetTime(ulid.Timestamp(benchNow))
+		for i := 0; i < 8; i++ {
+			id[15-i] = byte(seq >> (8 * i))
+		}
+		return id
+	}, Actor: "bench"}
+	start := time.Now()
+	const chunk = 5000
+	for lo := 0; lo < n; lo += chunk {
+		err := st.Update(context.Background(), func(tx *bolt.Tx) error {
+			for i := lo; i < min(lo+chunk, n); i++ {
+				r := benchRecord(i, n)
+				p, body := r.Split(events.OriginImport, fmt.Sprintf("%032x", i))
+				if _, err := tx.PutBody(body); err != nil {
+					return err
+				}
+				e, err := f.New(events.MemoryStream(r.ID), events.TypeMemoryCaptured, &p)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Append(e.Stream, 0, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	fi, _ := os.Stat(filepath.Join(root, bolt.LedgerFile))
+	b.Logf("dataset %d memories: captured in %v (%.0f memories/s), ledger %d MiB", n, el.Round(time.Millisecond), float64(n)/el.Seconds(), fi.Size()>>20)
+	dsRoot[n] = root
+	return root
+}
+
+func benchRecord(i, n int) events.MemoryRecord {
+	id := fmt.Sprintf("mem_bench_%07d", i)
+	created := benchNow.Add(-time.Duration(n-i) * time.Minute)
+	r := events.NewMemoryRecord(id, fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", created)
+	if i%50 == 0 {
+		r = events.NewMemoryRecord(id, fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i), "warning", created)
+		r.Ring, r.Tags = "scar", []string{"deployment", "cache"}
+	}
+	r.Project = events.Str("bench")
+	switch {
+	case i%20 == 7:
+		r.Project = events.Str("other")
+	case i%10 == 3:
+		r.Scope, r.AgentProfile = "agent", events.Str(fmt.Sprintf("agent-%d", i%20))
+	}
+	r.Salience = float64(i%100) / 100
+	return r
+}
+
+// latencies runs fn b.N times and reports p50, p99 and max per operation.
+func latencies(b *testing.B, fn func() error) {
+	b.Helper()
+	var d []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t := time.Now()
+		if err := fn(); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(t))
+	}
+	slices.Sort(d)
+	q := func(p float64) float64 {
+		return float64(d[min(int(p*float64(len(d))), len(d)-1)].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(d[len(d)-1].Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkRecall measures, in process on an open store, each query in its
+// own read transaction: explicit recall of the three published smoke
+// queries (project bench, limit 8), the preflight task-hint recall and the
+// startup brief (both rendered), and open+brief+close as a hook process
+// does it.
+func BenchmarkRecall(b *testing.B) {
+	for _, n := range []int{10_000, 30_000, 100_000} {
+		root := dataset(b, n)
+		st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, Projections: projections.All()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		scope := recall.Scope{Project: "bench", ProjectAlias: "bench", AgentProfile: "agent-3", WorkflowID: "wf", SessionID: "s"}
+		b.Run(fmt.Sprintf("n=%d/explicit", n), func(b *testing.B) {
+			queries := []string{"deployment rollback cache", "subsystem 7", "implementation note"}
+			i := 0
+			latencies(b, func() error {
+				q := queries[i%len(queries)]
+				i++
+				return st.View(func(r *bolt.Reader) error {
+					res, err := recall.Recall(ctx, r.Projection(recall.Name), r, q, recall.Filter{Project: "bench"}, benchNow)
+					if err == nil && len(res) == 0 {
+						err = fmt.Errorf("%q: no results", q)
+					}
+					return err
+				})
+			})
+		})
+		for _, c := range []struct{ name, hint string }{{"brief-task-hint", "fix the deployment rollback cache"}, {"brief-startup", ""}} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, c.name), func(b *testing.B) {
+				latencies(b, func() error {
+					return st.View(func(r *bolt.Reader) error {
+						out, err := recall.Brief(ctx, r.Projection(recall.Name), r, recall.BriefQuery{Scope: scope, TaskHint: c.hint}, benchNow)
+						if err == nil && out.ResultCount == 0 {
+							err = fmt.Errorf("%s: no results", c.name)
+						}
+						return err
+					})
+				})
+			})
+		}
+		st.Close()
+		b.Run(fmt.Sprintf("n=%d/open-brief-close", n), func(b *testing.B) {
+			latencies(b, func() error {
+				st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, Projections: projections.All()})
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				return st.View(func(r *bolt.Reader) error {
+					_, err := recall.Brief(ctx, r.Projection(recall.Name), r, recall.BriefQuery{Scope: scope}, benchNow)
+					return err
+				})
+			})
+		})
+	}
+}

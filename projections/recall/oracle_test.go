@@ -1,0 +1,196 @@
+package recall
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// TestRankingMatchesBruteForce checks the lazy, bounded ranking against a
+// direct implementation of the published rules on random data: the same
+// ids, in the same order, with bit-identical scores.
+func TestRankingMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"cache", "deploy", "stale", "rollback", "failure", "rule", "decision", "roadmap", "build", "Ünïcode", "note", "the", "a"}
+	rings := events.MemoryRings
+	for round := 0; round < 20; round++ {
+		fx := newFixture(t)
+		var recs []events.MemoryRecord
+		for i := 0; i < 120; i++ {
+			var sb []string
+			for j := 0; j < 2+rng.IntN(5); j++ {
+				sb = append(sb, words[rng.IntN(len(words))])
+			}
+			m := mem{
+				id: fmt.Sprintf("mem_%03d_%d", rng.IntN(50), i), summary: strings.Join(sb, " "), project: "proj",
+				ring: rings[rng.IntN(len(rings))], sal: float64(rng.IntN(101)) / 100, conf: float64(rng.IntN(101)) / 100,
+				age: time.Duration(rng.IntN(90*24)) * time.Hour,
+			}
+			if m.sal == 0 {
+				m.sal = 0.001
+			}
+			if m.conf == 0 {
+				m.conf = 0.001
+			}
+			if rng.IntN(4) == 0 {
+				m.tags = []string{words[rng.IntN(len(words))]}
+			}
+			recs = append(recs, fx.capture(m)) // source type manual: authority 0.4
+		}
+		for qn := 0; qn < 15; qn++ {
+			var qw []string
+			for j := 0; j < 1+rng.IntN(3); j++ {
+				qw = append(qw, words[rng.IntN(len(words))])
+			}
+			q := strings.Join(qw, " ")
+			limit := 1 + rng.IntN(10)
+			got := fx.recall(q, Filter{Limit: limit})
+			want := bruteForce(recs, q, limit)
+			if len(got) != len(want) {
+				t.Fatalf("round %d %q: %d results, want %d", round, q, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Memory.ID != want[i].id || got[i].Score != want[i].score {
+					t.Fatalf("round %d %q #%d: got %s %v, want %s %v", round, q, i, got[i].Memory.ID, got[i].Score, want[i].id, want[i].score)
+				}
+			}
+		}
+		// Startup brief: all visible (shared scope of proj).
+		c := fx.brief(BriefQuery{Scope: me, Limit: 8})
+		want := bruteStartup(recs, 8)
+		if !slices.Equal(c.MemoryIDs, want) {
+			t.Fatalf("round %d startup: got %v want %v", round, c.MemoryIDs, want)
+		}
+	}
+}
+
+type scored struct {
+	id    string
+	score float64
+}
+
+func oracleScore(r *events.MemoryRecord, terms []string, textualV float64, boost float64) float64 {
+	created, _ := events.ParseMemoryTime(r.CreatedAt)
+	age := float64(max(now.UnixMicro()-created.UnixMicro(), 0)) / 1e6
+	rec := math.Exp(-age / 86400 / 30)
+	auth := 0.4 // manual
+	return 0.25*textualV + 0.25*r.Salience + 0.25*r.Confidence + 0.20*rec + 0.05*auth + boost
+}
+
+func bruteForce(recs []events.MemoryRecord, q string, limit int) []scored {
+	terms := Terms(q)
+	if len(terms) == 0 {
+		return nil
+	}
+	var search []string
+	for _, t := range terms {
+		if !fillerWords[t] && !slices.Contains(search, t) {
+			search = append(search, t)
+		}
+	}
+	tokensOf := func(r *events.MemoryRecord) []string {
+		return Tokenize(r.Summary + " " + r.Details + " " + strings.Join(r.Tags, " ") + " " + r.Source.Ref)
+	}
+	matchAll := func(r *events.MemoryRecord, ts []string) bool {
+		toks := tokensOf(r)
+		for _, t := range ts {
+			for _, tok := range Tokenize(t) {
+				if !slices.Contains(toks, tok) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	var sets [][]string
+	if len(search) > 0 {
+		sets = append(sets, search)
+	}
+	for _, t := range search {
+		if isIntent(t) {
+			var v []string
+			for _, u := range search {
+				if u != t {
+					v = append(v, u)
+				}
+			}
+			if len(v) > 0 {
+				sets = append(sets, v)
+			}
+		}
+	}
+	var cands []*events.MemoryRecord
+	for _, s := range sets {
+		for i := range recs {
+			if matchAll(&recs[i], s) {
+				cands = append(cands, &recs[i])
+			}
+		}
+		if len(cands) > 0 {
+			break
+		}
+	}
+	if len(cands) == 0 {
+		for i := range recs {
+			for _, t := range search {
+				if matchAll(&recs[i], []string{t}) {
+					cands = append(cands, &recs[i])
+					break
+				}
+			}
+		}
+	}
+	fail, heart, seed := false, false, false
+	for _, t := range terms {
+		fail, heart, seed = fail || failureTerms[t], heart || heartwoodTerms[t], seed || seedTerms[t]
+	}
+	var out []scored
+	for _, r := range cands {
+		text := strings.ToLower(r.Summary + " " + r.Details + " " + strings.Join(r.Tags, " "))
+		n := 0
+		for _, t := range terms {
+			if strings.Contains(text, t) {
+				n++
+			}
+		}
+		boost := 0.0
+		switch {
+		case r.Ring == "scar" && fail:
+			boost = 0.20
+		case r.Ring == "heartwood" && heart:
+			boost = 0.15
+		case r.Ring == "seed" && seed:
+			boost = 0.12
+		}
+		out = append(out, scored{r.ID, oracleScore(r, terms, float64(n)/float64(len(terms)), boost)})
+	}
+	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, a.id, b.score, b.id) })
+	return out[:min(limit, len(out))]
+}
+
+func bruteStartup(recs []events.MemoryRecord, limit int) []string {
+	var out []scored
+	for i := range recs {
+		r := &recs[i]
+		s := oracleScore(r, nil, 0.1, 0)
+		switch r.Ring {
+		case "scar":
+			s += 0.20
+		case "heartwood":
+			s += 0.15
+		}
+		out = append(out, scored{r.ID, s})
+	}
+	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, a.id, b.score, b.id) })
+	var ids []string
+	for _, s := range out[:min(limit, len(out))] {
+		ids = append(ids, s.id)
+	}
+	return ids
+}
