@@ -181,6 +181,12 @@ func (s *Store) checkFormat() error {
 // the head: a projection at another version is rebuilt, one behind the head
 // (a crash mid-rebuild) catches up.
 func (s *Store) init() error {
+	// The common case (every bucket there, every projection at the head)
+	// needs no write: a write transaction that changes nothing still costs
+	// bbolt two fdatasyncs, on every open of every command.
+	if ok, err := s.ready(); err != nil || ok {
+		return err
+	}
 	err := s.update(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketHeads, bucketMeta, bucketBodies, bucketProjCP} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -203,6 +209,35 @@ func (s *Store) init() error {
 		return err
 	}
 	return s.catchUp(context.Background())
+}
+
+// ready reports, in a read transaction, whether init has nothing to do:
+// every bucket exists, the format is this one, and every projection has a
+// checkpoint at its version and at the head.
+func (s *Store) ready() (bool, error) {
+	ok := true
+	err := s.view(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketHeads, bucketMeta, bucketBodies, bucketProjCP} {
+			if tx.Bucket(b) == nil {
+				ok = false
+				return nil
+			}
+		}
+		if string(tx.Bucket(bucketMeta).Get(keyFormat)) != FormatVersion {
+			ok = false // init reports a foreign format
+			return nil
+		}
+		head := tx.Bucket(bucketEvents).Sequence()
+		for _, p := range s.projs {
+			v, pos, has := projectionCheckpoint(tx, p.Name())
+			if !has || v != p.Version() || pos != head {
+				ok = false
+				return nil
+			}
+		}
+		return nil
+	})
+	return ok && err == nil, err
 }
 
 func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
