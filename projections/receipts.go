@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 //	e/<harness>/<worker>/<recorded_at>/<receipt_id>  entry JSON
 //	t/<recorded_at>/<receipt_id>                     the e/ key (age order, every harness)
 //	i/<receipt_id>                                   the e/ key
+//	n/<harness>/<worker>                             number of e/ entries (decimal)
 //	h/<harness>                                      proof JSON
 const ReceiptsName = "receipts"
 
@@ -80,7 +82,7 @@ func init() {
 }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
-func (receiptsProjection) Version() int { return 1 }
+func (receiptsProjection) Version() int { return 2 }
 
 // Handles every event of the harness streams: moving events void proofs,
 // and every event advances the stream's clock.
@@ -218,8 +220,30 @@ func putEntry(kv KV, e ReceiptEntry) error {
 	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
 		return err
 	}
-	return kv.Put([]byte("i/"+e.ReceiptID), []byte(k))
+	if err := kv.Put([]byte("i/"+e.ReceiptID), []byte(k)); err != nil {
+		return err
+	}
+	return addCount(kv, e.HarnessID, e.Worker, 1)
 }
+
+func countKey(harness, worker string) []byte { return []byte("n/" + harness + "/" + worker) }
+
+func addCount(kv KV, harness, worker string, d int) error {
+	n := WorkerReceiptCount(kv, harness, worker) + d
+	if n <= 0 {
+		return kv.Delete(countKey(harness, worker))
+	}
+	return kv.Put(countKey(harness, worker), strconv.AppendInt(nil, int64(n), 10))
+}
+
+// WorkerReceiptCount is the number of retained receipts of a harness/worker.
+func WorkerReceiptCount(kv KV, harness, worker string) int {
+	n, _ := strconv.Atoi(string(kv.Get(countKey(harness, worker))))
+	return n
+}
+
+// Indexed reports whether a receipt id is retained.
+func Indexed(kv KV, receiptID string) bool { return kv.Get([]byte("i/"+receiptID)) != nil }
 
 // dropEntry removes a receipt from the index; an unknown id is a no-op (the
 // event records retention, and the receipt may predate the index).
@@ -242,7 +266,7 @@ func dropEntry(kv KV, receiptID string) error {
 			return err
 		}
 	}
-	return nil
+	return addCount(kv, e.HarnessID, e.Worker, -1)
 }
 
 func putJSON(kv KV, key string, v any) error {
@@ -269,7 +293,7 @@ func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
 // HarnessReceipts returns the retained receipts of a harness, newest first
 // (recorded_at, then receipt id, descending).
 func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
-	out, err := entries(kv, "e/"+harness+"/")
+	out, err := entries(kv, "e/"+harness+"/", -1)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].RecordedAt != out[j].RecordedAt {
 			return out[i].RecordedAt > out[j].RecordedAt
@@ -280,12 +304,22 @@ func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
 }
 
 // WorkerReceipts returns the retained receipts of one harness/worker,
-// oldest first.
+// oldest first (recorded_at, then receipt id).
 func WorkerReceipts(kv KV, harness, worker string) ([]ReceiptEntry, error) {
-	return entries(kv, "e/"+harness+"/"+worker+"/")
+	return entries(kv, "e/"+harness+"/"+worker+"/", -1)
 }
 
-func entries(kv KV, prefix string) ([]ReceiptEntry, error) {
+// OldestWorkerReceipts returns at most n of the oldest retained receipts
+// of one harness/worker (all of them when n < 0), oldest first; retention
+// only ever needs the ones beyond the newest 99.
+func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]ReceiptEntry, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	return entries(kv, "e/"+harness+"/"+worker+"/", n)
+}
+
+func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
 	var out []ReceiptEntry
 	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
 		var e ReceiptEntry
@@ -293,8 +327,14 @@ func entries(kv KV, prefix string) ([]ReceiptEntry, error) {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
 		out = append(out, e)
+		if len(out) == limit {
+			return errStopScan
+		}
 		return nil
 	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
 	return out, err
 }
 

@@ -122,15 +122,18 @@ func (l *ledger) preflight(h, worker string) bool {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	mine, err := WorkerReceipts(rkv, h, wk)
+	beyond, err := OldestWorkerReceipts(rkv, h, wk, preflight.Beyond(WorkerReceiptCount(rkv, h, wk)))
 	if err != nil {
 		l.t.Fatal(err)
+	}
+	if all, _ := WorkerReceipts(rkv, h, wk); len(all) != WorkerReceiptCount(rkv, h, wk) {
+		l.t.Fatalf("worker count %d, entries %d", WorkerReceiptCount(rkv, h, wk), len(all))
 	}
 	var ex, mn []preflight.Indexed
 	for _, e := range expired {
 		ex = append(ex, e.Indexed())
 	}
-	for _, e := range mine {
+	for _, e := range beyond {
 		mn = append(mn, e.Indexed())
 	}
 	for _, p := range preflight.Retain(l.now, ex, mn) {

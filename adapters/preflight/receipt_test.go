@@ -175,7 +175,10 @@ func TestRetain(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		worker = append(worker, Indexed{HarnessID: "codex", Worker: "w", ReceiptID: "r" + string(rune('A'+i/26)) + string(rune('a'+i%26)), RecordedAt: at(time.Duration(100-i) * time.Minute)})
 	}
-	ps := Retain(now, nil, worker)
+	if Beyond(len(worker)) != 1 || Beyond(99) != 0 || Beyond(0) != 0 {
+		t.Fatal("Beyond")
+	}
+	ps := Retain(now, nil, worker[:Beyond(len(worker))])
 	if len(ps) != 1 || ps[0].ReceiptID != worker[0].ReceiptID || ps[0].Reason != PruneOverLimit {
 		t.Fatalf("101st receipt: %+v", ps)
 	}
@@ -184,21 +187,22 @@ func TestRetain(t *testing.T) {
 		{HarnessID: "codex", Worker: "w", ReceiptID: "old1", RecordedAt: at(30 * 24 * time.Hour)},
 		{HarnessID: "codex", Worker: "w", ReceiptID: "young", RecordedAt: at(30*24*time.Hour - time.Second)},
 	}
-	ps = Retain(now, expired, append([]Indexed{expired[1], expired[2]}, worker[:3]...))
+	// The worker holds 102: old1 and young (oldest) and 100 more; three
+	// must go, old1 by age, young and the next by count.
+	ps = Retain(now, expired, append([]Indexed{expired[1], expired[2]}, worker[:1]...))
 	var got []string
 	for _, p := range ps {
 		got = append(got, p.ReceiptID+":"+p.Reason)
 	}
-	if strings.Join(got, ",") != "old2:expired,old1:expired" {
+	if strings.Join(got, ",") != "old2:expired,old1:expired,young:over_limit,"+worker[0].ReceiptID+":over_limit" {
 		t.Errorf("expiry: %v (exactly 30 days is expired, a second younger is not)", got)
 	}
-	// Ties in recorded_at: the higher id is newer; the incoming receipt
-	// always keeps its place.
+	// Ties in recorded_at: the higher id is newer; the lowest ids make room.
 	var tied []Indexed
 	for i := 0; i < 101; i++ {
 		tied = append(tied, Indexed{HarnessID: "codex", Worker: "w", ReceiptID: string(rune('A'+i/26)) + string(rune('a'+i%26)), RecordedAt: FormatTime(now)})
 	}
-	ps = Retain(now, nil, tied)
+	ps = Retain(now, nil, tied[:Beyond(len(tied))])
 	if len(ps) != 2 || ps[0].ReceiptID != tied[0].ReceiptID || ps[1].ReceiptID != tied[1].ReceiptID {
 		t.Errorf("ties: %+v", ps)
 	}

@@ -29,14 +29,17 @@ type Prune struct {
 
 // Retain decides retention when a receipt is about to be recorded at now.
 // expired are the index entries (any harness or worker) recorded at or
-// before now-30 days; worker are the other entries of the new receipt's
-// harness/worker. Every expired entry is pruned; of the worker's remaining
-// entries, the new receipt counts first and then the newest by
-// (recorded_at, receipt id) descending, up to 100; the rest are over the
-// limit. The decision is the writer's (it reads the clock); the receipt
-// index fold only applies the resulting receipt.pruned events. The result
-// is ordered: expired by (recorded_at, id), then over-limit oldest first.
-func Retain(now time.Time, expired, worker []Indexed) []Prune {
+// before now-30 days. beyond are the oldest entries of the new receipt's
+// harness/worker that do not fit with it in the newest 100: when the
+// worker holds n receipts, its n-99 oldest by (recorded_at, receipt id)
+// (the published order keeps the newest 100 by recorded_at, then path,
+// descending). Every expired entry is pruned as expired, every other
+// entry of beyond as over the limit; expired entries are the oldest, so
+// they are the first of beyond. The decision is the writer's (it reads the
+// clock); the receipt index fold only applies the resulting receipt.pruned
+// events. The result is ordered: expired by (recorded_at, id), then over
+// the limit oldest first.
+func Retain(now time.Time, expired, beyond []Indexed) []Prune {
 	cutoff := now.Add(-RetentionAge)
 	var out []Prune
 	gone := map[string]bool{}
@@ -55,24 +58,22 @@ func Retain(now time.Time, expired, worker []Indexed) []Prune {
 		}
 		return strings.Compare(a.ReceiptID, b.ReceiptID)
 	})
-	var live []Indexed
-	for _, e := range worker {
-		if !gone[e.ReceiptID] {
-			live = append(live, e)
-		}
-	}
-	// Newest first; the incoming receipt takes one of the 100 places.
-	slices.SortFunc(live, func(a, b Indexed) int {
-		if c := strings.Compare(b.RecordedAt, a.RecordedAt); c != 0 {
+	over := slices.Clone(beyond)
+	slices.SortFunc(over, func(a, b Indexed) int {
+		if c := strings.Compare(a.RecordedAt, b.RecordedAt); c != 0 {
 			return c
 		}
-		return strings.Compare(b.ReceiptID, a.ReceiptID)
+		return strings.Compare(a.ReceiptID, b.ReceiptID)
 	})
-	if keep := RetentionPerWorker - 1; len(live) > keep {
-		over := live[keep:]
-		for i := len(over) - 1; i >= 0; i-- {
-			out = append(out, Prune{Indexed: over[i], Reason: PruneOverLimit})
+	for _, e := range over {
+		if !gone[e.ReceiptID] {
+			gone[e.ReceiptID] = true
+			out = append(out, Prune{Indexed: e, Reason: PruneOverLimit})
 		}
 	}
 	return out
 }
+
+// Beyond is how many of a worker's n retained receipts must make room for
+// a new one: n-99, or none.
+func Beyond(n int) int { return max(0, n-(RetentionPerWorker-1)) }

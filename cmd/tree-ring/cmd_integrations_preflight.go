@@ -305,7 +305,6 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 	var wrote bool
 	var path string
 	var removals []string
-	keep := map[string]bool{} // this worker's receipt files after the commit
 	worker := preflight.WorkerKeyFingerprint(a.ID, d.identity.AgentProfile)
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
 		now := g.Now().UTC().Truncate(time.Second)
@@ -417,16 +416,13 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 		if err != nil {
 			return err
 		}
-		mine, err := projections.WorkerReceipts(rkv, a.ID, worker)
+		// Only the receipts beyond the newest 99 are read: the index
+		// keeps a count per worker and its entries in age order.
+		beyond, err := projections.OldestWorkerReceipts(rkv, a.ID, worker, preflight.Beyond(projections.WorkerReceiptCount(rkv, a.ID, worker)))
 		if err != nil {
 			return err
 		}
-		for _, e := range mine {
-			keep[e.ReceiptID+".json"] = true
-		}
-		keep[receiptID+".json"] = true
-		for _, p := range preflight.Retain(now, indexed(expired), indexed(mine)) {
-			delete(keep, p.ReceiptID+".json")
+		for _, p := range preflight.Retain(now, indexed(expired), indexed(beyond)) {
 			if err := add(events.HarnessStream(p.HarnessID), events.TypeReceiptPruned, &events.ReceiptPruned{
 				HarnessID: p.HarnessID, WorkerKeyFingerprint: p.Worker, ReceiptID: p.ReceiptID, Reason: p.Reason,
 			}); err != nil {
@@ -449,6 +445,16 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 		if err := run.finish(tx, "succeeded"); err != nil { // run recorder seam
 			return err
 		}
+		// Strays in this worker's directory: receipt files the index (as
+		// of this transaction, prunes applied) does not hold.
+		dir := preflight.WorkerDir(a.ID, d.identity.AgentProfile)
+		if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil {
+			for _, n := range names {
+				if id, ok := strings.CutSuffix(n, ".json"); ok && preflight.ValidReceiptID(id) && !projections.Indexed(rkv, id) && id != receiptID {
+					removals = append(removals, dir+"/"+n)
+				}
+			}
+		}
 		// Deliver before acknowledging: the file is created (O_EXCL,
 		// O_NOFOLLOW, fsync, directory fsync) before the commit.
 		path = rc.Path()
@@ -468,12 +474,12 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 		}
 		return delivered{}, pathless(err)
 	}
-	// Retention on disk (the lock is still held): files of pruned receipts,
-	// then strays in this worker's directory (files without an index entry).
+	// Retention on disk (the lock is still held): files of pruned receipts
+	// and strays. Best effort: a file left behind has no index entry, never
+	// proves anything, and the next write in its directory removes it.
 	for _, p := range removals {
 		_, _ = root.RemoveFile(p)
 	}
-	removeStrays(root, preflight.WorkerDir(a.ID, d.identity.AgentProfile), keep)
 	return out, nil
 }
 
@@ -485,26 +491,9 @@ func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 	return out
 }
 
-// maxWorkerFiles bounds a receipt directory listing.
+// maxWorkerFiles bounds a receipt directory listing (a directory filled
+// beyond it by someone else is left alone).
 const maxWorkerFiles = 4096
-
-// removeStrays removes receipt files in a worker's directory that the
-// index does not hold (keep): left by a crash between the file write and
-// the commit, or by a removal that failed. Only names of the receipt form
-// are touched. Best effort: a failure leaves the file for the next pass,
-// and a stray never proves anything (status reads the index).
-func removeStrays(root *adapters.ProjectRoot, dir string, keep map[string]bool) {
-	names, _, err := root.ListDir(dir, maxWorkerFiles)
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		id, ok := strings.CutSuffix(n, ".json")
-		if ok && preflight.ValidReceiptID(id) && !keep[n] {
-			_, _ = root.RemoveFile(dir + "/" + n)
-		}
-	}
-}
 
 // pathless drops absolute paths from the ledger's errors, which a hook
 // prints on stderr.
