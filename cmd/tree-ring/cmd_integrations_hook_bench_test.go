@@ -37,8 +37,20 @@ var (
 	benchBinError error
 )
 
+// benchBuild is how both binaries are built: a release build (static,
+// no symbol tables). TREE_RING_BENCH_CGO=1 keeps the toolchain's default
+// (a cgo-linked binary when a C compiler is present) for comparison.
+func benchBuild(out string) *exec.Cmd {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = os.Environ()
+	if os.Getenv("TREE_RING_BENCH_CGO") != "1" {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	return cmd
+}
+
 // benchBinaries builds tree-ring and an empty Go program (func main(){})
-// with the same toolchain.
+// with the same toolchain and flags.
 func benchBinaries(b *testing.B) (string, string) {
 	b.Helper()
 	benchBinOnce.Do(func() {
@@ -48,7 +60,7 @@ func benchBinaries(b *testing.B) (string, string) {
 			return
 		}
 		benchBin, benchEmpty = filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty")
-		if out, err := exec.Command("go", "build", "-o", benchBin, ".").CombinedOutput(); err != nil {
+		if out, err := benchBuild(benchBin).CombinedOutput(); err != nil {
 			benchBinError = fmt.Errorf("go build: %v %s", err, out)
 			return
 		}
@@ -56,7 +68,7 @@ func benchBinaries(b *testing.B) (string, string) {
 		os.Mkdir(src, 0o755)
 		os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
 		os.WriteFile(filepath.Join(src, "go.mod"), []byte("module empty\n\ngo 1.26\n"), 0o644)
-		cmd := exec.Command("go", "build", "-o", benchEmpty, ".")
+		cmd := benchBuild(benchEmpty)
 		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
 			benchBinError = fmt.Errorf("go build empty: %v %s", err, out)
