@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,10 @@ import (
 // ("Preflight and hooks") explains the method and records the figures.
 //
 //	go test ./cmd/tree-ring -run '^$' -bench HookSessionStart -benchtime 400x
+//
+// TREE_RING_BENCH_MEMORIES, TREE_RING_BENCH_RECEIPTS (default 10000 each)
+// size the ledger; TREE_RING_BENCH_CGO=1 builds with the toolchain's
+// default cgo setting instead of a static release build.
 
 var (
 	benchBinOnce  sync.Once
@@ -213,6 +218,16 @@ func seedReceipts(b *testing.B, dir string, n int) {
 	}
 }
 
+func benchCount(env string) int {
+	if v := os.Getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err == nil {
+			return n
+		}
+	}
+	return 10_000
+}
+
 func mustRead(b *testing.B, path string) []byte {
 	b.Helper()
 	data, err := os.ReadFile(path)
@@ -236,14 +251,21 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // memories and 10,000 receipts, and an empty Go program started by the
 // same command line (installed at .tree-ring/bin/tree-ring of an identical
 // project). Each iteration runs both, alternating which goes first.
-// Reported: medians and p99s in ms and the ratio of medians; then 32 hook
-// processes started at once (wall time until the last exits).
+// Reported: medians and p99s in ms and the ratio of medians, the median of
+// a Stop re-run (see below); then 32 hook processes started at once (wall
+// time until the last exits).
 func BenchmarkHookSessionStart(b *testing.B) {
 	bin, empty := benchBinaries(b)
 	dir := benchProjectDir(b, "bench project")
 	benchRun(b, dir, "", bin, "init")
-	seedMemories(b, bin, dir, 10_000)
-	seedReceipts(b, dir, 10_000)
+	// TREE_RING_BENCH_MEMORIES and TREE_RING_BENCH_RECEIPTS change the
+	// ledger's size (default 10,000 each).
+	if n := benchCount("TREE_RING_BENCH_MEMORIES"); n > 0 {
+		seedMemories(b, bin, dir, n)
+	}
+	if n := benchCount("TREE_RING_BENCH_RECEIPTS"); n > 0 {
+		seedReceipts(b, dir, n)
+	}
 	other := benchProjectDir(b, "bench project")
 	os.MkdirAll(filepath.Join(other, ".tree-ring", "bin"), 0o700)
 	if err := os.WriteFile(filepath.Join(other, ".tree-ring", "bin", "tree-ring"), mustRead(b, empty), 0o755); err != nil {
@@ -263,20 +285,32 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	if out := benchRun(b, filepath.Join(dir, "src", "deep"), payload(dir, -1), "/bin/sh", "-c", line); !bytes.HasPrefix(out, []byte(`{"hookSpecificOutput":`)) {
 		b.Fatalf("hook output %s", out)
 	}
-	var hook, base []time.Duration
-	timed := func(root string, i int) time.Duration {
+	// A third series decomposes the difference: the same binary answering
+	// a Stop re-run (stop_hook_active: true) through the Stop command line:
+	// process start, stdin, the activation contract on disk, "{}"; no
+	// ledger, no recall, no fsync.
+	stopLine := hooks.Hooks["Stop"][0].Hooks[0].Command
+	stopPayload := func(i int) string {
+		return fmt.Sprintf(`{"session_id":"bench-%d","cwd":%q,"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"done"}`, i, filepath.Join(dir, "src", "deep"))
+	}
+	var hook, base, stop []time.Duration
+	timed := func(root, stdin, line string) time.Duration {
 		t0 := time.Now()
-		benchRun(b, filepath.Join(root, "src", "deep"), payload(root, i), "/bin/sh", "-c", line)
+		benchRun(b, filepath.Join(root, "src", "deep"), stdin, "/bin/sh", "-c", line)
 		return time.Since(t0)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if i%2 == 0 {
-			hook = append(hook, timed(dir, i))
-			base = append(base, timed(other, i))
-		} else {
-			base = append(base, timed(other, i))
-			hook = append(hook, timed(dir, i))
+		// Rotate the order so that no series always runs first.
+		for k := 0; k < 3; k++ {
+			switch (i + k) % 3 {
+			case 0:
+				hook = append(hook, timed(dir, payload(dir, i), line))
+			case 1:
+				base = append(base, timed(other, payload(other, i), line))
+			case 2:
+				stop = append(stop, timed(dir, stopPayload(i), stopLine))
+			}
 		}
 	}
 	b.StopTimer()
@@ -284,6 +318,7 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	b.ReportMetric(ms(quantile(hook, 0.99)), "hook-p99-ms")
 	b.ReportMetric(ms(quantile(base, 0.5)), "empty-median-ms")
 	b.ReportMetric(ms(quantile(base, 0.99)), "empty-p99-ms")
+	b.ReportMetric(ms(quantile(stop, 0.5)), "stop-median-ms")
 	b.ReportMetric(float64(quantile(hook, 0.5))/float64(quantile(base, 0.5)), "median-ratio")
 
 	// 32 at once.
