@@ -268,7 +268,7 @@ const hookLockTimeout = 8 * time.Second
 // print: a failure at any step prints nothing and leaves no receipt.
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (delivered, error) {
 	start := g.Now()
-	run := beginPreflightRun(g, d.adapter.ID) // run recorder seam (see runRecorder)
+	run := beginPreflightRun(g, d.adapter.ID) // run recorder seam (see preflightRun)
 	a := d.adapter
 	root, err := adapters.OpenProjectRoot(loc.project)
 	if err != nil {
@@ -518,10 +518,13 @@ func pathless(err error) error {
 }
 
 // The run recorder (branch wip/runs) is wired here: beginPreflightRun is
-// called once when a preflight or start hook begins, and finish inside its
-// final (only) write transaction, before the receipt file is written, so
-// that the run's terminal record commits atomically with the receipt
-// events. Until the recorder lands these do nothing.
+// called once when a preflight or start hook begins (deliver's first
+// statement), and finish inside its final (only) write transaction, after
+// the receipt events are appended and before the receipt file is written,
+// so that the run's terminal record commits atomically with the receipt
+// events. When deliver fails there is no committed transaction: the
+// recorder's own failure/interruption path applies. Until the recorder
+// lands these do nothing.
 type preflightRun struct{}
 
 func beginPreflightRun(*Globals, string) *preflightRun { return &preflightRun{} }
