@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -227,4 +228,79 @@ func (r *ProjectRoot) CreateFile(rel string, data []byte, perm, dirPerm uint32) 
 		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
 	}
 	return nil
+}
+
+// ListDir returns the names of the entries of directory rel, sorted, with
+// absent false; a missing directory (or missing parent) gives absent true
+// and no error. A symlink in any component is a *SymlinkError. At most
+// limit names are returned (more is a *TooLargeError), so a directory
+// filled by someone else cannot make a caller allocate without bound.
+func (r *ProjectRoot) ListDir(rel string, limit int) (names []string, absent bool, err error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	dfd, absent, err := r.walk(comps, false, 0)
+	if err != nil || absent {
+		return nil, absent, err
+	}
+	f := os.NewFile(uintptr(dfd), rel)
+	defer f.Close()
+	names, err = f.Readdirnames(limit + 1)
+	if err != nil && err != io.EOF {
+		return nil, false, fmt.Errorf("list %s: %w", rel, err)
+	}
+	if len(names) > limit {
+		return nil, false, &TooLargeError{Path: rel, Limit: limit}
+	}
+	slices.Sort(names)
+	return names, false, nil
+}
+
+// RemoveFile unlinks the regular file rel without following a symlink in
+// any component. It exists for Tree Ring's own receipt files (retention),
+// never for bridge material, which is create-only. An absent file is not an
+// error (removed reports whether this call removed it); a final entry that
+// is not a regular file is a *NotRegularError and is left alone. The
+// directory is not fsynced: a removal that does not survive a crash is
+// repeated by the next retention pass.
+func (r *ProjectRoot) RemoveFile(rel string) (removed bool, err error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return false, err
+	}
+	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	if err != nil || absent {
+		return false, err
+	}
+	defer syscall.Close(dfd)
+	name := comps[len(comps)-1]
+	var st syscall.Stat_t
+	if err := fstatat(dfd, name, &st); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return false, nil
+		}
+		return false, fmt.Errorf("inspect %s: %w", rel, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return false, &NotRegularError{Path: rel}
+	}
+	if err := syscall.Unlinkat(dfd, name); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return false, nil
+		}
+		return false, fmt.Errorf("remove %s: %w", rel, err)
+	}
+	return true, nil
+}
+
+// fstatat stats name in dirfd without following a final symlink (through
+// an O_PATH descriptor: package syscall has no portable fstatat).
+func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
+	fd, err := syscall.Openat(dirfd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	return syscall.Fstat(fd, st)
 }

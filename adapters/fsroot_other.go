@@ -33,3 +33,9 @@ func (r *ProjectRoot) CreateFile(string, []byte, uint32, uint32) error { return 
 
 // Exists fails on this platform.
 func (r *ProjectRoot) Exists(string) (bool, error) { return false, errPlatform }
+
+// ListDir fails on this platform.
+func (r *ProjectRoot) ListDir(string, int) ([]string, bool, error) { return nil, false, errPlatform }
+
+// RemoveFile fails on this platform.
+func (r *ProjectRoot) RemoveFile(string) (bool, error) { return false, errPlatform }

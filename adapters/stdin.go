@@ -96,6 +96,12 @@ func (c StdinContract) IsKnown(key string) bool {
 // capability; a lifecycle hook rejects them instead of ignoring them.
 var hookForbidden = []string{"authorization", "capability", "capabilities", "coordinator_capability", "memory_root", "project_root", "store_id", "task_hint"}
 
+// AdapterStdinForbidden is the forbidden-key list of adapter-mode preflight
+// stdin (checked at every depth), which also applies when a lifecycle
+// harness (Claude Code) sends its session-start object to `integrations
+// preflight --input-json-stdin`. The returned slice is a copy.
+func AdapterStdinForbidden() []string { return append([]string(nil), adapterForbidden...) }
+
 // adapterForbidden is checked recursively in adapter stdin.
 var adapterForbidden = []string{"authorization", "bridge_fingerprint", "capability", "capabilities", "coordinator_capability", "harness_id", "memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "state", "store_id", "token", "tree_ring_coordinator_token"}
 

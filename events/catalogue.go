@@ -326,7 +326,13 @@ type PreflightFailed struct {
 	Reason    string `json:"reason"`
 }
 
-// ReceiptRecorded is the privacy-safe receipt, as written to disk.
+// ReceiptRecorded is the privacy-safe receipt, as written to disk: every
+// field of the receipt file except its constant schema_version, so that the
+// file can be audited (SHA256 is the digest of its exact bytes) and the
+// receipt index rebuilt from the ledger alone. The ledger keeps this event
+// after retention prunes the file (receipt.pruned); it holds no prompt,
+// hint, recalled text or absolute path. RecordedAt, Session and Path are
+// absent from events written before receipts were materialized as files.
 type ReceiptRecorded struct {
 	HarnessID               string `json:"harness_id"`
 	ReceiptID               string `json:"receipt_id"`
@@ -343,9 +349,26 @@ type ReceiptRecorded struct {
 	DurationMS              int64  `json:"duration_ms"`
 	Status                  string `json:"status"`
 	SHA256                  string `json:"sha256"`
+	// RecordedAt is the receipt's recorded_at (RFC 3339, UTC, seconds).
+	RecordedAt string `json:"recorded_at,omitempty"`
+	// Session is the harness-derived identity the receipt names (already
+	// normalized: unsafe values are replaced by label-<digest>).
+	Session *ReceiptSession `json:"session,omitempty"`
+	// Path is the receipt file, project-relative.
+	Path string `json:"path,omitempty"`
 }
 
-// ReceiptPruned records a receipt removed by retention.
+// ReceiptSession is a receipt's session identity.
+type ReceiptSession struct {
+	AgentProfile string `json:"agent_profile"`
+	WorkflowID   string `json:"workflow_id"`
+	SessionID    string `json:"session_id"`
+}
+
+// ReceiptPruned records a receipt removed by retention (Reason "expired":
+// older than 30 days; "over_limit": beyond the newest 100 of its
+// harness/worker). The decision is the writer's, at its clock; the fold only
+// drops the receipt from the index, and the writer then removes the file.
 type ReceiptPruned struct {
 	HarnessID            string `json:"harness_id"`
 	WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
@@ -361,9 +384,11 @@ type CertificationRecorded struct {
 	Records   []CertificationResult `json:"records"`
 }
 
-// CertificationResult is one harness's verdict.
+// CertificationResult is one harness's verdict: pass only with a verified
+// receipt tuple (ReceiptID names it), fail or skip otherwise.
 type CertificationResult struct {
 	HarnessID string `json:"harness_id"`
 	Status    string `json:"status"`
 	State     string `json:"state"`
+	ReceiptID string `json:"receipt_id,omitempty"`
 }

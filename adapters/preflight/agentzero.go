@@ -1,0 +1,204 @@
+package preflight
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// The Agent Zero plugin descriptor: an internal transport between the
+// separately installed tree_ring_memory plugin and this CLI, never a user
+// setting, project file, stdin field or receipt field.
+const (
+	// DescriptorEnv carries the descriptor's absolute path.
+	DescriptorEnv = "TREE_RING_AGENT_ZERO_PLUGIN_MANIFEST"
+	// DescriptorName is the descriptor's fixed file name at the plugin root.
+	DescriptorName = "activation-capability.json"
+	// MaxDescriptorBytes bounds the descriptor and its sibling plugin.yaml.
+	MaxDescriptorBytes = 16 << 10
+	descriptorKind     = "tree-ring-agent-zero-plugin-capability"
+	pluginID           = "tree_ring_memory"
+)
+
+// Compatible is one release pairing the core accepts: the plugin release
+// and the Tree Ring series its descriptor declares.
+type Compatible struct{ PluginVersion, Min, Minor string }
+
+// CompatiblePlugins is the published allow-list of (plugin_version,
+// tree_ring_version.min, tree_ring_version.minor). The last pair is the
+// plugin's current descriptor (3.4.1 / 0.15.6), which later cores accept.
+var CompatiblePlugins = []Compatible{
+	{"3.1.0", "0.14.0", "0.14"},
+	{"3.2.0", "0.15.3", "0.15"},
+	{"3.3.0", "0.15.3", "0.15"},
+	{"3.3.1", "0.15.3", "0.15"},
+	{"3.4.0", "0.15.5", "0.15"},
+	{"3.4.1", "0.15.6", "0.15"},
+}
+
+// Descriptor is a validated plugin capability descriptor.
+type Descriptor struct {
+	PluginVersion string
+	Min, Minor    string
+}
+
+// DescriptorError says why a descriptor was refused; the harness then
+// stays needs-plugin. It never carries the path or file content.
+type DescriptorError struct{ Reason string }
+
+func (e *DescriptorError) Error() string { return "Agent Zero plugin descriptor: " + e.Reason }
+
+func descErr(format string, a ...any) error {
+	return &DescriptorError{Reason: fmt.Sprintf(format, a...)}
+}
+
+// ErrNoDescriptor is returned when the transport variable is unset.
+var ErrNoDescriptor = &DescriptorError{Reason: DescriptorEnv + " is not set (only the tree_ring_memory plugin sets it)"}
+
+// LoadDescriptor validates the descriptor at path for the project at
+// canonicalProject: an absolute, clean path named activation-capability.json;
+// a regular file that is not a symlink, at most 16 KiB, outside the project
+// (after resolving its directory); the exact schema {schema_version: 1,
+// kind, plugin_id: tree_ring_memory, plugin_version,
+// activation_protocol_version: 1, tree_ring_version: {min, minor},
+// enabled: true} with no other key; a compatible release; and a sibling
+// plugin.yaml (regular, not a symlink, at most 16 KiB) whose top-level
+// name: and version: each appear exactly once and equal tree_ring_memory
+// and plugin_version.
+func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
+	if path == "" {
+		return Descriptor{}, ErrNoDescriptor
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return Descriptor{}, descErr("the path must be absolute and clean")
+	}
+	if filepath.Base(path) != DescriptorName {
+		return Descriptor{}, descErr("the file must be named %s", DescriptorName)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return Descriptor{}, descErr("its directory cannot be resolved")
+	}
+	if rel, err := filepath.Rel(canonicalProject, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return Descriptor{}, descErr("it must live outside the project")
+	}
+	data, err := readRegular(filepath.Join(dir, DescriptorName))
+	if err != nil {
+		return Descriptor{}, err
+	}
+	var raw struct {
+		SchemaVersion             *int    `json:"schema_version"`
+		Kind                      *string `json:"kind"`
+		PluginID                  *string `json:"plugin_id"`
+		PluginVersion             *string `json:"plugin_version"`
+		ActivationProtocolVersion *int    `json:"activation_protocol_version"`
+		TreeRingVersion           *struct {
+			Min   *string `json:"min"`
+			Minor *string `json:"minor"`
+		} `json:"tree_ring_version"`
+		Enabled *bool `json:"enabled"`
+	}
+	if err := events.StrictUnmarshal(data, &raw); err != nil {
+		var uk *events.UnknownKeyError
+		if errors.As(err, &uk) {
+			return Descriptor{}, descErr("unknown key%s", named(uk.Key))
+		}
+		return Descriptor{}, descErr("not a descriptor object")
+	}
+	switch {
+	case raw.SchemaVersion == nil || *raw.SchemaVersion != 1:
+		return Descriptor{}, descErr("schema_version must be 1")
+	case raw.Kind == nil || *raw.Kind != descriptorKind:
+		return Descriptor{}, descErr("kind must be %s", descriptorKind)
+	case raw.PluginID == nil || *raw.PluginID != pluginID:
+		return Descriptor{}, descErr("plugin_id must be %s", pluginID)
+	case raw.PluginVersion == nil:
+		return Descriptor{}, descErr("plugin_version is missing")
+	case raw.ActivationProtocolVersion == nil || *raw.ActivationProtocolVersion != 1:
+		return Descriptor{}, descErr("activation_protocol_version must be 1")
+	case raw.TreeRingVersion == nil || raw.TreeRingVersion.Min == nil || raw.TreeRingVersion.Minor == nil:
+		return Descriptor{}, descErr("tree_ring_version needs min and minor")
+	case raw.Enabled == nil:
+		return Descriptor{}, descErr("enabled is missing")
+	case !*raw.Enabled:
+		return Descriptor{}, descErr("the plugin is disabled")
+	}
+	d := Descriptor{PluginVersion: *raw.PluginVersion, Min: *raw.TreeRingVersion.Min, Minor: *raw.TreeRingVersion.Minor}
+	compatible := false
+	for _, c := range CompatiblePlugins {
+		if c == (Compatible{d.PluginVersion, d.Min, d.Minor}) {
+			compatible = true
+		}
+	}
+	if !compatible {
+		return Descriptor{}, descErr("plugin release and Tree Ring series are not a compatible pairing")
+	}
+	yaml, err := readRegular(filepath.Join(dir, "plugin.yaml"))
+	if err != nil {
+		return Descriptor{}, err
+	}
+	name, nameN := topLevel(yaml, "name")
+	version, versionN := topLevel(yaml, "version")
+	if nameN != 1 || versionN != 1 || name != pluginID || version != d.PluginVersion {
+		return Descriptor{}, descErr("the sibling plugin.yaml does not declare name %s and version %s exactly once", pluginID, "plugin_version")
+	}
+	return d, nil
+}
+
+// readRegular reads a regular, non-symlink file of at most
+// MaxDescriptorBytes without following a final symlink.
+func readRegular(path string) ([]byte, error) {
+	name := filepath.Base(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, descErr("%s is a symlink", name)
+		}
+		return nil, descErr("%s cannot be opened", name)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, descErr("%s is not a regular file", name)
+	}
+	if fi.Size() > MaxDescriptorBytes {
+		return nil, descErr("%s is larger than %d bytes", name, MaxDescriptorBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxDescriptorBytes+1))
+	if err != nil || len(data) > MaxDescriptorBytes {
+		return nil, descErr("%s cannot be read within %d bytes", name, MaxDescriptorBytes)
+	}
+	return data, nil
+}
+
+// topLevel returns the value of the last top-level "key:" line of a YAML
+// document (unquoted, trailing comment removed) and how many there are.
+// Only unindented lines count, so nested keys of the same name do not.
+func topLevel(doc []byte, key string) (string, int) {
+	var val string
+	n := 0
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		l := strings.TrimRight(string(line), "\r")
+		rest, ok := strings.CutPrefix(l, key+":")
+		if !ok {
+			continue
+		}
+		n++
+		if i := strings.Index(rest, " #"); i >= 0 {
+			rest = rest[:i]
+		}
+		rest = strings.TrimSpace(rest)
+		if len(rest) >= 2 && (rest[0] == '"' && rest[len(rest)-1] == '"' || rest[0] == '\'' && rest[len(rest)-1] == '\'') {
+			rest = rest[1 : len(rest)-1]
+		}
+		val = rest
+	}
+	return val, n
+}

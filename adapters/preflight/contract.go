@@ -1,0 +1,125 @@
+package preflight
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// Contract refusals, with the published wording.
+var (
+	ErrRootMismatch   = errors.New("project root mismatch")
+	ErrNoRecord       = errors.New("harness has no activation record; run `tree-ring init` first")
+	ErrStale          = errors.New("stale adapter version or bridge fingerprint")
+	ErrNotEligible    = errors.New("harness activation state is not eligible for preflight")
+	ErrNotPassive     = errors.New("the Agent Zero manifest record is not the exact passive binding")
+	ErrIsolatedRoots  = errors.New("isolated preflight roots are invalid")
+	ErrLedgerMismatch = errors.New("the activation manifest differs from the ledger; run `tree-ring integrations status --verbose`")
+)
+
+// BridgeChangedError reports bridge material on disk that no longer
+// matches the manifest record (a tampered or removed hook file).
+type BridgeChangedError struct{ Paths []string }
+
+func (e *BridgeChangedError) Error() string {
+	if len(e.Paths) == 0 {
+		return "the installed bridge differs from the activation manifest"
+	}
+	return "the installed bridge differs from the activation manifest: " + strings.Join(e.Paths, ", ")
+}
+
+// Checked is a harness's verified activation contract.
+type Checked struct {
+	Adapter *adapters.Adapter
+	Record  adapters.Record
+	// Recomputed is the bridge fingerprint recomputed from the bytes on
+	// disk (equal to Record.BridgeFingerprint when Check succeeded).
+	Recomputed string
+	Changed    []string
+}
+
+// Check verifies harness a's activation contract under root: the manifest
+// names this project (its fingerprint is projectFP), it has a record for
+// the harness, the record states the registry's adapter version and
+// capability and a bridge fingerprint consistent with its own digests, and
+// the bridge fingerprint recomputed from the bytes on disk is the record's.
+// The checked contract is returned even on a bridge mismatch (with a
+// *BridgeChangedError) so that status can report it.
+func Check(root *adapters.ProjectRoot, m adapters.Manifest, a *adapters.Adapter, projectFP string) (Checked, error) {
+	c := Checked{Adapter: a}
+	if m.ProjectRootFingerprint != projectFP {
+		return c, ErrRootMismatch
+	}
+	rec, ok := m.Harnesses[a.ID]
+	if !ok {
+		return c, ErrNoRecord
+	}
+	c.Record = rec
+	if !Current(a, rec) {
+		return c, ErrStale
+	}
+	disk, changed, err := adapters.DiskRecord(root, a.ID, rec)
+	if err != nil {
+		return c, fmt.Errorf("inspect the %s bridge: %w", a.ID, err)
+	}
+	c.Recomputed, c.Changed = disk.BridgeFingerprint, ChangedPaths(rec, disk, changed)
+	if disk.BridgeFingerprint != rec.BridgeFingerprint {
+		return c, &BridgeChangedError{Paths: c.Changed}
+	}
+	return c, nil
+}
+
+// ChangedPaths lists the paths whose material on disk (disk, from
+// adapters.DiskRecord, with its missing paths) differs from the record,
+// sorted and unique.
+func ChangedPaths(rec, disk adapters.Record, missing []string) []string {
+	out := slices.Clone(missing)
+	for _, f := range rec.OwnedFiles {
+		if !slices.Contains(disk.OwnedFiles, f) && !slices.Contains(out, f.Path) {
+			out = append(out, f.Path)
+		}
+	}
+	for _, b := range rec.ManagedBlocks {
+		if !slices.Contains(disk.ManagedBlocks, b) && !slices.Contains(out, b.Path) {
+			out = append(out, b.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Current reports whether a manifest record states the registry's adapter
+// version and capability and a bridge fingerprint that its own files and
+// blocks produce (the stale-adapter check).
+func Current(a *adapters.Adapter, rec adapters.Record) bool {
+	return rec.AdapterVersion == a.Version && rec.AdapterCapability == string(a.Capability) &&
+		rec.BridgeFingerprint != "" &&
+		rec.BridgeFingerprint == adapters.BridgeFingerprint(a.ID, rec.AdapterVersion, rec.OwnedFiles, rec.ManagedBlocks)
+}
+
+// Eligible reports whether a harness in state s may run preflight: the
+// published configured-awaiting-proof, needs-trust, active and
+// active-isolated, and for Agent Zero (whose resting state is needs-plugin
+// until its plugin proves it) needs-plugin instead of needs-trust.
+func Eligible(harness string, s fsm.State) bool {
+	ok := []fsm.State{fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated}
+	if harness == "agent-zero" {
+		ok = append(ok, fsm.NeedsPlugin)
+	} else {
+		ok = append(ok, fsm.NeedsTrust)
+	}
+	return slices.Contains(ok, s)
+}
+
+// PassiveBinding reports whether rec is exactly Agent Zero's passive
+// binding record: state needs-plugin, bridge path and single owned file
+// .tree-ring/activation/agent-zero.json, no managed blocks.
+func PassiveBinding(rec adapters.Record) bool {
+	const binding = ".tree-ring/activation/agent-zero.json"
+	return rec.State == string(fsm.NeedsPlugin) && rec.BridgePath == binding &&
+		len(rec.OwnedFiles) == 1 && rec.OwnedFiles[0].Path == binding && len(rec.ManagedBlocks) == 0
+}

@@ -1,0 +1,192 @@
+package preflight
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
+)
+
+// seedFiles adds every real-client payload and adapter stdin fixture.
+func seedFiles(f *testing.F, globs ...string) {
+	for _, g := range globs {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", g))
+		for _, p := range files {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(bytes.ReplaceAll(b, []byte("__CWD__"), []byte("/proj")))
+		}
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"session_id":"s","cwd":"/p","hook_event_name":"SessionStart","\u0063apability":1}`))
+	f.Add([]byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":{"a":[{"Store-ID":1}]}}`))
+}
+
+// topKeys decodes a document the way encoding/json does (last duplicate
+// wins) and returns its object, if it is one.
+func topKeys(data []byte) (map[string]any, bool) {
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// anyKey reports whether v holds, at any depth, a key for which match is true.
+func anyKey(v any, match func(string) bool) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if match(k) || anyKey(e, match) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if anyKey(e, match) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func fuzzHook(f *testing.F, harness string) {
+	seedFiles(f, "harness-payloads/"+harness+"/*.json", "adapters/"+harness+"/stdin/*.json")
+	c := contract(f, harness)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := ParseHook(c, data)
+		m, isObj := topKeys(data)
+		if isObj {
+			for k := range m {
+				if c.IsForbidden(k) && err == nil {
+					t.Fatalf("forbidden key %q accepted", k)
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+		if !isObj || len(data) > adapters.MaxStdinBytes {
+			t.Fatalf("accepted a non-object or oversize input")
+		}
+		if !slices.Contains(c.Events, in.Event) || m["hook_event_name"] != in.Event ||
+			strings.TrimSpace(in.SessionID) == "" || m["session_id"] != in.SessionID || m["cwd"] != in.Cwd {
+			t.Fatalf("accepted %+v from %v", in, m)
+		}
+		if in.Subagent() && (m["agent_id"] != in.AgentID || m["agent_type"] != in.AgentType || strings.TrimSpace(in.AgentID) == "") {
+			t.Fatalf("subagent identity %+v from %v", in, m)
+		}
+		if (in.Event == Stop || in.Event == SubagentStop) && m["stop_hook_active"] != in.StopHookActive {
+			t.Fatalf("stop guard %+v from %v", in, m)
+		}
+		id := HookIdentity(harness, in)
+		if !safeIdent(id.WorkflowID) || !safeIdent(id.SessionID) || !safeIdent(id.AgentProfile) && !subagentProfile(id.AgentProfile) {
+			t.Fatalf("identity not normalized: %+v", id)
+		}
+	})
+}
+
+// FuzzHookCodex fuzzes the Codex lifecycle hook stdin contract.
+func FuzzHookCodex(f *testing.F) { fuzzHook(f, "codex") }
+
+// FuzzHookClaude fuzzes the Claude Code lifecycle hook stdin contract.
+func FuzzHookClaude(f *testing.F) { fuzzHook(f, "claude-code") }
+
+func fuzzAdapter(f *testing.F, harness string, globs ...string) {
+	seedFiles(f, globs...)
+	forbidden := adapters.AdapterStdinForbidden()
+	isForbidden := func(k string) bool { return slices.Contains(forbidden, normKey(k)) }
+	c := contract(f, harness)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ParseAdapter(harness, data)
+		var v any
+		decoded := json.Unmarshal(data, &v) == nil
+		if decoded && anyKey(v, isForbidden) && err == nil {
+			t.Fatal("a forbidden key at some depth was accepted")
+		}
+		if err != nil {
+			return
+		}
+		m, ok := topKeys(data)
+		if !ok {
+			t.Fatal("accepted a non-object")
+		}
+		if harness != "claude-code" {
+			for k := range m {
+				if !slices.Contains(c.Required, k) && !slices.Contains(c.Optional, k) {
+					t.Fatalf("key %q outside the allow-list accepted", k)
+				}
+			}
+		} else if r.Identity.AgentProfile != "claude-code" || m["cwd"] != r.Cwd {
+			t.Fatalf("claude identity %+v", r)
+		}
+		id := r.Identity
+		if !safeIdent(id.AgentProfile) || !safeIdent(id.WorkflowID) || !safeIdent(id.SessionID) {
+			t.Fatalf("identity not normalized: %+v", id)
+		}
+	})
+}
+
+// FuzzAdapterClaude fuzzes claude-session-start preflight stdin.
+func FuzzAdapterClaude(f *testing.F) {
+	fuzzAdapter(f, "claude-code", "harness-payloads/claude-code/*.json", "adapters/claude-code/stdin/*.json")
+}
+
+// FuzzAdapterPi fuzzes Pi's before_agent_start preflight stdin.
+func FuzzAdapterPi(f *testing.F) { fuzzAdapter(f, "pi", "adapters/pi/stdin/*.json") }
+
+// FuzzAdapterAgentZero fuzzes the Agent Zero plugin's preflight stdin.
+func FuzzAdapterAgentZero(f *testing.F) {
+	fuzzAdapter(f, "agent-zero", "adapters/agent-zero/stdin/*.json")
+}
+
+// FuzzDecodeReceipt: an accepted receipt re-encodes to bytes that decode
+// to the same receipt.
+func FuzzDecodeReceipt(f *testing.F) {
+	f.Add(testReceipt().Encode())
+	b, _ := os.ReadFile(filepath.Join("testdata", "receipt.json"))
+	f.Add(b)
+	f.Add([]byte(`{"schema_version":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeReceipt(data)
+		if err != nil {
+			return
+		}
+		back, err := DecodeReceipt(r.Encode())
+		if err != nil || back != r {
+			t.Fatalf("re-encode: %+v %v", back, err)
+		}
+	})
+}
+
+// FuzzDescriptor fuzzes the plugin descriptor's content (the path rules
+// are table-tested).
+func FuzzDescriptor(f *testing.F) {
+	f.Add([]byte(goodDescriptor), []byte(goodPluginYAML))
+	f.Add([]byte(`{}`), []byte("name: x\n"))
+	f.Fuzz(func(t *testing.T, desc, yaml []byte) {
+		if len(desc) > 2*MaxDescriptorBytes || len(yaml) > 2*MaxDescriptorBytes {
+			return
+		}
+		p, proj := plugin(t, string(desc), string(yaml))
+		d, err := LoadDescriptor(p, proj)
+		if err != nil {
+			return
+		}
+		if !slices.Contains(CompatiblePlugins, Compatible{d.PluginVersion, d.Min, d.Minor}) {
+			t.Fatalf("incompatible release accepted: %+v", d)
+		}
+		var m map[string]any
+		if json.Unmarshal(desc, &m) != nil || m["enabled"] != true || m["plugin_id"] != "tree_ring_memory" || len(m) != 7 {
+			t.Fatalf("descriptor accepted: %s", desc)
+		}
+	})
+}

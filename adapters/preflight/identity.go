@@ -1,0 +1,100 @@
+package preflight
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"path/filepath"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// Identity is a worker's session identity as a receipt records it.
+type Identity struct {
+	AgentProfile string `json:"agent_profile"`
+	WorkflowID   string `json:"workflow_id"`
+	SessionID    string `json:"session_id"`
+}
+
+// maxIdentBytes bounds an identity value kept as is.
+const maxIdentBytes = 128
+
+// Normalized is the published identity normalization: v is kept when it is
+// at most 128 bytes of [A-Za-z0-9-_.:@], not "." or "..", and inspects as
+// normal sensitivity; otherwise it becomes "{label}-{sha256(v)[:24]}". The
+// result is therefore always safe inside double quotes in a shell command
+// and as a path component.
+func Normalized(label, v string) string {
+	if safeIdent(v) {
+		return v
+	}
+	return label + "-" + adapters.SHA256Hex([]byte(v))[:24]
+}
+
+func safeIdent(v string) bool {
+	if v == "" || len(v) > maxIdentBytes || v == "." || v == ".." {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
+			return false
+		}
+	}
+	return events.InspectText(v) == events.SensitivityNormal
+}
+
+// HookIdentity derives the worker identity of a lifecycle event, as
+// published:
+//
+//   - SessionStart, Stop: agent profile = the harness id; workflow and
+//     session = normalized("session", session_id).
+//   - SubagentStart, SubagentStop: agent profile =
+//     "{harness}:{normalized("agent-type", agent_type)}:{sha256(agent_id)[:16]}",
+//     workflow = normalized("session", session_id) (the parent session),
+//     session = normalized("agent", agent_id).
+//
+// agent_id and agent_type only ever select this worker identity; they are
+// never a store, project, capability or coordinator identity.
+func HookIdentity(harness string, in HookInput) Identity {
+	session := Normalized("session", in.SessionID)
+	if !in.Subagent() {
+		return Identity{AgentProfile: harness, WorkflowID: session, SessionID: session}
+	}
+	return Identity{
+		AgentProfile: harness + ":" + Normalized("agent-type", in.AgentType) + ":" + adapters.SHA256Hex([]byte(in.AgentID))[:16],
+		WorkflowID:   session,
+		SessionID:    Normalized("agent", in.AgentID),
+	}
+}
+
+// WorkerKeyFingerprint identifies a worker (a harness and an agent profile:
+// the unit of receipt retention) without naming it: the lowercase hex
+// SHA-256 of the length-delimited fields "worker", harness id, agent
+// profile, each an unsigned 64-bit big-endian length followed by its bytes
+// (the bridge fingerprint's encoding).
+func WorkerKeyFingerprint(harness, agentProfile string) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range []string{"worker", harness, agentProfile} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ProjectName is the recall project of a project root: its basename, and
+// the alias normalized("project", basename) that capture commands use
+// ("project" when the basename is empty).
+func ProjectName(canonicalRoot string) (name, alias string) {
+	name = filepath.Base(canonicalRoot)
+	if name == "/" || name == "." {
+		name = ""
+	}
+	if name == "" {
+		return "", "project"
+	}
+	return name, Normalized("project", name)
+}

@@ -1,0 +1,79 @@
+package preflight
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Retention reasons recorded in receipt.pruned.
+const (
+	PruneExpired   = "expired"    // recorded 30 days or more before the writer's clock
+	PruneOverLimit = "over_limit" // beyond the newest 100 of its harness/worker
+)
+
+// Indexed is a receipt as the receipt index knows it.
+type Indexed struct {
+	HarnessID  string
+	Worker     string // worker_key_fingerprint
+	ReceiptID  string
+	RecordedAt string // receipt format (TimeFormat)
+	Path       string // project-relative; "" for receipts recorded without a file
+}
+
+// Prune is one retention decision.
+type Prune struct {
+	Indexed
+	Reason string
+}
+
+// Retain decides retention when a receipt is about to be recorded at now.
+// expired are the index entries (any harness or worker) recorded at or
+// before now-30 days. beyond are the oldest entries of the new receipt's
+// harness/worker that do not fit with it in the newest 100: when the
+// worker holds n receipts, its n-99 oldest by (recorded_at, receipt id)
+// (the published order keeps the newest 100 by recorded_at, then path,
+// descending). Every expired entry is pruned as expired, every other
+// entry of beyond as over the limit; expired entries are the oldest, so
+// they are the first of beyond. The decision is the writer's (it reads the
+// clock); the receipt index fold only applies the resulting receipt.pruned
+// events. The result is ordered: expired by (recorded_at, id), then over
+// the limit oldest first.
+func Retain(now time.Time, expired, beyond []Indexed) []Prune {
+	cutoff := now.Add(-RetentionAge)
+	var out []Prune
+	gone := map[string]bool{}
+	for _, e := range expired {
+		if at, err := time.Parse(TimeFormat, e.RecordedAt); err == nil && at.After(cutoff) {
+			continue // not expired after all: the caller's cut was coarser
+		}
+		if !gone[e.ReceiptID] {
+			gone[e.ReceiptID] = true
+			out = append(out, Prune{Indexed: e, Reason: PruneExpired})
+		}
+	}
+	slices.SortFunc(out, func(a, b Prune) int {
+		if c := strings.Compare(a.RecordedAt, b.RecordedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ReceiptID, b.ReceiptID)
+	})
+	over := slices.Clone(beyond)
+	slices.SortFunc(over, func(a, b Indexed) int {
+		if c := strings.Compare(a.RecordedAt, b.RecordedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ReceiptID, b.ReceiptID)
+	})
+	for _, e := range over {
+		if !gone[e.ReceiptID] {
+			gone[e.ReceiptID] = true
+			out = append(out, Prune{Indexed: e, Reason: PruneOverLimit})
+		}
+	}
+	return out
+}
+
+// Beyond is how many of a worker's n retained receipts must make room for
+// a new one: n-99, or none.
+func Beyond(n int) int { return max(0, n-(RetentionPerWorker-1)) }

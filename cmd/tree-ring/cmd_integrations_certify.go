@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+type certifyOptions struct{ OutDir string }
+
+func (o *certifyOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.OutDir, "out-dir", "", "where to write the evidence (default <source-root>/target/tree-ring-certification)")
+}
+
+func init() {
+	register("integrations certify", "", "certify each harness (pass only with a verified receipt tuple) and write JSON and Markdown evidence", runCertify)
+}
+
+// Certification verdicts.
+const (
+	certPass = "pass"
+	certFail = "fail"
+	certSkip = "skip"
+)
+
+// certRecord is one harness's verdict in the report.
+type certRecord struct {
+	HarnessID  string   `json:"harness_id"`
+	Name       string   `json:"name"`
+	Status     string   `json:"status"`
+	Activation string   `json:"activation"`
+	Markers    []string `json:"markers"`
+	Summary    string   `json:"summary"`
+	NextStep   string   `json:"next_step"`
+}
+
+type certReport struct {
+	PassCount int          `json:"pass_count"`
+	FailCount int          `json:"fail_count"`
+	SkipCount int          `json:"skip_count"`
+	Records   []certRecord `json:"records"`
+}
+
+// certEvidence is harness/<id>.json: the verdict and what it rests on. It
+// holds identifiers, digests and counts only (no path outside the
+// project, no memory text).
+type certEvidence struct {
+	certRecord
+	Evidence struct {
+		Manifest          string   `json:"manifest"`
+		Record            bool     `json:"record"`
+		LedgerState       string   `json:"ledger_state"`
+		Bridge            string   `json:"bridge,omitempty"`
+		BridgeFingerprint string   `json:"bridge_fingerprint,omitempty"`
+		RecomputedOnDisk  string   `json:"recomputed_on_disk,omitempty"`
+		ChangedPaths      []string `json:"changed_paths,omitempty"`
+		Plugin            string   `json:"plugin,omitempty"`
+		RejectedReceipts  int      `json:"rejected_receipts"`
+		Receipt           *struct {
+			ReceiptID            string `json:"receipt_id"`
+			RecordedAt           string `json:"recorded_at"`
+			WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
+			StoreID              string `json:"store_id"`
+			State                string `json:"state"`
+			QueryClass           string `json:"query_class"`
+			ResultCount          int    `json:"result_count"`
+			RulesPassed          int    `json:"rules_passed"`
+		} `json:"receipt"`
+	} `json:"evidence"`
+}
+
+func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("integrations certify takes no arguments")
+	}
+	pr, err := resolveProject(g)
+	if err != nil {
+		return err
+	}
+	defer pr.root.Close()
+	now := g.Now()
+	ev, err := evaluate(ctx, g, pr, now)
+	if err != nil {
+		return err
+	}
+	if !ev.ledger {
+		return fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
+	}
+	var rep certReport
+	var evidence []certEvidence
+	var results []events.CertificationResult
+	for _, h := range ev.harnesses {
+		c := certify(h, ev)
+		switch c.Status {
+		case certPass:
+			rep.PassCount++
+		case certFail:
+			rep.FailCount++
+		default:
+			rep.SkipCount++
+		}
+		rep.Records = append(rep.Records, c.certRecord)
+		evidence = append(evidence, c)
+		r := events.CertificationResult{HarnessID: h.adapter.ID, Status: c.Status, State: string(h.state)}
+		if c.Status == certPass {
+			r.ReceiptID = h.receipt.ReceiptID
+		}
+		results = append(results, r)
+	}
+	dir := o.OutDir
+	if dir == "" {
+		dir = filepath.Join(pr.canonical, "target", "tree-ring-certification")
+	}
+	if err := writeEvidence(dir, rep, evidence, now.UTC().Format("2006-01-02T15:04:05Z")); err != nil {
+		return err
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e, err := g.Factory("cli").New(events.StoreStream, events.TypeCertificationRecorded, &events.CertificationRecorded{
+		PassCount: rep.PassCount, FailCount: rep.FailCount, SkipCount: rep.SkipCount, Records: results,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := st.Append(ctx, events.StoreStream, bolt.AnyVersion, e); err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(g.Stdout, struct {
+			OK     bool       `json:"ok"`
+			Report certReport `json:"report"`
+		}{true, rep})
+	}
+	shown := o.OutDir // as the user gave it; the default relative to the source root
+	if shown == "" {
+		shown = filepath.Join("target", "tree-ring-certification")
+	}
+	fmt.Fprintf(g.Stdout, "Tree Ring harness certification: pass=%d fail=%d skip=%d evidence=%s\n", rep.PassCount, rep.FailCount, rep.SkipCount, shown)
+	for _, r := range rep.Records {
+		fmt.Fprintf(g.Stdout, "%s: %s (%s)\n  %s\n", r.Name, r.Status, r.Activation, r.Summary)
+		if r.Status != certPass {
+			printNext(g.Stdout, r.NextStep)
+		}
+	}
+	return nil
+}
+
+// certify decides a harness's verdict. Pass needs the verified tuple:
+// manifest, bridge on disk and a receipt passing the eight rules (status
+// active or active-isolated); a marker, a bridge or a manifest record alone
+// never passes. Skip: nothing of the harness is here (no marker, record
+// or event), a guidance-only adapter nobody uses, or Agent Zero without its
+// plugin available to this command. Anything else fails.
+func certify(h *harnessEval, ev *evaluation) certEvidence {
+	var c certEvidence
+	c.certRecord = certRecord{
+		HarnessID: h.adapter.ID, Name: h.adapter.Name, Activation: string(h.state), Markers: h.markers, NextStep: h.next,
+	}
+	if c.Markers == nil {
+		c.Markers = []string{}
+	}
+	x := &c.Evidence
+	x.Manifest, x.Record, x.LedgerState = ev.manifest, h.hasRecord, string(h.ledger)
+	x.Bridge, x.BridgeFingerprint, x.RecomputedOnDisk, x.ChangedPaths = h.bridge, h.record.BridgeFingerprint, h.recomputed, h.changed
+	x.Plugin, x.RejectedReceipts = h.plugin, h.rejected
+	switch {
+	case h.receipt != nil && fsm.Proven(h.state):
+		c.Status = certPass
+		c.Summary = fmt.Sprintf("verified receipt %s (%s, %d results) matches the manifest, the bridge on disk and store %s", h.receipt.ReceiptID, h.receipt.QueryClass, h.receipt.ResultCount, h.receipt.StoreID)
+		x.Receipt = &struct {
+			ReceiptID            string `json:"receipt_id"`
+			RecordedAt           string `json:"recorded_at"`
+			WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
+			StoreID              string `json:"store_id"`
+			State                string `json:"state"`
+			QueryClass           string `json:"query_class"`
+			ResultCount          int    `json:"result_count"`
+			RulesPassed          int    `json:"rules_passed"`
+		}{h.receipt.ReceiptID, h.receipt.RecordedAt, h.receipt.WorkerKeyFingerprint, h.receipt.StoreID, h.receipt.State, h.receipt.QueryClass, h.receipt.ResultCount, 8}
+	case len(h.markers) == 0 && !h.hasRecord && !h.events:
+		c.Status, c.Summary = certSkip, "not installed here: no marker, manifest record or ledger event"
+	case h.adapter.Support == adapters.Unsupported && !h.hasRecord:
+		c.Status, c.Summary = certSkip, "guidance-only adapter: detected ("+strings.Join(h.markers, ", ")+") but no maintained adapter can prove it"
+	case h.adapter.ID == "agent-zero" && h.state == fsm.NeedsPlugin:
+		c.Status, c.Summary = certSkip, "the separate tree_ring_memory plugin is not available to this command"
+	case len(h.markers) > 0 && !h.hasRecord:
+		c.Status, c.Summary = certFail, "marker only ("+strings.Join(h.markers, ", ")+"): no bridge and no receipt"
+	default:
+		c.Status, c.Summary = certFail, "no verified receipt tuple: state "+string(h.state)
+	}
+	c.certRecord.Status = c.Status
+	return c
+}
+
+// writeEvidence writes harness/<id>.json, harness-activation-summary.md
+// and evidence-index.json under dir (created if needed). These are reports:
+// each file is replaced atomically (temporary file, fsync, rename).
+func writeEvidence(dir string, rep certReport, ev []certEvidence, at string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "harness"), 0o755); err != nil {
+		return fmt.Errorf("--out-dir: %w", unwrapPath(err))
+	}
+	index := map[string]any{"generated_at": at, "pass_count": rep.PassCount, "fail_count": rep.FailCount, "skip_count": rep.SkipCount}
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# Tree Ring harness activation certification\n\nGenerated %s. pass %d, fail %d, skip %d.\n\n", at, rep.PassCount, rep.FailCount, rep.SkipCount)
+	md.WriteString("A harness passes only with a verified receipt tuple: the manifest, the bridge bytes on disk and a fresh receipt that passes all eight verification rules. A marker, a copied skill or a bridge alone never passes.\n\n")
+	md.WriteString("| harness | status | state | summary |\n|---|---|---|---|\n")
+	for _, e := range ev {
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeReplace(filepath.Join(dir, "harness", e.HarnessID+".json"), append(b, '\n')); err != nil {
+			return err
+		}
+		index["harness."+e.HarnessID+".status"] = e.Status
+		fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", e.Name, e.Status, e.Activation, strings.ReplaceAll(e.Summary, "|", "\\|"))
+	}
+	if err := writeReplace(filepath.Join(dir, "harness-activation-summary.md"), md.Bytes()); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(index, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeReplace(filepath.Join(dir, "evidence-index.json"), append(b, '\n'))
+}
+
+func writeReplace(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".certify-*")
+	if err != nil {
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write evidence: %w", unwrapPath(err))
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCertify(t *testing.T) {
+	p := newHP(t, ".claude", ".codex")
+	p.init()
+	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", nil)); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	os.MkdirAll(filepath.Join(p.dir, ".pi"), 0o755) // detected after init: a marker only
+	out := filepath.Join(t.TempDir(), "evidence")
+	var rep struct {
+		OK     bool `json:"ok"`
+		Report struct {
+			PassCount int `json:"pass_count"`
+			FailCount int `json:"fail_count"`
+			SkipCount int `json:"skip_count"`
+			Records   []struct {
+				HarnessID  string   `json:"harness_id"`
+				Status     string   `json:"status"`
+				Activation string   `json:"activation"`
+				Markers    []string `json:"markers"`
+				Summary    string   `json:"summary"`
+			} `json:"records"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(p.ok("", "--json", "integrations", "certify", "--out-dir", out)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rep.Report.Records {
+		got[r.HarnessID] = r.Status
+	}
+	want := map[string]string{"agent-zero": "skip", "claude-code": "pass", "codex": "fail", "pi": "fail"}
+	if !mapsEqual(got, want) || rep.Report.PassCount != 1 || rep.Report.FailCount != 2 || rep.Report.SkipCount != 1 {
+		t.Fatalf("verdicts %v (%+v)", got, rep.Report)
+	}
+	var ev struct {
+		Status   string `json:"status"`
+		Evidence struct {
+			Bridge  string `json:"bridge"`
+			Receipt *struct {
+				ReceiptID   string `json:"receipt_id"`
+				RulesPassed int    `json:"rules_passed"`
+			} `json:"receipt"`
+		} `json:"evidence"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "harness", "claude-code.json"))
+	if err != nil || json.Unmarshal(b, &ev) != nil || ev.Status != "pass" || ev.Evidence.Receipt == nil || ev.Evidence.Receipt.RulesPassed != 8 || ev.Evidence.Bridge != "match" {
+		t.Fatalf("claude evidence: %s %v", b, err)
+	}
+	b, _ = os.ReadFile(filepath.Join(out, "harness", "pi.json"))
+	if !strings.Contains(string(b), "marker only") || !strings.Contains(string(b), `"receipt": null`) {
+		t.Errorf("pi evidence: %s", b)
+	}
+	idx, _ := os.ReadFile(filepath.Join(out, "evidence-index.json"))
+	md, _ := os.ReadFile(filepath.Join(out, "harness-activation-summary.md"))
+	if !strings.Contains(string(idx), `"harness.claude-code.status": "pass"`) || !strings.Contains(string(md), "| Claude Code | pass | active |") {
+		t.Errorf("index %s\nsummary %s", idx, md)
+	}
+	if ev := p.ok("", "events", "--type", "certification.recorded"); !strings.Contains(ev, `"pass_count":1,"fail_count":2,"skip_count":1`) ||
+		!strings.Contains(ev, `"harness_id":"claude-code","status":"pass","state":"active","receipt_id":"receipt-`) {
+		t.Errorf("certification event: %s", ev)
+	}
+	// The default out-dir is under the source root.
+	p.ok("", "integrations", "certify")
+	if _, err := os.Stat(filepath.Join(p.dir, "target", "tree-ring-certification", "evidence-index.json")); err != nil {
+		t.Error(err)
+	}
+	p.ok("", "audit", "verify")
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+type hookOptions struct {
+	Harness        string
+	InputJSONStdin bool
+}
+
+func (o *hookOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Harness, "harness", "", "codex or claude-code")
+	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the host's hook event from stdin (required)")
+}
+
+func init() {
+	register("integrations hook", "", "answer a Codex or Claude Code lifecycle hook (SessionStart, SubagentStart, Stop, SubagentStop)", runHook)
+}
+
+// runHook answers one lifecycle hook event. Start events run the preflight
+// (deliver) and print exactly one hookSpecificOutput object; a first stop
+// prints the capture checkpoint decision; a stop re-run with
+// stop_hook_active prints {}. When --root names no entry at all (a checkout
+// that was never initialized), it prints nothing and succeeds. Any other
+// failure prints nothing on stdout, one line on stderr, exits 2 and leaves
+// no receipt.
+func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) error {
+	if len(args) > 0 {
+		return usagef("integrations hook takes no arguments")
+	}
+	if o.Harness != "codex" && o.Harness != "claude-code" {
+		return usagef("--harness must be codex or claude-code")
+	}
+	if !o.InputJSONStdin {
+		return usagef("integrations hook requires --input-json-stdin")
+	}
+	a, _ := adapters.Lookup(o.Harness)
+	loc, absent, err := locateStore(g)
+	if err != nil || absent {
+		return err
+	}
+	data, err := readBounded(g.Stdin, adapters.MaxStdinBytes, "lifecycle hook stdin exceeds 1 MiB")
+	if err != nil {
+		return err
+	}
+	in, err := preflight.ParseHook(a.Stdin, data)
+	if err != nil {
+		return err
+	}
+	if err := checkCwd(in.Cwd, loc.project); err != nil {
+		return err
+	}
+	id := preflight.HookIdentity(a.ID, in)
+	if in.Start() {
+		out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id})
+		if err != nil {
+			return err
+		}
+		_, err = g.Stdout.Write(preflight.HookOutput(in.Event, out.context))
+		return err
+	}
+	if err := checkStop(loc, a); err != nil {
+		return err
+	}
+	if in.StopHookActive {
+		_, err = g.Stdout.Write(preflight.StopDone)
+		return err
+	}
+	checkpoint, err := adapters.NewStoreID(nil) // a random version-4 UUID
+	if err != nil {
+		return fmt.Errorf("mint checkpoint id: %w", err)
+	}
+	_, alias := preflight.ProjectName(loc.project)
+	_, err = g.Stdout.Write(preflight.StopOutput(preflight.CheckpointReason(checkpoint, alias, id)))
+	return err
+}
+
+// checkStop applies the manifest checks to a stop event: the same contract
+// as a start (manifest, record, registry, bridge on disk) and an eligible
+// record state. A stop writes nothing, so the ledger is not opened.
+func checkStop(loc storeLoc, a *adapters.Adapter) error {
+	root, err := adapters.OpenProjectRoot(loc.project)
+	if err != nil {
+		return fmt.Errorf("project root: %w", unwrapPath(err))
+	}
+	defer root.Close()
+	m, _, exists, err := adapters.LoadManifest(root)
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		return fmt.Errorf("no activation manifest at %s; run `tree-ring init` first", adapters.ManifestPath)
+	}
+	checked, err := preflight.Check(root, m, a, adapters.ProjectRootFingerprint(loc.project))
+	if err != nil {
+		return err
+	}
+	if !preflight.Eligible(a.ID, fsm.State(checked.Record.State)) {
+		return preflight.ErrNotEligible
+	}
+	return nil
+}

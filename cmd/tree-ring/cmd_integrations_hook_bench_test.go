@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// Whole-process benchmarks of the lifecycle hook; docs/benchmarks.md
+// ("Preflight and hooks") explains the method and records the figures.
+//
+//	go test ./cmd/tree-ring -run '^$' -bench HookSessionStart -benchtime 400x
+//
+// TREE_RING_BENCH_MEMORIES, TREE_RING_BENCH_RECEIPTS (default 10000 each)
+// size the ledger; TREE_RING_BENCH_CGO=1 builds with the toolchain's
+// default cgo setting instead of a static release build.
+
+var (
+	benchBinOnce  sync.Once
+	benchBin      string
+	benchEmpty    string
+	benchBinError error
+)
+
+// benchBuild is how both binaries are built: a release build (static,
+// no symbol tables). TREE_RING_BENCH_CGO=1 keeps the toolchain's default
+// (a cgo-linked binary when a C compiler is present) for comparison.
+func benchBuild(out string) *exec.Cmd {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = os.Environ()
+	if os.Getenv("TREE_RING_BENCH_CGO") != "1" {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	return cmd
+}
+
+// benchBinaries builds tree-ring and an empty Go program (func main(){})
+// with the same toolchain and flags.
+func benchBinaries(b *testing.B) (string, string) {
+	b.Helper()
+	benchBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tree-ring-bench-")
+		if err != nil {
+			benchBinError = err
+			return
+		}
+		benchBin, benchEmpty = filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty")
+		if out, err := benchBuild(benchBin).CombinedOutput(); err != nil {
+			benchBinError = fmt.Errorf("go build: %v %s", err, out)
+			return
+		}
+		src := filepath.Join(dir, "empty-src")
+		os.Mkdir(src, 0o755)
+		os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+		os.WriteFile(filepath.Join(src, "go.mod"), []byte("module empty\n\ngo 1.26\n"), 0o644)
+		cmd := benchBuild(benchEmpty)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			benchBinError = fmt.Errorf("go build empty: %v %s", err, out)
+		}
+	})
+	if benchBinError != nil {
+		b.Fatal(benchBinError)
+	}
+	return benchBin, benchEmpty
+}
+
+func benchRun(b *testing.B, dir, stdin, name string, args ...string) []byte {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v %s", name, args, err, errb.String())
+	}
+	return out.Bytes()
+}
+
+// benchProjectDir creates "<tmp>/<name>/src/deep" as a git repository with
+// a .codex marker and returns the project root.
+func benchProjectDir(b *testing.B, name string) string {
+	b.Helper()
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(base, name)
+	os.MkdirAll(filepath.Join(dir, "src", "deep"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".codex"), 0o755)
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v %s", err, out)
+	}
+	return dir
+}
+
+// seedMemories imports n memories of the project through `tree-ring
+// import` (the published JSONL): mostly project-scoped notes, every 50th a
+// scar warning, every 10th agent-scoped to codex.
+func seedMemories(b *testing.B, bin, dir string, n int) {
+	b.Helper()
+	_, alias := preflight.ProjectName(dir)
+	var buf bytes.Buffer
+	now := time.Now().UTC().Add(-48 * time.Hour)
+	for i := 0; i < n; i++ {
+		m := map[string]any{
+			"id":         fmt.Sprintf("mem_%s_%012x", now.Format("20060102_150405"), i),
+			"created_at": now.Add(time.Duration(i) * time.Second).Format("2006-01-02T15:04:05.000000Z"),
+			"project":    alias, "scope": "project", "ring": "cambium", "event_type": "lesson",
+			"summary": fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17),
+			"source":  map[string]any{"type": "agent", "ref": fmt.Sprintf("bench:%d", i)},
+			"tags":    []string{"bench"}, "salience": 0.5 + float64(i%50)/100, "confidence": 0.7, "sensitivity": "normal", "retention": "durable",
+		}
+		m["updated_at"] = m["created_at"]
+		if i%50 == 0 {
+			m["ring"], m["event_type"], m["summary"] = "scar", "warning", fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i)
+		}
+		if i%10 == 1 {
+			m["scope"], m["agent_profile"] = "agent", "codex"
+		}
+		line, _ := json.Marshal(map[string]any{"type": "memory_event", "memory": m})
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	f := filepath.Join(dir, "memories.jsonl")
+	os.WriteFile(f, buf.Bytes(), 0o600)
+	benchRun(b, dir, "", bin, "import", f)
+	os.Remove(f)
+}
+
+// seedReceipts records n receipts (100 workers of 100 codex subagents, the
+// retention limit, all fresh) exactly as a preflight does: the receipt
+// file, preflight.succeeded and receipt.recorded, through the ledger's
+// append path with every projection folded.
+func seedReceipts(b *testing.B, dir string, n int) {
+	b.Helper()
+	st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{Projections: projections.All()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	m, err := adapters.DecodeManifest(mustRead(b, filepath.Join(dir, adapters.ManifestPath)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := m.Harnesses["codex"]
+	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	f := &events.Factory{Actor: "codex", NewID: func() ulid.ULID { return ulid.MustNew(ulid.Timestamp(start), ulid.DefaultEntropy()) }}
+	state := fsm.ConfiguredAwaitingProof
+	const perTx = 500
+	for i := 0; i < n; i += perTx {
+		err := st.Update(context.Background(), func(tx *bolt.Tx) error {
+			var evs []events.Envelope
+			for j := i; j < min(i+perTx, n); j++ {
+				at := start.Add(time.Duration(j/100) * time.Second)
+				f.Now = func() time.Time { return at }
+				agent := fmt.Sprintf("codex:bench:%016x", j%100)
+				id := fmt.Sprintf("receipt-%08x-0000-4000-8000-%012x", j, j)
+				rc := preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: "codex", AdapterVersion: rec.AdapterVersion,
+					BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
+					WorkerKeyFingerprint: preflight.WorkerKeyFingerprint("codex", agent),
+					Session:              preflight.Identity{AgentProfile: agent, WorkflowID: "wf", SessionID: fmt.Sprintf("agent-%d", j%100)},
+					State:                string(fsm.Active), QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("0", 64),
+					DurationMS: 3, Status: "success", RecordedAt: preflight.FormatTime(at)}
+				body := rc.Encode()
+				path := filepath.Join(dir, rc.Path())
+				os.MkdirAll(filepath.Dir(path), 0o700)
+				if err := os.WriteFile(path, body, 0o600); err != nil {
+					return err
+				}
+				sum := sha256.Sum256(body)
+				s, err := f.New(events.HarnessStream("codex"), events.TypePreflightSucceeded, &events.PreflightSucceeded{
+					Transition: events.Transition{From: string(state), To: string(fsm.Active)}, HarnessID: "codex", WorkerKeyFingerprint: rc.WorkerKeyFingerprint,
+					ReceiptID: id, QueryClass: rc.QueryClass, SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: 3})
+				if err != nil {
+					return err
+				}
+				state = fsm.Active
+				session := events.ReceiptSession(rc.Session)
+				r, err := f.New(events.HarnessStream("codex"), events.TypeReceiptRecorded, &events.ReceiptRecorded{
+					HarnessID: "codex", ReceiptID: id, ProtocolVersion: 1, AdapterVersion: rc.AdapterVersion, BridgeFingerprint: rc.BridgeFingerprint,
+					StoreID: rc.StoreID, ProjectRootFingerprint: rc.ProjectRootFingerprint, WorkerKeyFingerprint: rc.WorkerKeyFingerprint, State: rc.State,
+					QueryClass: rc.QueryClass, SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: 3, Status: "success",
+					SHA256: hex.EncodeToString(sum[:]), RecordedAt: rc.RecordedAt, Session: &session, Path: rc.Path()})
+				if err != nil {
+					return err
+				}
+				evs = append(evs, s, r)
+			}
+			_, err := tx.Append(events.HarnessStream("codex"), int64(tx.StreamVersion(events.HarnessStream("codex"))), evs...)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchCount(env string) int {
+	if v := os.Getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err == nil {
+			return n
+		}
+	}
+	return 10_000
+}
+
+func mustRead(b *testing.B, path string) []byte {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkHookSessionStart times, side by side in one run, the codex
+// SessionStart hook through its installed command line (sh -c, from a
+// nested directory, PATH=/usr/bin:/bin) on a ledger holding 10,000
+// memories and 10,000 receipts, and an empty Go program started by the
+// same command line (installed at .tree-ring/bin/tree-ring of an identical
+// project). Each iteration runs both, alternating which goes first.
+// Reported: medians and p99s in ms and the ratio of medians, the median of
+// a Stop re-run (see below); then 32 hook processes started at once (wall
+// time until the last exits).
+func BenchmarkHookSessionStart(b *testing.B) {
+	bin, empty := benchBinaries(b)
+	dir := benchProjectDir(b, "bench project")
+	benchRun(b, dir, "", bin, "init")
+	// TREE_RING_BENCH_MEMORIES and TREE_RING_BENCH_RECEIPTS change the
+	// ledger's size (default 10,000 each).
+	if n := benchCount("TREE_RING_BENCH_MEMORIES"); n > 0 {
+		seedMemories(b, bin, dir, n)
+	}
+	if n := benchCount("TREE_RING_BENCH_RECEIPTS"); n > 0 {
+		seedReceipts(b, dir, n)
+	}
+	other := benchProjectDir(b, "bench project")
+	os.MkdirAll(filepath.Join(other, ".tree-ring", "bin"), 0o700)
+	if err := os.WriteFile(filepath.Join(other, ".tree-ring", "bin", "tree-ring"), mustRead(b, empty), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var hooks struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string } `json:"hooks"`
+		} `json:"hooks"`
+	}
+	json.Unmarshal(mustRead(b, filepath.Join(dir, ".codex", "hooks.json")), &hooks)
+	line := hooks.Hooks["SessionStart"][0].Hooks[0].Command
+	payload := func(root string, i int) string {
+		return fmt.Sprintf(`{"session_id":"bench-%d","transcript_path":"/t.jsonl","cwd":%q,"hook_event_name":"SessionStart","model":"gpt-5.5","permission_mode":"default","source":"startup"}`,
+			i, filepath.Join(root, "src", "deep"))
+	}
+	if out := benchRun(b, filepath.Join(dir, "src", "deep"), payload(dir, -1), "/bin/sh", "-c", line); !bytes.HasPrefix(out, []byte(`{"hookSpecificOutput":`)) {
+		b.Fatalf("hook output %s", out)
+	}
+	// A third series decomposes the difference: the same binary answering
+	// a Stop re-run (stop_hook_active: true) through the Stop command line:
+	// process start, stdin, the activation contract on disk, "{}"; no
+	// ledger, no recall, no fsync.
+	stopLine := hooks.Hooks["Stop"][0].Hooks[0].Command
+	stopPayload := func(i int) string {
+		return fmt.Sprintf(`{"session_id":"bench-%d","cwd":%q,"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"done"}`, i, filepath.Join(dir, "src", "deep"))
+	}
+	var hook, base, stop []time.Duration
+	timed := func(root, stdin, line string) time.Duration {
+		t0 := time.Now()
+		benchRun(b, filepath.Join(root, "src", "deep"), stdin, "/bin/sh", "-c", line)
+		return time.Since(t0)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		// Rotate the order so that no series always runs first.
+		for k := 0; k < 3; k++ {
+			switch (i + k) % 3 {
+			case 0:
+				hook = append(hook, timed(dir, payload(dir, i), line))
+			case 1:
+				base = append(base, timed(other, payload(other, i), line))
+			case 2:
+				stop = append(stop, timed(dir, stopPayload(i), stopLine))
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(quantile(hook, 0.5)), "hook-median-ms")
+	b.ReportMetric(ms(quantile(hook, 0.99)), "hook-p99-ms")
+	b.ReportMetric(ms(quantile(base, 0.5)), "empty-median-ms")
+	b.ReportMetric(ms(quantile(base, 0.99)), "empty-p99-ms")
+	b.ReportMetric(ms(quantile(stop, 0.5)), "stop-median-ms")
+	b.ReportMetric(float64(quantile(hook, 0.5))/float64(quantile(base, 0.5)), "median-ratio")
+
+	// 32 at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	t0 := time.Now()
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			cmd := exec.Command("/bin/sh", "-c", line)
+			cmd.Dir = filepath.Join(dir, "src", "deep")
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+			cmd.Stdin = strings.NewReader(payload(dir, 1_000_000+i))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, out)
+			}
+		}(i)
+	}
+	wg.Wait()
+	b.ReportMetric(ms(time.Since(t0)), "burst32-ms")
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchRun(b, dir, "", bin, "audit", "verify")
+}

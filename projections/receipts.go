@@ -1,0 +1,420 @@
+package projections
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// ReceiptsName is the bucket of the receipt index: the receipts that
+// retention keeps (at most 100 per harness/worker, none older than 30 days
+// at the last writer's clock), as recorded by receipt.recorded and dropped
+// by receipt.pruned, plus per harness what the state at an instant needs
+// (the newest proof since the harness last left the proven states). The
+// ledger keeps every receipt event for audit; this index, and the files on
+// disk, only hold what retention keeps.
+//
+// Keys (all ASCII, '/'-separated):
+//
+//	e/<harness>/<worker>/<recorded_at>/<receipt_id>  entry JSON
+//	t/<recorded_at>/<receipt_id>                     the e/ key (age order, every harness)
+//	i/<receipt_id>                                   the e/ key
+//	n/<harness>/<worker>                             number of e/ entries (decimal)
+//	h/<harness>                                      proof JSON
+const ReceiptsName = "receipts"
+
+// ReceiptEntry is one retained receipt.
+type ReceiptEntry struct {
+	ReceiptID  string `json:"receipt_id"`
+	HarnessID  string `json:"harness_id"`
+	Worker     string `json:"worker"`      // worker_key_fingerprint
+	RecordedAt string `json:"recorded_at"` // the receipt's, whole seconds
+	Path       string `json:"path,omitempty"`
+	SHA256     string `json:"sha256"`
+	State      string `json:"state"`
+	Status     string `json:"status"`
+	// Position is the ledger position of its receipt.recorded.
+	Position uint64 `json:"position"`
+}
+
+// Indexed converts e for the retention decision.
+func (e ReceiptEntry) Indexed() preflight.Indexed {
+	return preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
+}
+
+// proves reports whether the entry is a proof (fsm replay's rule).
+func (e ReceiptEntry) proves() bool {
+	return e.Status == preflight.StatusSuccess && fsm.Proven(fsm.State(e.State))
+}
+
+// ReceiptProof is what a harness's state at an instant needs besides its
+// recorded state, with fsm replay's semantics: Epoch is the position of
+// the last event that moved the harness out of the proven states (every
+// proof before it is void), NewestAt the recorded_at of the newest
+// unpruned proof after it (preflight.succeeded into a proven state, or a
+// successful receipt.recorded), LastAt the newest recorded_at of any event
+// of the harness stream. Times are the envelopes' (RFC 3339, nanoseconds).
+type ReceiptProof struct {
+	Epoch    uint64 `json:"epoch"`
+	LastAt   string `json:"last_at,omitempty"`
+	NewestAt string `json:"newest_at,omitempty"`
+	NewestID string `json:"newest_id,omitempty"`
+}
+
+type receiptsProjection struct{ harness map[string]bool }
+
+func init() {
+	p := receiptsProjection{harness: map[string]bool{}}
+	for _, t := range events.Types() {
+		if spec, _ := events.Lookup(t); spec.StreamPrefix == events.HarnessPrefix {
+			p.harness[t] = true
+		}
+	}
+	register(p)
+}
+
+func (receiptsProjection) Name() string { return ReceiptsName }
+func (receiptsProjection) Version() int { return 2 }
+
+// Handles every event of the harness streams: moving events void proofs,
+// and every event advances the stream's clock.
+func (p receiptsProjection) Handles(t string) bool { return p.harness[t] }
+
+func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
+	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)
+	if !ok {
+		return fmt.Errorf("%s on stream %s", e.Type, e.Stream)
+	}
+	p, err := plainPayload(e)
+	if err != nil {
+		return err
+	}
+	proof, err := ReceiptProofOf(kv, id)
+	if err != nil {
+		return err
+	}
+	at := e.RecordedAt.UTC().Format(time.RFC3339Nano)
+	if laterThan(at, proof.LastAt) {
+		proof.LastAt = at
+	}
+	if tr, moves := events.Moves(p); moves && !fsm.Proven(fsm.State(tr.To)) {
+		proof.Epoch, proof.NewestAt, proof.NewestID = e.Position, "", ""
+	}
+	switch pl := p.(type) {
+	case *events.PreflightSucceeded:
+		if fsm.Proven(fsm.State(pl.To)) {
+			proof.prove(at, pl.ReceiptID)
+		}
+	case *events.ReceiptRecorded:
+		entry := ReceiptEntry{
+			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
+			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position,
+		}
+		if entry.RecordedAt == "" {
+			entry.RecordedAt = preflight.FormatTime(e.RecordedAt)
+		}
+		if err := putEntry(kv, entry); err != nil {
+			return err
+		}
+		if entry.proves() {
+			proof.prove(at, pl.ReceiptID)
+		}
+	case *events.ReceiptPruned:
+		if err := dropEntry(kv, pl.ReceiptID); err != nil {
+			return err
+		}
+		if pl.ReceiptID == proof.NewestID {
+			if err := proof.recompute(kv, id); err != nil {
+				return err
+			}
+		}
+	}
+	return putJSON(kv, "h/"+id, proof)
+}
+
+// plainPayload decodes a payload that was validated strictly on append
+// (plain decoding is several times faster, and this fold runs on the hook
+// path); older schema versions go through the upcasters.
+func plainPayload(e *events.Envelope) (any, error) {
+	spec, ok := events.Lookup(e.Type)
+	if !ok {
+		return nil, &events.UnknownTypeError{Type: e.Type}
+	}
+	if e.SchemaVersion != spec.SchemaVersion {
+		return events.DecodePayload(e)
+	}
+	p := spec.NewPayload()
+	if err := json.Unmarshal(e.Payload, p); err != nil {
+		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
+	}
+	return p, nil
+}
+
+func (p *ReceiptProof) prove(at, id string) {
+	if p.NewestAt == "" || !laterThan(p.NewestAt, at) {
+		p.NewestAt, p.NewestID = at, id
+	}
+}
+
+// recompute finds the newest remaining proof after the epoch, among the
+// indexed receipts. (Proofs that only a preflight.succeeded carries have no
+// index entry; a writer records both events together, so a pruned newest
+// receipt leaves no such proof newer than itself.)
+func (p *ReceiptProof) recompute(kv KV, harness string) error {
+	p.NewestAt, p.NewestID = "", ""
+	return kv.ForEach([]byte("e/"+harness+"/"), func(_, v []byte) error {
+		var e ReceiptEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("receipt index entry: %w", err)
+		}
+		if e.Position <= p.Epoch || !e.proves() {
+			return nil
+		}
+		// The proof's time is its envelope's; whole seconds here differ
+		// only below a second, and only for pruned (expired) neighbours.
+		at, err := time.Parse(preflight.TimeFormat, e.RecordedAt)
+		if err != nil {
+			return fmt.Errorf("receipt index entry %s: %w", e.ReceiptID, err)
+		}
+		p.prove(at.Format(time.RFC3339Nano), e.ReceiptID)
+		return nil
+	})
+}
+
+func laterThan(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	return err1 == nil && err2 == nil && ta.After(tb)
+}
+
+func entryKey(e ReceiptEntry) string {
+	return "e/" + e.HarnessID + "/" + e.Worker + "/" + e.RecordedAt + "/" + e.ReceiptID
+}
+
+// putEntry indexes a receipt. The fold is total: an id or worker that
+// cannot be a key component (no writer of ours produces one; receipt files
+// are named receipt-<uuid>) is not indexed, and a receipt id recorded again
+// replaces its earlier entry.
+func putEntry(kv KV, e ReceiptEntry) error {
+	if e.ReceiptID == "" || strings.Contains(e.ReceiptID, "/") || strings.Contains(e.Worker, "/") {
+		return nil
+	}
+	if err := dropEntry(kv, e.ReceiptID); err != nil {
+		return err
+	}
+	k := entryKey(e)
+	if err := putJSON(kv, k, e); err != nil {
+		return err
+	}
+	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
+		return err
+	}
+	if err := kv.Put([]byte("i/"+e.ReceiptID), []byte(k)); err != nil {
+		return err
+	}
+	return addCount(kv, e.HarnessID, e.Worker, 1)
+}
+
+func receiptCountKey(harness, worker string) []byte { return []byte("n/" + harness + "/" + worker) }
+
+func addCount(kv KV, harness, worker string, d int) error {
+	n := WorkerReceiptCount(kv, harness, worker) + d
+	if n <= 0 {
+		return kv.Delete(receiptCountKey(harness, worker))
+	}
+	return kv.Put(receiptCountKey(harness, worker), strconv.AppendInt(nil, int64(n), 10))
+}
+
+// WorkerReceiptCount is the number of retained receipts of a harness/worker.
+func WorkerReceiptCount(kv KV, harness, worker string) int {
+	n, _ := strconv.Atoi(string(kv.Get(receiptCountKey(harness, worker))))
+	return n
+}
+
+// Indexed reports whether a receipt id is retained.
+func Indexed(kv KV, receiptID string) bool { return kv.Get([]byte("i/"+receiptID)) != nil }
+
+// dropEntry removes a receipt from the index; an unknown id is a no-op (the
+// event records retention, and the receipt may predate the index).
+func dropEntry(kv KV, receiptID string) error {
+	k := kv.Get([]byte("i/" + receiptID))
+	if k == nil {
+		return nil
+	}
+	ek := string(k)
+	raw := kv.Get([]byte(ek))
+	if raw == nil {
+		return fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
+	}
+	var e ReceiptEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return fmt.Errorf("receipt index entry: %w", err)
+	}
+	for _, key := range []string{ek, "t/" + e.RecordedAt + "/" + e.ReceiptID, "i/" + receiptID} {
+		if err := kv.Delete([]byte(key)); err != nil {
+			return err
+		}
+	}
+	return addCount(kv, e.HarnessID, e.Worker, -1)
+}
+
+func putJSON(kv KV, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return kv.Put([]byte(key), raw)
+}
+
+// ReceiptProofOf returns harness id's proof summary (zero when none).
+func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
+	var p ReceiptProof
+	raw := kv.Get([]byte("h/" + harness))
+	if raw == nil {
+		return p, nil
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("receipt proof %s: %w", harness, err)
+	}
+	return p, nil
+}
+
+// HarnessReceipts returns the retained receipts of a harness, newest first
+// (recorded_at, then receipt id, descending).
+func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
+	out, err := entries(kv, "e/"+harness+"/", -1)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].RecordedAt != out[j].RecordedAt {
+			return out[i].RecordedAt > out[j].RecordedAt
+		}
+		return out[i].ReceiptID > out[j].ReceiptID
+	})
+	return out, err
+}
+
+// WorkerReceipts returns the retained receipts of one harness/worker,
+// oldest first (recorded_at, then receipt id).
+func WorkerReceipts(kv KV, harness, worker string) ([]ReceiptEntry, error) {
+	return entries(kv, "e/"+harness+"/"+worker+"/", -1)
+}
+
+// OldestWorkerReceipts returns at most n of the oldest retained receipts
+// of one harness/worker (all of them when n < 0), oldest first; retention
+// only ever needs the ones beyond the newest 99.
+func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]ReceiptEntry, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	return entries(kv, "e/"+harness+"/"+worker+"/", n)
+}
+
+func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
+	var out []ReceiptEntry
+	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
+		var e ReceiptEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("receipt index entry: %w", err)
+		}
+		out = append(out, e)
+		if len(out) == limit {
+			return errStopScan
+		}
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return out, err
+}
+
+// ReceiptByID returns a retained receipt by id.
+func ReceiptByID(kv KV, receiptID string) (ReceiptEntry, bool, error) {
+	k := kv.Get([]byte("i/" + receiptID))
+	if k == nil {
+		return ReceiptEntry{}, false, nil
+	}
+	raw := kv.Get(k)
+	if raw == nil {
+		return ReceiptEntry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
+	}
+	var e ReceiptEntry
+	err := json.Unmarshal(raw, &e)
+	return e, err == nil, err
+}
+
+var errStopScan = errors.New("stop")
+
+// ReceiptsRecordedBy returns every retained receipt, of any harness,
+// recorded at or before cutoff (a receipt-format time), oldest first. It
+// reads the age index only as far as cutoff.
+func ReceiptsRecordedBy(kv KV, cutoff string) ([]ReceiptEntry, error) {
+	var out []ReceiptEntry
+	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
+		if ts, _, _ := strings.Cut(string(k[2:]), "/"); ts > cutoff {
+			return errStopScan
+		}
+		raw := kv.Get(v)
+		if raw == nil {
+			return fmt.Errorf("receipt index: age key %s points at a missing entry", k)
+		}
+		var e ReceiptEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("receipt index entry: %w", err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return out, err
+}
+
+// StateAt is harness id's state at instant now, from the harness-state
+// projection (hkv) and the receipt index (rkv), with fsm replay's meaning
+// (fsm.StateAt over the harness stream, without reading the stream): the
+// recorded state, except that a proven state whose newest unpruned proof is
+// no longer fresh has expired to configured-awaiting-proof. Freshness is
+// judged at the later of now and the stream's newest event, as replay
+// does. The result is pinned to fsm.StateAt by a differential test; it
+// relies on writers recording a receipt.recorded with every proving
+// preflight.succeeded (the command layer does, in one transaction).
+func StateAt(hkv, rkv KV, id string, now time.Time) (fsm.State, error) {
+	h, ok, err := HarnessState(hkv, id)
+	if err != nil || !ok {
+		return fsm.Initial, err
+	}
+	recorded := fsm.State(h.State)
+	if !fsm.Proven(recorded) {
+		return recorded, nil
+	}
+	p, err := ReceiptProofOf(rkv, id)
+	if err != nil {
+		return "", err
+	}
+	t := now
+	if last, err := time.Parse(time.RFC3339Nano, p.LastAt); err == nil && last.After(t) {
+		t = last
+	}
+	if p.NewestAt != "" {
+		newest, err := time.Parse(time.RFC3339Nano, p.NewestAt)
+		if err != nil {
+			return "", fmt.Errorf("receipt proof %s: %w", id, err)
+		}
+		if fsm.Fresh(newest, t) {
+			return recorded, nil
+		}
+	}
+	return fsm.ConfiguredAwaitingProof, nil
+}
