@@ -135,7 +135,22 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 	if err != nil {
 		return err
 	}
-	if _, err := st.Append(ctx, events.StoreStream, bolt.AnyVersion, e); err != nil {
+	scope, err := g.CLIScope()
+	if err != nil {
+		return err
+	}
+	// The recorded run rides the one transaction that records the verdict.
+	if err := st.Update(ctx, func(tx *bolt.Tx) error {
+		run, err := g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdIntegrationsCertify, Scope: scope, Stage: "certify"})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Append(events.StoreStream, bolt.AnyVersion, e); err != nil {
+			return err
+		}
+		run.SetItems(int64(len(results)))
+		return run.FinishIn(tx, nil)
+	}); err != nil {
 		return err
 	}
 	if g.JSON {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -59,7 +60,11 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	}
 	id := preflight.HookIdentity(a.ID, in)
 	if in.Start() {
-		out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id})
+		scope, err := SessionScope(a.ID, in.SessionID)
+		if err != nil {
+			return err
+		}
+		out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data})
 		if err != nil {
 			return err
 		}

@@ -92,7 +92,10 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 	} else if req, err = preflight.DirectRequest(o.AgentProfile, o.WorkflowID, o.SessionID); err != nil {
 		return err
 	}
-	job := delivery{adapter: a, identity: req.Identity, taskHint: req.TaskHint}
+	job := delivery{adapter: a, identity: req.Identity, taskHint: req.TaskHint, runCmd: events.RunCmdIntegrationsPreflight}
+	if job.scope, err = SessionScope(a.ID, req.Identity.SessionID); err != nil {
+		return err
+	}
 	if o.CanonicalProjectRoot != "" {
 		if err := checkIsolated(loc, o.CanonicalProjectRoot); err != nil {
 			return err
@@ -239,6 +242,11 @@ type delivery struct {
 	taskHint string // raw; classified by recall, never stored
 	isolated bool   // --canonical-project-root: active-isolated
 	plugin   *preflight.Descriptor
+	// The run record (docs/runs.md): the command, the session scope and
+	// the raw input's digest (never the input).
+	runCmd string
+	scope  string
+	input  []byte
 }
 
 // delivered is what the caller prints.
@@ -266,9 +274,8 @@ const hookLockTimeout = 8 * time.Second
 // nothing, and is removed by the next write in its directory). Files of
 // pruned receipts are removed after the commit. Only then does the caller
 // print: a failure at any step prints nothing and leaves no receipt.
-func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (delivered, error) {
+func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ delivered, err error) {
 	start := g.Now()
-	run := beginPreflightRun(g, d.adapter.ID) // run recorder seam (see preflightRun)
 	a := d.adapter
 	root, err := adapters.OpenProjectRoot(loc.project)
 	if err != nil {
@@ -300,6 +307,18 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 		return delivered{}, pathless(err)
 	}
 	defer st.Close()
+	// The run: run.started is the hook path's one extra commit; its
+	// outcome rides the receipt transaction below (FinishIn), or End
+	// records a failure on the way out.
+	sha, chars := InputDigest(d.input)
+	if d.input == nil {
+		sha, chars = "", 0
+	}
+	run, err := g.StartRun(ctx, st, RunSpec{Command: d.runCmd, Scope: d.scope, Harness: d.adapter.ID, Stage: "preflight", InputSHA256: sha, InputChars: chars})
+	if err != nil {
+		return delivered{}, err
+	}
+	defer run.End(ctx, &err)
 
 	var out delivered
 	var wrote bool
@@ -442,7 +461,9 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (deliver
 				return fmt.Errorf("append %s: %w", s, err)
 			}
 		}
-		if err := run.finish(tx, "succeeded"); err != nil { // run recorder seam
+		run.SetRecall(brief.QueryClass, brief.ResultCount)
+		run.SetReceipt(receiptID)
+		if err := run.FinishIn(tx, nil); err != nil {
 			return err
 		}
 		// Strays in this worker's directory: receipt files the index (as
@@ -516,17 +537,3 @@ func pathless(err error) error {
 	}
 	return err
 }
-
-// The run recorder (branch wip/runs) is wired here: beginPreflightRun is
-// called once when a preflight or start hook begins (deliver's first
-// statement), and finish inside its final (only) write transaction, after
-// the receipt events are appended and before the receipt file is written,
-// so that the run's terminal record commits atomically with the receipt
-// events. When deliver fails there is no committed transaction: the
-// recorder's own failure/interruption path applies. Until the recorder
-// lands these do nothing.
-type preflightRun struct{}
-
-func beginPreflightRun(*Globals, string) *preflightRun { return &preflightRun{} }
-
-func (*preflightRun) finish(*bolt.Tx, string) error { return nil }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -234,8 +235,9 @@ func TestPreflightAgentZero(t *testing.T) {
 	p.ok("", "audit", "verify")
 }
 
-// If the receipt cannot be written, nothing is printed, nothing is
-// committed and no receipt exists.
+// If the receipt cannot be written, nothing is printed, no preflight or
+// receipt event is committed and no receipt exists; the run record says
+// the hook started and failed (docs/runs.md).
 func TestPreflightFailureLeavesNothing(t *testing.T) {
 	p := newHP(t, ".codex")
 	p.init()
@@ -249,8 +251,11 @@ func TestPreflightFailureLeavesNothing(t *testing.T) {
 	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "write the receipt") {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if got := p.eventTypes(); len(got) != len(eventsBefore) {
+	if got := p.eventTypes(); !slices.Equal(got[len(eventsBefore):], []string{"run.started", "run.finished"}) {
 		t.Fatalf("events appended: %v", got[len(eventsBefore):])
+	}
+	if ev := p.ok("", "events", "--type", "run.finished"); !strings.Contains(ev, `"status":"failed"`) {
+		t.Fatalf("run outcome: %s", ev)
 	}
 	if p.state("codex") != "configured-awaiting-proof" {
 		t.Error("state moved")
