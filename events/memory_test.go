@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -279,8 +280,9 @@ func FuzzDecodeImportLine(f *testing.F) {
 	f.Add([]byte(`{"a":[{"k":1},{"k":2}],"a\"":3}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		// On valid JSON the one-pass key scan agrees with the strict
-		// codec (duplicate keys and depth).
-		if json.Valid(line) {
+		// codec (duplicate keys and depth). json.Valid accepts invalid
+		// UTF-8 in strings; the codec does not, nor does the import.
+		if json.Valid(line) && utf8.Valid(line) {
 			if a, b := scanKeys(line), ValidJSON(line); (a == nil) != (b == nil) {
 				t.Fatalf("scanKeys %v, ValidJSON %v", a, b)
 			}
@@ -288,6 +290,9 @@ func FuzzDecodeImportLine(f *testing.F) {
 		l, err := DecodeImportLine(line, "2026-11-01T12:00:00.000000Z")
 		if err != nil {
 			return
+		}
+		if !utf8.Valid(line) {
+			t.Fatal("accepted a line that is not valid UTF-8")
 		}
 		if (l.Header == nil) == (l.Memory == nil) {
 			t.Fatalf("exactly one of header and memory: %+v", l)

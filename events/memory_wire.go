@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The published JSONL export format: a header line
@@ -104,6 +105,11 @@ type wireSource struct {
 func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	if len(line) > MaxMemoryLineBytes {
 		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxMemoryLineBytes)
+	}
+	// encoding/json would silently replace invalid UTF-8 with U+FFFD; an
+	// export written by the published plugin is always valid UTF-8.
+	if !utf8.Valid(line) {
+		return ImportLine{}, errors.New("line is not valid UTF-8")
 	}
 	if err := scanKeys(line); err != nil {
 		return ImportLine{}, err

@@ -121,22 +121,29 @@ func TestParseErrorsCarryNoValues(t *testing.T) {
 		`{"session_id":"s","cwd":"/p","hook_event_name":"SessionStart","` + canary + `/x":1,"` + canary + `/x":2}`,
 		`{"session_id":1,"cwd":"` + canary + `","hook_event_name":"SessionStart"}`,
 	}
+	checked := 0 // error messages searched for the canary
 	for _, in := range ins {
 		_, err := ParseHook(contract(t, "codex"), []byte(in))
+		checked++
 		if err == nil || strings.Contains(err.Error(), canary) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
 	for _, key := range []string{canary + "/k", canary, "Session-" + canary} {
 		_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","`+key+`":"`+canary+`"}`))
+		checked++
 		if err == nil || strings.Contains(err.Error(), canary) {
 			t.Errorf("pi unknown key: %v", err)
 		}
 	}
 	// A key that looks like a field name is named precisely.
 	_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","prompt":"`+canary+`"}`))
+	checked++
 	if err == nil || !strings.Contains(err.Error(), `invalid adapter preflight stdin fields ("prompt")`) || strings.Contains(err.Error(), canary) {
 		t.Errorf("pi prompt key: %v", err)
+	}
+	if !t.Failed() {
+		t.Logf("canary: parse errors: %d error messages searched, 0 hits", checked)
 	}
 }
 

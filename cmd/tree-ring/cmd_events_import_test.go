@@ -304,4 +304,6 @@ func TestConcurrentImportProcesses(t *testing.T) {
 	if out, err := exec.Command(bin, "--root", root, "audit", "verify").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "verified: 1008 events in 1004 streams") {
 		t.Fatalf("verify: %v %s", err, out)
 	}
+	t.Logf("import: %d processes x 250 events, %d events at positions 1..%d without gaps, %d distinct imported ids, verify passed",
+		len(files), len(lines), len(lines), len(ids))
 }

@@ -31,11 +31,15 @@ func TestForgetDeleteErasesTheText(t *testing.T) {
 	if out := c.ok("--json", "forget", id, "--reason", "user asked"); out != `{"ok":true,"memory_id":"`+id+`"}`+"\n" {
 		t.Fatalf("forget output %q", out)
 	}
-	for _, needle := range []string{"zebra-canary-7f3e", "kestrel deploy", "kestrel-tag-42", "kestrel-ref-99", "user asked"} {
+	needles := []string{"zebra-canary-7f3e", "kestrel deploy", "kestrel-tag-42", "kestrel-ref-99", "user asked"}
+	for _, needle := range needles {
 		if hits := grepRoot(t, c.root, needle); len(hits) != 0 {
 			t.Fatalf("%q survives in %v (ledger %s)", needle, hits, ledger)
 		}
 	}
+	files, all := treeScan(t, c.root)
+	t.Logf("canary: forget delete: %d needles over %d files (%d bytes, free pages included) under the root, 0 hits",
+		len(needles), files, len(all))
 	c.verify()
 	c.ok("projections", "rebuild")
 	c.verify()

@@ -38,15 +38,23 @@ func decodePreflight(t *testing.T, out string) (jsonPreflight, map[string]any) {
 // privacy assertions.
 func treeBytes(t *testing.T, dir string) []byte {
 	t.Helper()
-	var all []byte
+	_, all := treeScan(t, dir)
+	return all
+}
+
+// treeScan is treeBytes with the number of regular files read, which the
+// privacy canaries report.
+func treeScan(t *testing.T, dir string) (files int, all []byte) {
+	t.Helper()
 	filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
 			b, _ := os.ReadFile(path)
 			all = append(all, b...)
+			files++
 		}
 		return nil
 	})
-	return all
+	return files, all
 }
 
 func TestPreflightPi(t *testing.T) {

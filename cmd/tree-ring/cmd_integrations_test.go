@@ -22,6 +22,10 @@ type proj struct {
 	t         *testing.T
 	bin       string
 	dir, home string
+	// What run's create-only check covered, logged at cleanup for
+	// docs/reliability.md: commands run, pre-existing files compared
+	// (summed over commands), files that changed.
+	commands, compared, changed int
 }
 
 func newProj(t *testing.T, markers ...string) *proj {
@@ -31,6 +35,11 @@ func newProj(t *testing.T, markers ...string) *proj {
 		t.Fatal(err)
 	}
 	p := &proj{t: t, bin: buildBinary(t), dir: filepath.Join(base, "project"), home: filepath.Join(base, "home")}
+	t.Cleanup(func() {
+		if p.commands > 0 {
+			t.Logf("create-only: %d commands, %d pre-existing files hashed before and after, %d changes", p.commands, p.compared, p.changed)
+		}
+	})
 	for _, d := range []string{p.dir, p.home} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -118,11 +127,14 @@ func (p *proj) run(args ...string) result {
 		p.t.Fatal(err)
 	}
 	after := hashTree(p.t, p.dir)
+	p.commands++
 	for rel, h := range before {
 		if rel == filepath.Join(".tree-ring", "ledger.db") {
 			continue
 		}
+		p.compared++
 		if after[rel] != h {
+			p.changed++
 			p.t.Errorf("%v changed pre-existing %s", args, rel)
 		}
 	}
