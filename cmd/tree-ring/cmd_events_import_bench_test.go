@@ -89,14 +89,16 @@ func writeBenchExport(b *testing.B, path string, n int) {
 		var id ulid.ULID
 		_ = id.SetTime(ulid.Timestamp(at))
 		binary.BigEndian.PutUint64(id[8:], uint64(i))
-		run := strconv.Itoa(i % 1000)
 		var rid ulid.ULID
 		binary.BigEndian.PutUint64(rid[8:], uint64(i%1000)+1)
 		payload, _ := json.Marshal(&events.RunStarted{
 			RunID: rid.String(), ScopeKey: "0123456789abcdef01234567", Command: events.RunCmdEventsImport,
 			Stage: "start", PID: i + 1, StartedAt: "2026-11-01T12:00:00.000Z",
 		})
-		e := events.Envelope{ID: id, Stream: "run/" + run, Type: events.TypeRunStarted, SchemaVersion: 1, RecordedAt: at, Actor: "bench", Payload: payload}
+		// Each of the 1,000 streams is one run's own stream (the runs
+		// projection requires it); repeated run.started of a live run fold
+		// as no-ops.
+		e := events.Envelope{ID: id, Stream: events.RunStream(rid.String()), Type: events.TypeRunStarted, SchemaVersion: 1, RecordedAt: at, Actor: "bench", Payload: payload}
 		versions[e.Stream]++
 		e.Version, e.Position = versions[e.Stream], uint64(i+1)
 		e.Seal(prev)

@@ -35,13 +35,6 @@ import (
 // size the ledger; TREE_RING_BENCH_CGO=1 builds with the toolchain's
 // default cgo setting instead of a static release build.
 
-var (
-	benchBinOnce  sync.Once
-	benchBin      string
-	benchEmpty    string
-	benchBinError error
-)
-
 // benchBuild is how both binaries are built: a release build (static,
 // no symbol tables). TREE_RING_BENCH_CGO=1 keeps the toolchain's default
 // (a cgo-linked binary when a C compiler is present) for comparison.
@@ -55,34 +48,25 @@ func benchBuild(out string) *exec.Cmd {
 }
 
 // benchBinaries builds tree-ring and an empty Go program (func main(){})
-// with the same toolchain and flags.
+// with the same toolchain and flags, into the benchmark's temporary
+// directory (the build cache makes a rebuild cheap).
 func benchBinaries(b *testing.B) (string, string) {
 	b.Helper()
-	benchBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tree-ring-bench-")
-		if err != nil {
-			benchBinError = err
-			return
-		}
-		benchBin, benchEmpty = filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty")
-		if out, err := benchBuild(benchBin).CombinedOutput(); err != nil {
-			benchBinError = fmt.Errorf("go build: %v %s", err, out)
-			return
-		}
-		src := filepath.Join(dir, "empty-src")
-		os.Mkdir(src, 0o755)
-		os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
-		os.WriteFile(filepath.Join(src, "go.mod"), []byte("module empty\n\ngo 1.26\n"), 0o644)
-		cmd := benchBuild(benchEmpty)
-		cmd.Dir = src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			benchBinError = fmt.Errorf("go build empty: %v %s", err, out)
-		}
-	})
-	if benchBinError != nil {
-		b.Fatal(benchBinError)
+	dir := b.TempDir()
+	bin, empty := filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty")
+	if out, err := benchBuild(bin).CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v %s", err, out)
 	}
-	return benchBin, benchEmpty
+	src := filepath.Join(dir, "empty-src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module empty\n\ngo 1.26\n"), 0o644)
+	cmd := benchBuild(empty)
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build empty: %v %s", err, out)
+	}
+	return bin, empty
 }
 
 func benchRun(b *testing.B, dir, stdin, name string, args ...string) []byte {
@@ -346,4 +330,72 @@ func BenchmarkHookSessionStart(b *testing.B) {
 		}
 	}
 	benchRun(b, dir, "", bin, "audit", "verify")
+
+	// What the run record adds to the hook. There is no switch to turn
+	// run records off, so the hook without them is measured by its
+	// difference: the durable syncs of one hook process (strace, when
+	// installed; run.started is one commit of its own, two fdatasyncs) and
+	// the StartRun commit itself, timed in process on this same ledger.
+	if syncs, ok := benchSyncs(b, dir, line, payload(dir, 2_000_000)); ok {
+		b.ReportMetric(float64(syncs), "hook-syncs")
+	}
+	b.ReportMetric(ms(quantile(benchStartRuns(b, dir), 0.5)), "startrun-median-ms")
+}
+
+// benchSyncs runs the hook once under strace and counts its fdatasync and
+// fsync calls; ok is false when strace is not installed.
+func benchSyncs(b *testing.B, dir, line, stdin string) (int, bool) {
+	b.Helper()
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		return 0, false
+	}
+	trace := filepath.Join(b.TempDir(), "trace")
+	benchRun(b, filepath.Join(dir, "src", "deep"), stdin, strace, "-f", "-qq", "-e", "trace=fdatasync,fsync", "-o", trace, "/bin/sh", "-c", line)
+	n := 0
+	for l := range strings.Lines(string(mustRead(b, trace))) {
+		if strings.Contains(l, "sync(") && !strings.Contains(l, "resumed") {
+			n++
+		}
+	}
+	return n, true
+}
+
+// benchStartRuns times, in process on the hook's ledger, the commit the
+// run record adds to every hook: StartRun for a codex hook run, each in
+// its own session scope (as distinct hook sessions are). The runs are
+// finished afterwards, untimed.
+func benchStartRuns(b *testing.B, dir string) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	g := &Globals{Root: filepath.Join(dir, ".tree-ring"), SourceRoot: dir, LockTimeout: 3 * time.Second, Now: time.Now, NewID: ulid.Make}
+	g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	_ = g.setupLog()
+	st, err := g.OpenStore(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const n = 200
+	d := make([]time.Duration, 0, n)
+	runs := make([]*Run, 0, n)
+	for i := 0; i < n; i++ {
+		scope, err := SessionScope("codex", fmt.Sprintf("bench-run-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdIntegrationsHook, Scope: scope, Harness: "codex", Stage: "preflight"})
+		d = append(d, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	for _, run := range runs {
+		if err := run.Finish(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d
 }
