@@ -186,10 +186,10 @@ func (d *demo) step(what string, arg any, why string) {
 	if arg != "" {
 		what = fmt.Sprintf(what, arg)
 	}
-	fmt.Fprintf(d.w, "\n[%d] %s.\n", d.n, what)
 	if why != "" {
-		fmt.Fprintf(d.w, "    why it matters: %s.\n", why)
+		what += " (why it matters: " + why + ")"
 	}
+	fmt.Fprintf(d.w, "\n[%d] %s.\n", d.n, what)
 }
 
 // show prints a command's output indented under its step.
