@@ -11,8 +11,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -41,6 +43,9 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	if err != nil {
 		return fmt.Errorf("demo: locate this binary: %w", err)
 	}
+	// A reader that goes away (`demo | head`) must not kill the process
+	// before it removes its throwaway project: writes then just fail.
+	signal.Ignore(syscall.SIGPIPE)
 	base := o.Keep
 	if base == "" {
 		if base, err = os.MkdirTemp("", "tree-ring-demo-"); err != nil {
