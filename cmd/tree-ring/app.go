@@ -46,6 +46,9 @@ type Globals struct {
 	JSON        bool
 	LogLevel    string
 	LockTimeout time.Duration
+	// lockTimeoutSet is true when --lock-timeout was given, so that a
+	// command with its own default (the hook) never overrides the user.
+	lockTimeoutSet bool
 
 	IO
 	Now   func() time.Time
@@ -220,6 +223,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		}
 		return usagef("%s: %v", cmd.name, err)
 	}
+	g.lockTimeoutSet = pre.Changed("lock-timeout") || fs.Changed("lock-timeout")
 	if err := g.setupLog(); err != nil {
 		return err
 	}

@@ -256,7 +256,7 @@ type delivered struct {
 }
 
 // hookLockTimeout is how long a preflight waits for the ledger lock when
-// --lock-timeout keeps its default: hosts bound the hook to ten seconds,
+// --lock-timeout is not given: hosts bound the hook to ten seconds,
 // and concurrent session starts queue on the lock.
 const hookLockTimeout = 8 * time.Second
 
@@ -299,7 +299,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
 		return delivered{}, fmt.Errorf("no Tree Ring ledger under --root; run `tree-ring init` first")
 	}
-	if g.LockTimeout == 3*time.Second {
+	if !g.lockTimeoutSet {
 		g.LockTimeout = hookLockTimeout
 	}
 	st, err := g.OpenStore(false)
