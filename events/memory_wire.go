@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -111,9 +108,8 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	if !utf8.Valid(line) {
 		return ImportLine{}, errors.New("line is not valid UTF-8")
 	}
-	if err := scanKeys(line); err != nil {
-		return ImportLine{}, err
-	}
+	// The line is then strictly decoded (StrictUnmarshal: exact keys,
+	// duplicates and depth) as the header or the memory it declares.
 	var probe struct {
 		Type *string `json:"type"`
 	}
@@ -123,7 +119,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	switch {
 	case probe.Type == nil:
 		var w wireMemory
-		if err := strictDecode(line, &w); err != nil {
+		if err := StrictUnmarshal(line, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -137,7 +133,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			MemoryCount       *int    `json:"memory_count"`
 			SensitiveIncluded *bool   `json:"sensitive_included"`
 		}
-		if err := strictDecode(line, &h); err != nil {
+		if err := StrictUnmarshal(line, &h); err != nil {
 			return ImportLine{}, fmt.Errorf("export header: %w", err)
 		}
 		for _, f := range []struct {
@@ -162,14 +158,14 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			Type   string          `json:"type"`
 			Memory json.RawMessage `json:"memory"`
 		}
-		if err := strictDecode(line, &env); err != nil {
+		if err := StrictUnmarshal(line, &env); err != nil {
 			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
 		}
 		if len(env.Memory) == 0 || string(env.Memory) == "null" {
 			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
 		}
 		var w wireMemory
-		if err := strictDecode(env.Memory, &w); err != nil {
+		if err := StrictUnmarshal(env.Memory, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -177,87 +173,6 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	default:
 		return ImportLine{}, errors.New(`unknown line type (want "tree_ring_memory_export" or "memory_event")`)
 	}
-}
-
-// strictDecode is StrictUnmarshal without its structure pass: the caller
-// has run scanKeys over the whole line.
-func strictDecode(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		const prefix = "json: unknown field "
-		if msg := err.Error(); strings.HasPrefix(msg, prefix) {
-			if k, uerr := strconv.Unquote(msg[len(prefix):]); uerr == nil {
-				return &UnknownKeyError{Key: k}
-			}
-		}
-		return fmt.Errorf("decode: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("decode: trailing data after JSON value")
-	}
-	return nil
-}
-
-// scanKeys rejects duplicate object keys (at any depth) and nesting deeper
-// than MaxDepth, as the strict codec does, in one pass without building
-// tokens. It is not a validator: the decode that follows rejects malformed
-// JSON; scanKeys only has to find keys correctly in well-formed input and
-// never fail on the rest.
-func scanKeys(b []byte) error {
-	type frame struct {
-		obj  bool
-		keys []string
-	}
-	stack := make([]frame, 0, 8)
-	expectKey := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '{', '[':
-			if len(stack) >= MaxDepth {
-				return fmt.Errorf("decode: nesting deeper than %d", MaxDepth)
-			}
-			stack = append(stack, frame{obj: c == '{'})
-			expectKey = c == '{'
-		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			expectKey = false
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].obj
-		case '"':
-			j := i + 1
-			escaped := false
-			for ; j < len(b) && b[j] != '"'; j++ {
-				if b[j] == '\\' {
-					escaped = true
-					j++
-				}
-			}
-			if j >= len(b) {
-				return nil // unterminated: the decoder reports it
-			}
-			if expectKey && len(stack) > 0 {
-				k := string(b[i+1 : j])
-				if escaped {
-					if err := json.Unmarshal(b[i:j+1], &k); err != nil {
-						return nil // malformed: the decoder reports it
-					}
-				}
-				top := &stack[len(stack)-1]
-				for _, prev := range top.keys {
-					if prev == k {
-						return &DuplicateKeyError{Key: k}
-					}
-				}
-				top.keys = append(top.keys, k)
-				expectKey = false
-			}
-			i = j
-		}
-	}
-	return nil
 }
 
 // record applies the published defaults.
