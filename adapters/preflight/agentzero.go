@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -27,21 +28,10 @@ const (
 	pluginID           = "tree_ring_memory"
 )
 
-// Compatible is one release pairing the core accepts: the plugin release
-// and the Tree Ring series its descriptor declares.
-type Compatible struct{ PluginVersion, Min, Minor string }
-
-// CompatiblePlugins is the published allow-list of (plugin_version,
-// tree_ring_version.min, tree_ring_version.minor). The last pair is the
-// plugin's current descriptor (3.4.1 / 0.15.6), which later cores accept.
-var CompatiblePlugins = []Compatible{
-	{"3.1.0", "0.14.0", "0.14"},
-	{"3.2.0", "0.15.3", "0.15"},
-	{"3.3.0", "0.15.3", "0.15"},
-	{"3.3.1", "0.15.3", "0.15"},
-	{"3.4.0", "0.15.5", "0.15"},
-	{"3.4.1", "0.15.6", "0.15"},
-}
+// FirstCompatiblePlugin is the first tree_ring_memory release with an
+// activation descriptor (the protocol's example descriptor); no earlier
+// release can be compatible.
+const FirstCompatiblePlugin = "3.1.0"
 
 // Descriptor is a validated plugin capability descriptor.
 type Descriptor struct {
@@ -68,10 +58,11 @@ var ErrNoDescriptor = &DescriptorError{Reason: DescriptorEnv + " is not set (onl
 // (after resolving its directory); the exact schema {schema_version: 1,
 // kind, plugin_id: tree_ring_memory, plugin_version,
 // activation_protocol_version: 1, tree_ring_version: {min, minor},
-// enabled: true} with no other key; a compatible release; and a sibling
+// enabled: true} with no other key; a compatible series; and a sibling
 // plugin.yaml (regular, not a symlink, at most 16 KiB) whose top-level
 // name: and version: each appear exactly once and equal tree_ring_memory
-// and plugin_version.
+// and plugin_version. Compatibility is by series (CheckSeries) against the
+// release this core implements, adapters.ContractRelease.
 func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	if path == "" {
 		return Descriptor{}, ErrNoDescriptor
@@ -131,14 +122,8 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 		return Descriptor{}, descErr("the plugin is disabled")
 	}
 	d := Descriptor{PluginVersion: *raw.PluginVersion, Min: *raw.TreeRingVersion.Min, Minor: *raw.TreeRingVersion.Minor}
-	compatible := false
-	for _, c := range CompatiblePlugins {
-		if c == (Compatible{d.PluginVersion, d.Min, d.Minor}) {
-			compatible = true
-		}
-	}
-	if !compatible {
-		return Descriptor{}, descErr("plugin release and Tree Ring series are not a compatible pairing")
+	if err := CheckSeries(d, adapters.Contract()); err != nil {
+		return Descriptor{}, err
 	}
 	yaml, err := readRegular(filepath.Join(dir, "plugin.yaml"))
 	if err != nil {
@@ -150,6 +135,41 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 		return Descriptor{}, descErr("the sibling plugin.yaml does not declare name %s and version %s exactly once", pluginID, "plugin_version")
 	}
 	return d, nil
+}
+
+// CheckSeries decides whether a descriptor is compatible with the core
+// release core. The descriptor declares the Tree Ring series its plugin
+// release works with (tree_ring_version.minor, from tree_ring_version.min
+// on); the protocol makes that a release boundary. It is compatible when
+// plugin_version is a release at or after FirstCompatiblePlugin, min lies
+// in the series minor, the series is core's MAJOR.MINOR and core is at
+// least min. Any later plugin release of a series is accepted: there is no
+// list of known releases to extend. A refusal names the plugin release,
+// the series it needs and core's release; it never echoes an unparsed
+// value.
+func CheckSeries(d Descriptor, core adapters.Release) error {
+	plugin, err := adapters.ParseRelease(d.PluginVersion)
+	if err != nil {
+		return descErr("plugin_version is not a MAJOR.MINOR.PATCH release")
+	}
+	if first, _ := adapters.ParseRelease(FirstCompatiblePlugin); plugin.Compare(first) < 0 {
+		return descErr("plugin %s predates %s, the first release with an activation descriptor", plugin, FirstCompatiblePlugin)
+	}
+	major, minor, err := adapters.ParseSeries(d.Minor)
+	if err != nil {
+		return descErr("tree_ring_version.minor is not a MAJOR.MINOR series")
+	}
+	from, err := adapters.ParseRelease(d.Min)
+	if err != nil {
+		return descErr("tree_ring_version.min is not a MAJOR.MINOR.PATCH release")
+	}
+	if from.Major != major || from.Minor != minor {
+		return descErr("plugin %s declares tree_ring_version.min %s outside its series %d.%d", plugin, from, major, minor)
+	}
+	if core.Major != major || core.Minor != minor || core.Compare(from) < 0 {
+		return descErr("plugin %s requires Tree Ring %s through %d.%d.x; this core implements %s", plugin, from, major, minor, core)
+	}
+	return nil
 }
 
 // readRegular reads a regular, non-symlink file of at most

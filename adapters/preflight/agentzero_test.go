@@ -6,23 +6,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
 )
 
 const goodDescriptor = `{
   "schema_version": 1,
   "kind": "tree-ring-agent-zero-plugin-capability",
   "plugin_id": "tree_ring_memory",
-  "plugin_version": "3.1.0",
+  "plugin_version": "3.4.1",
   "activation_protocol_version": 1,
   "tree_ring_version": {
-    "min": "0.14.0",
-    "minor": "0.14"
+    "min": "0.15.6",
+    "minor": "0.15"
   },
   "enabled": true
 }
 `
 
-const goodPluginYAML = "name: tree_ring_memory\ntitle: Tree Ring Memory\nversion: \"3.1.0\" # release\nsettings:\n  name: nested names do not count\n"
+const goodPluginYAML = "name: tree_ring_memory\ntitle: Tree Ring Memory\nversion: \"3.4.1\" # release\nsettings:\n  name: nested names do not count\n"
 
 // plugin writes a plugin root with a descriptor and plugin.yaml and returns
 // the descriptor path and a project directory (elsewhere).
@@ -50,17 +52,80 @@ func plugin(t *testing.T, desc, yaml string) (string, string) {
 	return filepath.Join(root, DescriptorName), project
 }
 
+// descriptorFor is goodDescriptor with another release and series.
+func descriptorFor(plugin, from, series string) string {
+	return strings.NewReplacer(`"3.4.1"`, `"`+plugin+`"`, `"0.15.6"`, `"`+from+`"`, `"0.15"`, `"`+series+`"`).Replace(goodDescriptor)
+}
+
+// The published plugin releases with their descriptors' series, and later
+// releases of the same series, load against this core (0.15.13); a release
+// of another series does not, and says why with both versions.
 func TestLoadDescriptor(t *testing.T) {
-	path, project := plugin(t, goodDescriptor, goodPluginYAML)
-	d, err := LoadDescriptor(path, project)
-	if err != nil || d.PluginVersion != "3.1.0" {
-		t.Fatalf("valid descriptor: %+v %v", d, err)
+	cases := []struct {
+		plugin, from, series string
+		refusal              string // "" when accepted
+	}{
+		{"3.2.0", "0.15.3", "0.15", ""},
+		{"3.3.0", "0.15.3", "0.15", ""},
+		{"3.3.1", "0.15.3", "0.15", ""},
+		{"3.4.0", "0.15.5", "0.15", ""},
+		{"3.4.1", "0.15.6", "0.15", ""},
+		{"3.4.2", "0.15.6", "0.15", ""},
+		{"3.10.0", "0.15.13", "0.15", ""},
+		{"3.1.0", "0.14.0", "0.14", "plugin 3.1.0 requires Tree Ring 0.14.0 through 0.14.x; this core implements 0.15.13"},
+		{"3.5.0", "0.16.0", "0.16", "plugin 3.5.0 requires Tree Ring 0.16.0 through 0.16.x; this core implements 0.15.13"},
+		{"3.4.9", "0.15.14", "0.15", "plugin 3.4.9 requires Tree Ring 0.15.14 through 0.15.x; this core implements 0.15.13"},
+		{"3.0.1", "0.15.6", "0.15", "plugin 3.0.1 predates 3.1.0, the first release with an activation descriptor"},
 	}
-	for _, c := range CompatiblePlugins {
-		desc := strings.NewReplacer(`"3.1.0"`, `"`+c.PluginVersion+`"`, `"0.14.0"`, `"`+c.Min+`"`, `"0.14"`, `"`+c.Minor+`"`).Replace(goodDescriptor)
-		p, proj := plugin(t, desc, strings.Replace(goodPluginYAML, "3.1.0", c.PluginVersion, 1))
-		if _, err := LoadDescriptor(p, proj); err != nil {
-			t.Errorf("%+v: %v", c, err)
+	for _, c := range cases {
+		p, proj := plugin(t, descriptorFor(c.plugin, c.from, c.series), strings.Replace(goodPluginYAML, "3.4.1", c.plugin, 1))
+		d, err := LoadDescriptor(p, proj)
+		switch {
+		case c.refusal == "" && (err != nil || d != Descriptor{c.plugin, c.from, c.series}):
+			t.Errorf("%s (%s): %+v %v", c.plugin, c.series, d, err)
+		case c.refusal != "" && (err == nil || err.Error() != "Agent Zero plugin descriptor: "+c.refusal):
+			t.Errorf("%s (%s): got %v, want %s", c.plugin, c.series, err, c.refusal)
+		}
+	}
+}
+
+// CheckSeries against several core releases: the series must be the
+// core's MAJOR.MINOR and the core at least min; min must lie in the series.
+func TestCheckSeries(t *testing.T) {
+	core := func(s string) adapters.Release {
+		r, err := adapters.ParseRelease(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	cases := []struct {
+		core, plugin, from, series string
+		refusal                    string
+	}{
+		{"0.15.6", "3.4.1", "0.15.6", "0.15", ""},
+		{"0.15.5", "3.4.1", "0.15.6", "0.15", "plugin 3.4.1 requires Tree Ring 0.15.6 through 0.15.x; this core implements 0.15.5"},
+		{"0.16.0", "3.4.1", "0.15.6", "0.15", "plugin 3.4.1 requires Tree Ring 0.15.6 through 0.15.x; this core implements 0.16.0"},
+		{"0.16.2", "3.5.0", "0.16.0", "0.16", ""},
+		{"1.15.13", "3.4.1", "0.15.6", "0.15", "plugin 3.4.1 requires Tree Ring 0.15.6 through 0.15.x; this core implements 1.15.13"},
+		{"0.14.9", "3.1.0", "0.14.0", "0.14", ""},
+		{"0.15.13", "3.1.0", "0.14.0", "0.15", "plugin 3.1.0 declares tree_ring_version.min 0.14.0 outside its series 0.15"},
+		{"0.15.13", "3.4.1", "0.15.6", "0.15.6", "tree_ring_version.minor is not a MAJOR.MINOR series"},
+		{"0.15.13", "3.4.1", "0.15", "0.15", "tree_ring_version.min is not a MAJOR.MINOR.PATCH release"},
+		{"0.15.13", "3.4.1", "0.15.06", "0.15", "tree_ring_version.min is not a MAJOR.MINOR.PATCH release"},
+		{"0.15.13", "3.4.1-rc1", "0.15.6", "0.15", "plugin_version is not a MAJOR.MINOR.PATCH release"},
+		{"0.15.13", "v3.4.1", "0.15.6", "0.15", "plugin_version is not a MAJOR.MINOR.PATCH release"},
+		{"0.15.13", "", "0.15.6", "0.15", "plugin_version is not a MAJOR.MINOR.PATCH release"},
+		{"0.15.13", "3.0.9", "0.15.6", "0.15", "plugin 3.0.9 predates 3.1.0, the first release with an activation descriptor"},
+	}
+	for _, c := range cases {
+		err := CheckSeries(Descriptor{c.plugin, c.from, c.series}, core(c.core))
+		var de *DescriptorError
+		switch {
+		case c.refusal == "" && err != nil:
+			t.Errorf("core %s, %+v: %v", c.core, c, err)
+		case c.refusal != "" && (!errors.As(err, &de) || de.Reason != c.refusal):
+			t.Errorf("core %s, plugin %s: got %v, want %s", c.core, c.plugin, err, c.refusal)
 		}
 	}
 }
@@ -80,17 +145,18 @@ func TestLoadDescriptorRefusals(t *testing.T) {
 		"wrong plugin id":     {strings.Replace(goodDescriptor, `"plugin_id": "tree_ring_memory"`, `"plugin_id": "other"`, 1), goodPluginYAML},
 		"schema 2":            {strings.Replace(goodDescriptor, `"schema_version": 1`, `"schema_version": 2`, 1), goodPluginYAML},
 		"protocol 2":          {strings.Replace(goodDescriptor, `"activation_protocol_version": 1`, `"activation_protocol_version": 2`, 1), goodPluginYAML},
-		"incompatible pair":   {strings.Replace(goodDescriptor, `"min": "0.14.0"`, `"min": "0.15.3"`, 1), goodPluginYAML},
-		"unknown release":     {strings.Replace(goodDescriptor, `"3.1.0"`, `"9.9.9"`, 1), strings.Replace(goodPluginYAML, "3.1.0", "9.9.9", 1)},
+		"min outside series":  {strings.Replace(goodDescriptor, `"min": "0.15.6"`, `"min": "0.14.0"`, 1), goodPluginYAML},
+		"other series":        {descriptorFor("3.5.0", "0.16.0", "0.16"), strings.Replace(goodPluginYAML, "3.4.1", "3.5.0", 1)},
+		"not a release":       {strings.Replace(goodDescriptor, `"3.4.1"`, `"3.4"`, 1), strings.Replace(goodPluginYAML, "3.4.1", "3.4", 1)},
 		"no plugin.yaml":      {goodDescriptor, ""},
-		"yaml other version":  {goodDescriptor, strings.Replace(goodPluginYAML, "3.1.0", "3.2.0", 1)},
+		"yaml other version":  {goodDescriptor, strings.Replace(goodPluginYAML, "3.4.1", "3.4.2", 1)},
 		"yaml other name":     {goodDescriptor, strings.Replace(goodPluginYAML, "name: tree_ring_memory", "name: other", 1)},
 		"yaml name twice":     {goodDescriptor, goodPluginYAML + "name: tree_ring_memory\n"},
 		"oversize descriptor": {goodDescriptor + strings.Repeat(" ", MaxDescriptorBytes), goodPluginYAML},
 		"not an object":       {`[]`, goodPluginYAML},
 		"tree_ring_version []": {strings.Replace(goodDescriptor, `{
-    "min": "0.14.0",
-    "minor": "0.14"
+    "min": "0.15.6",
+    "minor": "0.15"
   }`, `[]`, 1), goodPluginYAML},
 	}
 	for name, c := range cases {

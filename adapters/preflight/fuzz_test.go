@@ -181,7 +181,7 @@ func FuzzDescriptor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !slices.Contains(CompatiblePlugins, Compatible{d.PluginVersion, d.Min, d.Minor}) {
+		if CheckSeries(d, adapters.Contract()) != nil {
 			t.Fatalf("incompatible release accepted: %+v", d)
 		}
 		var m map[string]any
