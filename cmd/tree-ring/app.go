@@ -18,9 +18,6 @@ import (
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-// Version is the CLI version, overridable with -ldflags "-X main.Version=...".
-var Version = "0.1.0-dev"
-
 // IO is where a command reads and writes; tests substitute buffers.
 type IO struct {
 	Stdin          io.Reader
@@ -191,10 +188,17 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	pre.ParseErrorsAllowlist.UnknownFlags = true
 	g.AddFlags(pre)
 	help := pre.BoolP("help", "h", false, "show help")
+	version := pre.Bool("version", false, "print the version")
 	if err := pre.Parse(argv); err != nil {
 		return usagef("%v", err)
 	}
 	rest := pre.Args()
+	if *version {
+		if len(rest) > 0 {
+			return usagef("--version takes no command")
+		}
+		return printVersion(g)
+	}
 	cmd, words := lookup(rest)
 	if cmd == nil {
 		if len(rest) == 0 || rest[0] == "help" {
@@ -276,6 +280,7 @@ func (g *Globals) setupLog() error {
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "tree-ring: provable project memory for AI coding-agent harnesses")
 	fmt.Fprintln(w, "\nUsage: tree-ring [--root DIR] [--json] [--log-level L] COMMAND [flags] [args]")
+	fmt.Fprintln(w, "       tree-ring [--json] --version")
 	fmt.Fprintln(w, "\nCommands:")
 	names := make([]string, 0, len(commands))
 	width := 0

@@ -2,22 +2,102 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
 )
 
+// Version is this build's version (docs/versioning.md): the Tree Ring
+// release whose wire contract we implement, adapters.ContractRelease, with
+// our own build identity as semver build metadata, e.g.
+// 0.15.13+go.208278ab3277. `tree-ring --version`, `tree-ring version`, the
+// manifest's cli_version and the export header carry it. Set once at
+// start-up and read-only afterwards.
+var Version = buildVersion(adapters.ContractRelease, buildInfo())
+
+func buildInfo() *debug.BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return bi
+}
+
+// buildVersion is release+metadata. The metadata always starts with "go"
+// (this Go implementation, not the Rust one of the same release), then
+// what identifies the build: the first 12 hex digits of the VCS revision Go
+// stamped into the binary (".dirty" when the tree had changes), else the
+// module version of a `go install ...@version` build, else nothing more.
+// Characters outside semver's [0-9A-Za-z-] become "-", so the result is
+// always valid semver and one field for the plugin's version regex.
+func buildVersion(release string, bi *debug.BuildInfo) string {
+	meta := []string{"go"}
+	var rev string
+	dirty := false
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	switch {
+	case rev != "":
+		meta = append(meta, semverIdent(rev[:min(len(rev), 12)]))
+		if dirty {
+			meta = append(meta, "dirty")
+		}
+	case bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		for _, part := range strings.Split(bi.Main.Version, ".") {
+			meta = append(meta, semverIdent(part))
+		}
+	}
+	return release + "+" + strings.Join(meta, ".")
+}
+
+// semverIdent maps s onto one non-empty semver build identifier.
+func semverIdent(s string) string {
+	id := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+	if id == "" {
+		return "-"
+	}
+	return id
+}
+
 func init() {
-	register("version", "", "print the version", runVersion)
+	register("version", "", "print the version: the Tree Ring release whose contract this core implements, +build metadata (same as --version)", runVersion)
 }
 
 func runVersion(_ context.Context, g *Globals, _ *noOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("version takes no arguments")
 	}
+	return printVersion(g)
+}
+
+// versionJSON is `--json version` and `--json --version`.
+type versionJSON struct {
+	Version string `json:"version"` // the line's version: release+build
+	Release string `json:"release"` // the Tree Ring release whose wire contract we implement
+	Build   string `json:"build"`   // our build identity (the semver build metadata)
+	Go      string `json:"go"`      // the Go toolchain that built this binary
+}
+
+// printVersion prints the one version line, "tree-ring <Version>", the
+// form the Agent Zero plugin's version gate parses; `--version` and the
+// version command both use it.
+func printVersion(g *Globals) error {
 	if g.JSON {
-		return json.NewEncoder(g.Stdout).Encode(map[string]string{"version": Version, "go": runtime.Version()})
+		release, build, _ := strings.Cut(Version, "+")
+		return writeJSON(g.Stdout, versionJSON{Version: Version, Release: release, Build: build, Go: runtime.Version()})
 	}
-	fmt.Fprintf(g.Stdout, "tree-ring %s (%s)\n", Version, runtime.Version())
-	return nil
+	_, err := g.Stdout.Write([]byte("tree-ring " + Version + "\n"))
+	return err
 }

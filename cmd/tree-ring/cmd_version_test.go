@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
+)
+
+func TestBuildVersion(t *testing.T) {
+	vcs := func(rev, modified string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/tree-ring/tree-ring", Version: "(devel)"}}
+		bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs", Value: "git"})
+		if rev != "" {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs.revision", Value: rev})
+		}
+		if modified != "" {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs.modified", Value: modified})
+		}
+		return bi
+	}
+	installed := func(v string) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Path: "github.com/tree-ring/tree-ring", Version: v}}
+	}
+	cases := []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, "0.15.13+go"},
+		{"devel, no vcs", installed("(devel)"), "0.15.13+go"},
+		{"empty main version", installed(""), "0.15.13+go"},
+		{"clean checkout", vcs("208278ab3277b54ba3f52eca76f2a498784aab28", "false"), "0.15.13+go.208278ab3277"},
+		{"modified checkout", vcs("208278ab3277b54ba3f52eca76f2a498784aab28", "true"), "0.15.13+go.208278ab3277.dirty"},
+		{"short revision", vcs("abc", ""), "0.15.13+go.abc"},
+		{"revision wins over module version", func() *debug.BuildInfo {
+			bi := vcs("208278ab3277b54ba3f52eca76f2a498784aab28", "false")
+			bi.Main.Version = "v0.0.0-20261201081554-208278ab3277"
+			return bi
+		}(), "0.15.13+go.208278ab3277"},
+		{"go install @version", installed("v1.2.3"), "0.15.13+go.v1.2.3"},
+		{"pseudo-version", installed("v0.0.0-20261201081554-208278ab3277"), "0.15.13+go.v0.0.0-20261201081554-208278ab3277"},
+		{"incompatible", installed("v2.0.0+incompatible"), "0.15.13+go.v2.0.0-incompatible"},
+		{"odd revision characters", vcs("ab/cd ef", "false"), "0.15.13+go.ab-cd-ef"},
+	}
+	semver := regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*$`)
+	for _, c := range cases {
+		got := buildVersion(adapters.ContractRelease, c.bi)
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+		if !semver.MatchString(got) {
+			t.Errorf("%s: %s is not semver with build metadata", c.name, got)
+		}
+	}
+}
+
+// pluginVersionRE is the Agent Zero plugin's version gate (release 3.4.1,
+// helpers/cli.py): it searches the stripped `--version` output.
+var pluginVersionRE = regexp.MustCompile(`\btree-ring\s+(\d+)\.(\d+)\.(\d+)(?:[-+]\S+)?`)
+
+// --version and the version command print the same line, which passes the
+// plugin's gate as the contract release; their --json forms agree with it.
+func TestVersionOutputs(t *testing.T) {
+	// The test binary carries no VCS stamp, so the metadata is just "go".
+	if Version != adapters.ContractRelease+"+go" {
+		t.Fatalf("Version %s", Version)
+	}
+	flag := runCLI(t, "", "--version")
+	cmd := runCLI(t, "", "version")
+	if flag.code != 0 || cmd.code != 0 || flag.stderr != "" || cmd.stderr != "" {
+		t.Fatalf("--version %+v, version %+v", flag, cmd)
+	}
+	if want := "tree-ring 0.15.13+go\n"; flag.stdout != want || cmd.stdout != want {
+		t.Fatalf("--version %q, version %q, want %q", flag.stdout, cmd.stdout, want)
+	}
+	m := pluginVersionRE.FindStringSubmatch(strings.TrimSpace(flag.stdout))
+	if m == nil || strings.Join(m[1:], ".") != adapters.ContractRelease {
+		t.Fatalf("the plugin's gate reads %q from %q", m, flag.stdout)
+	}
+	want := `{"version":"0.15.13+go","release":"0.15.13","build":"go","go":"` + runtime.Version() + `"}` + "\n"
+	for _, args := range [][]string{{"--json", "--version"}, {"--version", "--json"}, {"--json", "version"}, {"version", "--json"}} {
+		r := runCLI(t, "", args...)
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("%v: %+v", args, r)
+		}
+		var v versionJSON
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Release+"+"+v.Build != v.Version {
+			t.Errorf("%v: %+v %v", args, v, err)
+		}
+	}
+	for _, args := range [][]string{{"--version", "status"}, {"version", "x"}, {"integrations", "status", "--version"}} {
+		if r := runCLI(t, "", args...); r.code != exitError || r.stdout != "" || r.stderr == "" {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if r := runCLI(t, "", "--help"); !strings.Contains(r.stdout, "tree-ring [--json] --version") {
+		t.Errorf("help does not mention --version:\n%s", r.stdout)
+	}
+}
+
+// The manifest init publishes and the ledger's store.initialized record the
+// same version as --version.
+func TestManifestCLIVersion(t *testing.T) {
+	p := newHP(t)
+	p.init()
+	if m := p.manifestOf(); m.CLIVersion != Version {
+		t.Errorf("activation.json cli_version %q, want %q", m.CLIVersion, Version)
+	}
+	if ev := p.ok("", "events", "--stream", "store"); !strings.Contains(ev, `"cli_version":"`+Version+`"`) {
+		t.Errorf("store events: %s", ev)
+	}
+}
