@@ -46,8 +46,15 @@ type statusEntry struct {
 }
 
 type statusReport struct {
-	StoreID      string        `json:"store_id,omitempty"`
-	Integrations []statusEntry `json:"integrations"`
+	StoreID string `json:"store_id,omitempty"`
+	// Descriptor-scoped status (the Agent Zero plugin's call, with its
+	// descriptor variable set) repeats Agent Zero's entry here, where the
+	// plugin's dashboard reads it; absent otherwise
+	// (docs/adapters/agent-zero.md).
+	State             string        `json:"state,omitempty"`
+	NextStep          string        `json:"next_step,omitempty"`
+	ReceiptAgeSeconds *int64        `json:"receipt_age_seconds,omitempty"`
+	Integrations      []statusEntry `json:"integrations"`
 }
 
 func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string) error {
@@ -66,7 +73,11 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	verbose := o.Verbose || g.JSON
 	rep := statusReport{StoreID: ev.storeID, Integrations: []statusEntry{}}
 	for _, h := range ev.harnesses {
-		rep.Integrations = append(rep.Integrations, h.entry(verbose))
+		e := h.entry(verbose)
+		rep.Integrations = append(rep.Integrations, e)
+		if e.ID == "agent-zero" && g.Getenv(preflight.DescriptorEnv) != "" {
+			rep.State, rep.NextStep, rep.ReceiptAgeSeconds = e.State, e.NextStep, e.ReceiptAgeSeconds
+		}
 	}
 	if g.JSON {
 		return writeJSON(g.Stdout, rep)
