@@ -671,3 +671,67 @@ func TestAgentZeroPluginOtherSeries(t *testing.T) {
 	}
 	h.checkPrivate()
 }
+
+// ensureInitialized is the plugin's memory bridge gate before every memory
+// tool (remember, capture, evidence, recall, export, consolidate, forget,
+// maintain, import, sync) and its install-time bootstrap: it creates
+// exports/, imports/ and migrations/ under its storage root, and when
+// <root>/memory.sqlite is absent it runs init with the absolute root from
+// the Agent Zero root, without the descriptor, then requires memory.sqlite
+// at SQLite schema 3. It returns the message the user sees, "" when the
+// bridge would proceed.
+func (h *azHost) ensureInitialized(bin string) string {
+	h.t.Helper()
+	root := h.storeArg()
+	for _, d := range []string{"exports", "imports", "migrations"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "memory.sqlite")); err == nil {
+		h.t.Fatal("this core never writes memory.sqlite")
+	}
+	r := h.run(bin, h.a0, false, "", "--root", root, "--json", "init")
+	if r.code != 0 {
+		first, _, _ := strings.Cut(strings.TrimSpace(r.stderr), "\n")
+		return first[:min(len(first), 500)]
+	}
+	if _, err := os.Stat(filepath.Join(root, "memory.sqlite")); err != nil {
+		return "tree-ring init did not produce SQLite schema 3."
+	}
+	return ""
+}
+
+// The plugin's memory bridge cannot use this core's store: it looks for
+// <root>/memory.sqlite at schema 3. Its first memory call shows the user
+// the core's refusal of that init; the directories it creates under the
+// store do not disturb activation, which still reaches active.
+func TestAgentZeroPluginMemoryBridge(t *testing.T) {
+	rel := azRelease{"3.4.1", "0.15.6", "0.15"}
+	h := azNewHost(t, rel)
+	bin, _ := h.resolveBinary()
+	h.init(bin)
+	before := azTree(t, filepath.Join(h.project, ".tree-ring"))
+	want := "tree-ring: --root " + h.storeArg() + " is not this project's store (.tree-ring under --source-root); a different store is refused"
+	if got := h.ensureInitialized(bin); got != want {
+		t.Fatalf("memory bridge message:\n got %q\nwant %q", got, want)
+	}
+	for p, sum := range before {
+		if azTree(t, filepath.Join(h.project, ".tree-ring"))[p] != sum {
+			t.Errorf("the refused init changed %s", p)
+		}
+	}
+	b, err := h.loadBinding()
+	if err != nil {
+		t.Fatal(err)
+	}
+	azCheckStatus(t, "with the bridge's directories", h.status(bin, true), true, "configured-awaiting-proof")
+	r := h.preflight(bin, map[string]string{"agent_profile": "agent0", "session_id": "s", "workflow_id": "s"})
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := azValidateContext(azObject(t, "preflight", r.stdout), b); err != nil {
+		t.Fatal(err)
+	}
+	azCheckStatus(t, "after preflight", h.status(bin, true), true, "active")
+}
