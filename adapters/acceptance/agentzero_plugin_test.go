@@ -207,6 +207,16 @@ func (h *azHost) getenv(k string) string {
 	return ""
 }
 
+func (h *azHost) setenv(k, v string) {
+	for i, kv := range h.env {
+		if key, _, _ := strings.Cut(kv, "="); key == k {
+			h.env[i] = k + "=" + v
+			return
+		}
+	}
+	h.env = append(h.env, k+"="+v)
+}
+
 // resolveBinary is the plugin's lookup: tree-ring on PATH, else the
 // project's .tree-ring/bin/tree-ring.
 func (h *azHost) resolveBinary() (string, error) {
@@ -235,6 +245,13 @@ func (h *azHost) run(bin, cwd string, descriptor bool, stdin string, args ...str
 	h.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = cwd, h.childEnv(descriptor)
+	for _, kv := range cmd.Env {
+		for _, c := range h.canaries {
+			if strings.Contains(kv, c) {
+				h.t.Fatalf("the child environment keeps %s", kv)
+			}
+		}
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
 	err := cmd.Run()
@@ -308,8 +325,8 @@ func (h *azHost) init(bin string) map[string]any {
 }
 
 // status is the plugin's activation status: absolute root and source root,
-// from the Agent Zero root, with the descriptor unless outside is set (an
-// ordinary host shell).
+// from the Agent Zero root, with the descriptor; without it, it is what an
+// ordinary host shell sees.
 func (h *azHost) status(bin string, descriptor bool) map[string]any {
 	h.t.Helper()
 	r := h.run(bin, h.a0, descriptor, "", "--root", h.storeArg(), "--json", "integrations", "status", "--source-root", h.project)
@@ -405,43 +422,55 @@ func (h *azHost) loadBinding() (azBinding, error) {
 	return b, nil
 }
 
-// validateContext is the plugin's check of a preflight response; it
-// returns the receipt's result count.
-func azValidateContext(resp map[string]any, b azBinding) (int64, error) {
+// azValidateContext is the plugin's check of a preflight response.
+func azValidateContext(resp map[string]any, b azBinding) error {
 	if resp["state"] != "active" {
-		return 0, errors.New("Tree Ring preflight did not return active context.")
+		return errors.New("Tree Ring preflight did not return active context.")
 	}
 	ctx, _ := resp["context"].(string)
 	if strings.TrimSpace(ctx) == "" {
-		return 0, errors.New("Tree Ring preflight returned empty context.")
+		return errors.New("Tree Ring preflight returned empty context.")
 	}
 	if utf8.RuneCountInString(ctx) > azMaxContextChars {
-		return 0, errors.New("Tree Ring preflight context exceeded the prompt safety bound.")
+		return errors.New("Tree Ring preflight context exceeded the prompt safety bound.")
 	}
 	rc, ok := resp["receipt"].(map[string]any)
 	switch {
 	case !ok:
-		return 0, errors.New("Tree Ring preflight did not return a receipt.")
+		return errors.New("Tree Ring preflight did not return a receipt.")
 	case rc["harness_id"] != "agent-zero":
-		return 0, errors.New("Tree Ring preflight receipt named the wrong harness.")
+		return errors.New("Tree Ring preflight receipt named the wrong harness.")
 	case rc["protocol_version"] != json.Number(strconv.FormatInt(b.protocol, 10)):
-		return 0, errors.New("Tree Ring preflight receipt used the wrong protocol.")
+		return errors.New("Tree Ring preflight receipt used the wrong protocol.")
 	case rc["store_id"] != b.storeID:
-		return 0, errors.New("Tree Ring preflight receipt named the wrong store.")
+		return errors.New("Tree Ring preflight receipt named the wrong store.")
 	case rc["project_root_fingerprint"] != b.fingerprint:
-		return 0, errors.New("Tree Ring preflight receipt named the wrong project.")
+		return errors.New("Tree Ring preflight receipt named the wrong project.")
 	case rc["status"] != "success":
-		return 0, errors.New("Tree Ring preflight receipt was not successful.")
+		return errors.New("Tree Ring preflight receipt was not successful.")
 	}
 	n, ok := rc["result_count"].(json.Number)
 	count, err := n.Int64()
 	if !ok || err != nil || count < 0 || count > azMaxResults {
-		return 0, errors.New("Tree Ring preflight receipt had an invalid result count.")
+		return errors.New("Tree Ring preflight receipt had an invalid result count.")
 	}
-	return count, nil
+	return nil
 }
 
-// agentZero finds Agent Zero's entry in a status or init report.
+// prove runs the plugin's preflight for identity with bin and applies the
+// plugin's checks of the response.
+func (h *azHost) prove(bin string, b azBinding, identity map[string]string) {
+	h.t.Helper()
+	r := h.preflight(bin, identity)
+	if r.code != 0 || r.stderr != "" {
+		h.t.Fatalf("preflight %v: %+v", identity, r)
+	}
+	if err := azValidateContext(azObject(h.t, "preflight", r.stdout), b); err != nil {
+		h.t.Fatalf("preflight %v: %v\n%s", identity, err, r.stdout)
+	}
+}
+
+// azAgentZero finds Agent Zero's entry in a status or init report.
 func azAgentZero(t *testing.T, what string, rep map[string]any) map[string]any {
 	t.Helper()
 	list, _ := rep["integrations"].([]any)
@@ -454,7 +483,7 @@ func azAgentZero(t *testing.T, what string, rep map[string]any) map[string]any {
 	return nil
 }
 
-// checkStatus asserts Agent Zero's state in a status report and the
+// azCheckStatus asserts Agent Zero's state in a status report and the
 // top-level fields the plugin's dashboard reads: present and equal to the
 // entry when the call is descriptor-scoped, absent otherwise.
 func azCheckStatus(t *testing.T, what string, rep map[string]any, descriptor bool, want string) {
@@ -503,7 +532,7 @@ func azTree(t *testing.T, dir string) map[string][32]byte {
 	return sums
 }
 
-// checkPrivate: nothing the core wrote or printed holds a planted
+// checkPrivate checks that nothing the core wrote or printed holds a planted
 // environment value, the descriptor's or the Agent Zero root's absolute
 // path, or the project's absolute path.
 func (h *azHost) checkPrivate() {
@@ -573,15 +602,8 @@ func TestAgentZeroPluginCompatibleReleases(t *testing.T) {
 
 			main := map[string]string{"agent_profile": "agent0", "session_id": "chat-1", "workflow_id": "chat-1"}
 			sub := map[string]string{"agent_profile": "researcher", "session_id": "chat-1-sub-1", "workflow_id": "chat-1"}
-			for _, id := range []map[string]string{main, sub} {
-				r := h.preflight(bin, id)
-				if r.code != 0 || r.stderr != "" {
-					t.Fatalf("preflight %v: %+v", id, r)
-				}
-				if _, err := azValidateContext(azObject(t, "preflight", r.stdout), b); err != nil {
-					t.Fatalf("preflight %v: %v\n%s", id, err, r.stdout)
-				}
-			}
+			h.prove(bin, b, main)
+			h.prove(bin, b, sub)
 			azCheckStatus(t, "after preflight", h.status(bin, true), true, "active")
 			azCheckStatus(t, "host shell after preflight", h.status(bin, false), false, "needs-plugin")
 			if nb, err := h.loadBinding(); err != nil || nb != b {
@@ -622,7 +644,7 @@ func TestAgentZeroPluginProjectBinary(t *testing.T) {
 	if err := os.WriteFile(local, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.env[0] = "PATH=/usr/bin:/bin"
+	h.setenv("PATH", "/usr/bin:/bin")
 	if got, err := h.resolveBinary(); err != nil || got != local {
 		t.Fatalf("lookup without PATH: %s %v", got, err)
 	}
@@ -633,13 +655,7 @@ func TestAgentZeroPluginProjectBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := h.preflight(local, map[string]string{"agent_profile": "agent0", "session_id": "s", "workflow_id": "s"})
-	if r.code != 0 {
-		t.Fatalf("%+v", r)
-	}
-	if _, err := azValidateContext(azObject(t, "preflight", r.stdout), b); err != nil {
-		t.Fatal(err)
-	}
+	h.prove(local, b, map[string]string{"agent_profile": "agent0", "session_id": "s", "workflow_id": "s"})
 	azCheckStatus(t, "status", h.status(local, true), true, "active")
 	h.checkPrivate()
 }
@@ -726,12 +742,6 @@ func TestAgentZeroPluginMemoryBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	azCheckStatus(t, "with the bridge's directories", h.status(bin, true), true, "configured-awaiting-proof")
-	r := h.preflight(bin, map[string]string{"agent_profile": "agent0", "session_id": "s", "workflow_id": "s"})
-	if r.code != 0 {
-		t.Fatalf("%+v", r)
-	}
-	if _, err := azValidateContext(azObject(t, "preflight", r.stdout), b); err != nil {
-		t.Fatal(err)
-	}
+	h.prove(bin, b, map[string]string{"agent_profile": "agent0", "session_id": "s", "workflow_id": "s"})
 	azCheckStatus(t, "after preflight", h.status(bin, true), true, "active")
 }
