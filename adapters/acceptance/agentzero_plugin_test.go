@@ -22,7 +22,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -50,31 +49,15 @@ const (
 	azMaxResults      = 8
 )
 
-var (
-	azBinOnce sync.Once
-	azBin     string
-	azBinErr  error
-)
-
-// azBuildBinary compiles tree-ring once per test process.
-func azBuildBinary(t *testing.T) string {
+// azBuildBinary compiles tree-ring into dir (go build's cache makes every
+// build after the first a link).
+func azBuildBinary(t *testing.T, dir string) string {
 	t.Helper()
-	azBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tree-ring-acceptance-")
-		if err != nil {
-			azBinErr = err
-			return
-		}
-		azBin = filepath.Join(dir, "tree-ring")
-		out, err := exec.Command("go", "build", "-o", azBin, "../../cmd/tree-ring").CombinedOutput()
-		if err != nil {
-			azBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if azBinErr != nil {
-		t.Fatal(azBinErr)
+	bin := filepath.Join(dir, "tree-ring")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tree-ring").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return azBin
+	return bin
 }
 
 // azRelease is one plugin release as the host sees it: its descriptor and
@@ -118,7 +101,10 @@ type azHost struct {
 	outputs    [][]byte // every byte the core printed
 }
 
-func azNewHost(t *testing.T, rel azRelease) *azHost {
+// azNewHost lays out an Agent Zero root with the plugin release rel, a
+// mounted project and a PATH directory holding a copy of the binary built
+// at built.
+func azNewHost(t *testing.T, built string, rel azRelease) *azHost {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -137,7 +123,7 @@ func azNewHost(t *testing.T, rel azRelease) *azHost {
 	azWrite(t, filepath.Join(h.pluginRoot, "activation-capability.json"), rel.descriptor())
 	azWrite(t, filepath.Join(h.pluginRoot, "plugin.yaml"), rel.pluginYAML())
 	azWrite(t, filepath.Join(h.project, "README.md"), "# demo\n")
-	bin, err := os.ReadFile(azBuildBinary(t))
+	bin, err := os.ReadFile(built)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,9 +553,10 @@ func TestAgentZeroPluginCompatibleReleases(t *testing.T) {
 		{"3.4.1", "0.15.6", "0.15"},
 		{"3.4.2", "0.15.6", "0.15"},
 	}
+	built := azBuildBinary(t, t.TempDir())
 	for _, rel := range releases {
 		t.Run(rel.plugin, func(t *testing.T) {
-			h := azNewHost(t, rel)
+			h := azNewHost(t, built, rel)
 			before := azTree(t, h.project)
 			bin, err := h.resolveBinary()
 			if err != nil || filepath.Dir(bin) != h.binDir {
@@ -630,7 +617,7 @@ func TestAgentZeroPluginCompatibleReleases(t *testing.T) {
 // .tree-ring/bin/tree-ring, which then passes the gate and the preflight.
 func TestAgentZeroPluginProjectBinary(t *testing.T) {
 	rel := azRelease{"3.4.1", "0.15.6", "0.15"}
-	h := azNewHost(t, rel)
+	h := azNewHost(t, azBuildBinary(t, t.TempDir()), rel)
 	bin, _ := h.resolveBinary()
 	h.init(bin)
 	local := filepath.Join(h.project, ".tree-ring", "bin", "tree-ring")
@@ -665,7 +652,7 @@ func TestAgentZeroPluginProjectBinary(t *testing.T) {
 // needs-plugin; that plugin's own gate refuses this core too.
 func TestAgentZeroPluginOtherSeries(t *testing.T) {
 	rel := azRelease{"3.5.0", "0.16.0", "0.16"}
-	h := azNewHost(t, rel)
+	h := azNewHost(t, azBuildBinary(t, t.TempDir()), rel)
 	bin, _ := h.resolveBinary()
 	if _, err := h.gate(bin, rel.from); err == nil ||
 		err.Error() != "Unsupported tree-ring version 0.15.13; this plugin requires 0.16.0 through 0.16.x." {
@@ -724,7 +711,7 @@ func (h *azHost) ensureInitialized(bin string) string {
 // store do not disturb activation, which still reaches active.
 func TestAgentZeroPluginMemoryBridge(t *testing.T) {
 	rel := azRelease{"3.4.1", "0.15.6", "0.15"}
-	h := azNewHost(t, rel)
+	h := azNewHost(t, azBuildBinary(t, t.TempDir()), rel)
 	bin, _ := h.resolveBinary()
 	h.init(bin)
 	before := azTree(t, filepath.Join(h.project, ".tree-ring"))
