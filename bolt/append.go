@@ -11,7 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -41,7 +41,7 @@ type Tx struct {
 	dirty    bool  // events appended: checkpoints, heads and chain head to write
 	wrote    bool  // anything written at all
 	err      error // poison, see above
-	live     []projections.Projection
+	live     []fold.Projection
 	scrub    bool // a body was deleted: scrub free pages after commit
 }
 
@@ -393,7 +393,7 @@ func (t *Tx) Body(digest string) []byte { return t.bodies.Get([]byte(digest)) }
 // Projection gives read access to a projection's state in this transaction,
 // including events appended earlier in it. Writes return an error: only
 // folds write projections.
-func (t *Tx) Projection(name string) projections.KV {
+func (t *Tx) Projection(name string) fold.KV {
 	return readOnlyKV{t.tx.Bucket(projBucket(name))}
 }
 
@@ -404,7 +404,7 @@ func checkpoint(version int, pos uint64) []byte {
 	return b
 }
 
-// bucketKV adapts a bbolt bucket to projections.KV.
+// bucketKV adapts a bbolt bucket to fold.KV.
 type bucketKV struct{ b *bbolt.Bucket }
 
 func (k bucketKV) Get(key []byte) []byte { return k.b.Get(key) }

@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
 	f := newFactory()
-	st, _ := openTest(t, Options{Projections: []projections.Projection{testProjection()}})
+	st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
 	a1, a2 := f.run("a", 1), f.run("a", 2)
 	b1 := f.trust("claude-code")
 	if got := mustAppend(t, st, "run/a", 0, a1, a2); !slices.Equal(got, []uint64{1, 2}) {
@@ -136,7 +136,7 @@ func TestExpectedVersion(t *testing.T) {
 
 func TestIdempotentRetry(t *testing.T) {
 	f := newFactory()
-	st, _ := openTest(t, Options{Projections: []projections.Projection{testProjection()}})
+	st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
 	mustAppend(t, st, "run/x", 0, f.run("x", 0))
 	batch := []events.Envelope{f.run("a", 1), f.run("a", 2), f.run("a", 3)}
 	first := mustAppend(t, st, "run/a", 0, batch...)
@@ -223,8 +223,8 @@ func TestUpdateAtomicAndPoisoned(t *testing.T) {
 	f := newFactory()
 	proj := testProjection()
 	proj.failOn = "poison"
-	st, _ := openTest(t, Options{Projections: []projections.Projection{testProjection()}})
-	st.projs = []projections.Projection{proj} // same name, fails on one actor
+	st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
+	st.projs = []fold.Projection{proj} // same name, fails on one actor
 	mustAppend(t, st, "run/a", 0, f.run("a", 1))
 	before := readAll(t, st)
 
@@ -337,7 +337,7 @@ func TestBodies(t *testing.T) {
 // process get positions 1..1000, each exactly once, and verify passes.
 func TestConcurrentAppendsGapless(t *testing.T) {
 	f := newFactory()
-	st, _ := openTest(t, Options{Projections: []projections.Projection{testProjection()}})
+	st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
 	// Durability is not under test here (see the crash test), and 1,000
 	// fsynced commits would take seconds: the ordering logic is the same.
 	st.db.NoSync = true

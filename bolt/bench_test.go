@@ -13,7 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -99,7 +99,7 @@ func report(b *testing.B, n int, c clock) {
 // fdatasyncs), against a raw bbolt Update putting the same bytes.
 func BenchmarkAppendDurable(b *testing.B) {
 	b.Run("ledger", func(b *testing.B) {
-		st, err := OpenRoot(filepath.Join(b.TempDir(), "r"), Options{Projections: []projections.Projection{streamHeads{}}})
+		st, err := OpenRoot(filepath.Join(b.TempDir(), "r"), Options{Projections: []fold.Projection{streamHeads{}}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -203,7 +203,7 @@ type streamHeads struct{}
 func (streamHeads) Name() string        { return "bench_stream_heads" }
 func (streamHeads) Version() int        { return 1 }
 func (streamHeads) Handles(string) bool { return true }
-func (streamHeads) Apply(kv projections.KV, _ projections.Bodies, e *events.Envelope) error {
+func (streamHeads) Apply(kv fold.KV, _ fold.Bodies, e *events.Envelope) error {
 	var v [64]byte
 	val := append(binary.BigEndian.AppendUint64(v[:0], e.Version), e.Type...)
 	return kv.Put([]byte(e.Stream), val)
@@ -225,7 +225,7 @@ func bigLedger(b *testing.B) string {
 			return
 		}
 		benchDirs = append(benchDirs, dir)
-		st, err := OpenRoot(filepath.Join(dir, "r"), Options{Projections: []projections.Projection{streamHeads{}}})
+		st, err := OpenRoot(filepath.Join(dir, "r"), Options{Projections: []fold.Projection{streamHeads{}}})
 		if err != nil {
 			bigErr = err
 			return
@@ -304,7 +304,7 @@ func BenchmarkRebuild(b *testing.B) {
 	path := bigLedger(b)
 	n := benchEventCount()
 	b.Run("ledger", func(b *testing.B) {
-		st, err := Open(path, Options{Projections: []projections.Projection{streamHeads{}}})
+		st, err := Open(path, Options{Projections: []fold.Projection{streamHeads{}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 )
 
 const crashChildEnv = "TREE_RING_CRASH_CHILD"
@@ -42,7 +42,7 @@ func crashChild(path string) {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
 	}
-	st, err := Open(path, Options{LockTimeout: 10 * time.Second, Projections: []projections.Projection{testProjection()}})
+	st, err := Open(path, Options{LockTimeout: 10 * time.Second, Projections: []fold.Projection{testProjection()}})
 	if err != nil {
 		fail(err)
 	}
@@ -105,7 +105,7 @@ func TestCrashDuringAppends(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	acked := map[uint64]string{} // position -> id, over all rounds
 	const rounds = 10
 	appends := 0 // acknowledged appends (batches of 1..4 events), over all rounds

@@ -15,7 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -86,7 +86,7 @@ type countProjection struct {
 func (p *countProjection) Name() string        { return p.name }
 func (p *countProjection) Version() int        { return p.version }
 func (p *countProjection) Handles(string) bool { return true }
-func (p *countProjection) Apply(kv projections.KV, _ projections.Bodies, e *events.Envelope) error {
+func (p *countProjection) Apply(kv fold.KV, _ fold.Bodies, e *events.Envelope) error {
 	if p.failOn != "" && e.Actor == p.failOn {
 		return errors.New("refused by test projection")
 	}
@@ -130,7 +130,7 @@ var damaged = map[string]bool{}
 
 // checkLedger runs Verify (full) or bbolt's Check (pages only) on a closed
 // ledger.
-func checkLedger(t *testing.T, path string, projs []projections.Projection, full bool) {
+func checkLedger(t *testing.T, path string, projs []fold.Projection, full bool) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
 		return

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 )
 
 // exported returns the events of the tamper fixture as another host would
@@ -28,7 +28,7 @@ func exported(t *testing.T) []events.Envelope {
 func TestImport(t *testing.T) {
 	src := exported(t)
 	f := newFactory()
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, _ := openTest(t, Options{Projections: projs})
 	// The local ledger already has its own history: imported events are
 	// re-chained after it, keeping their ids.
@@ -120,7 +120,7 @@ func TestImportChunks(t *testing.T) {
 	for i := range src {
 		src[i] = f.run([]string{"a", "b", "c"}[i/30%3], i)
 	}
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, _ := openTest(t, Options{Projections: projs})
 	st.db.NoSync = true
 	ctx, cancel := context.WithCancel(bg)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -27,7 +27,7 @@ func (s *Store) View(fn func(r *Reader) error) error {
 }
 
 // Projection returns a read-only view of a projection's state.
-func (r *Reader) Projection(name string) projections.KV {
+func (r *Reader) Projection(name string) fold.KV {
 	return readOnlyKV{r.tx.Bucket(projBucket(name))}
 }
 

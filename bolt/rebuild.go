@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -31,7 +31,7 @@ func projectionCheckpoint(tx *bbolt.Tx, name string) (version int, pos uint64, o
 
 // atHead reports whether projection p has folded every event of tx: its
 // checkpoint is at the head at p's version, or the ledger is empty.
-func atHead(tx *bbolt.Tx, p projections.Projection, head uint64) bool {
+func atHead(tx *bbolt.Tx, p fold.Projection, head uint64) bool {
 	v, pos, ok := projectionCheckpoint(tx, p.Name())
 	return ok && v == p.Version() && pos == head || !ok && head == 0
 }
@@ -40,9 +40,9 @@ func atHead(tx *bbolt.Tx, p projections.Projection, head uint64) bool {
 // that is behind (an interrupted rebuild, or appends by a process that does
 // not register it) is left alone and caught up on the next Open, so it
 // never sees events out of order.
-func (s *Store) liveProjections(tx *bbolt.Tx) []projections.Projection {
+func (s *Store) liveProjections(tx *bbolt.Tx) []fold.Projection {
 	head := tx.Bucket(bucketEvents).Sequence()
-	live := make([]projections.Projection, 0, len(s.projs))
+	live := make([]fold.Projection, 0, len(s.projs))
 	for _, p := range s.projs {
 		if atHead(tx, p, head) {
 			live = append(live, p)
@@ -65,7 +65,7 @@ func (s *Store) projectionsCurrent(tx *bbolt.Tx) bool {
 // catchUp brings every projection to the head: one at another version is
 // dropped and refolded, one behind is folded forward.
 func (s *Store) catchUp(ctx context.Context) error {
-	var stale []projections.Projection
+	var stale []fold.Projection
 	var from uint64 = ^uint64(0)
 	var head uint64
 	err := s.update(func(tx *bbolt.Tx) error {
@@ -93,7 +93,7 @@ func (s *Store) catchUp(ctx context.Context) error {
 	return err
 }
 
-func dropProjection(tx *bbolt.Tx, p projections.Projection) error {
+func dropProjection(tx *bbolt.Tx, p fold.Projection) error {
 	if tx.Bucket(projBucket(p.Name())) != nil {
 		if err := tx.DeleteBucket(projBucket(p.Name())); err != nil {
 			return fmt.Errorf("drop projection %s: %w", p.Name(), err)
@@ -132,7 +132,7 @@ func (s *Store) Rebuild(ctx context.Context, progress Progress) (uint64, error) 
 // the head. The head is read inside each transaction, so events appended
 // meanwhile (by other goroutines) are folded too and the projections end up
 // live.
-func (s *Store) fold(ctx context.Context, projs []projections.Projection, from uint64, progress Progress) (uint64, error) {
+func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, progress Progress) (uint64, error) {
 	next := from + 1
 	unbounded := make([]uint64, len(projs))
 	for i := range unbounded {
@@ -147,7 +147,7 @@ func (s *Store) fold(ctx context.Context, projs []projections.Projection, from u
 		err := s.update(func(tx *bbolt.Tx) error {
 			head = tx.Bucket(bucketEvents).Sequence()
 			cps := make([]uint64, len(projs))
-			kvs := make([]projections.KV, len(projs))
+			kvs := make([]fold.KV, len(projs))
 			for i, p := range projs {
 				_, cps[i], _ = projectionCheckpoint(tx, p.Name())
 				b, err := tx.CreateBucketIfNotExists(projBucket(p.Name()))
@@ -202,7 +202,7 @@ func (s *Store) fold(ctx context.Context, projs []projections.Projection, from u
 // e is scratch space reused across calls (one allocation per fold, not per
 // event): a projection must not keep the envelope past Apply, which the
 // Payload aliasing the transaction's memory forbids anyway.
-func foldOne(projs []projections.Projection, kvs []projections.KV, from, to []uint64, bod projections.Bodies, pos uint64, raw []byte, e *events.Envelope) error {
+func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope) error {
 	tb, ok := events.PeekTypeBytes(raw)
 	if !ok {
 		return fmt.Errorf("position %d: malformed envelope", pos)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -24,7 +24,7 @@ func projectionBytes(t *testing.T, st *Store, name string) map[string]string {
 
 func TestRebuildReproducesInlineProjection(t *testing.T) {
 	f := newFactory()
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, _ := openTest(t, Options{Projections: projs})
 	for i := range 20 {
 		mustAppend(t, st, "run/a", AnyVersion, f.run("a", i))
@@ -64,11 +64,11 @@ func TestRebuildReproducesInlineProjection(t *testing.T) {
 // version of a projection drops and refolds it.
 func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
 	f := newFactory()
-	st, path := openTest(t, Options{Projections: []projections.Projection{testProjection()}})
+	st, path := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
 	mustAppend(t, st, "run/a", 0, f.run("a", 1), f.run("a", 2))
 	st.Close()
 	v2 := &countProjection{name: "test_counts", version: 2}
-	st2, err := Open(path, Options{Projections: []projections.Projection{v2}})
+	st2, err := Open(path, Options{Projections: []fold.Projection{v2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
 	}
 	st2.Close()
 	// Leave the ledger at version 1 for the cleanup check.
-	st3, err := Open(path, Options{Projections: []projections.Projection{testProjection()}})
+	st3, err := Open(path, Options{Projections: []fold.Projection{testProjection()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
 // next open catches it up.
 func TestInterruptedRebuildResumesOnOpen(t *testing.T) {
 	f := newFactory()
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, path := openTest(t, Options{Projections: projs})
 	for i := range 5 {
 		mustAppend(t, st, "run/a", AnyVersion, f.run("a", i))

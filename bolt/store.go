@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -59,14 +59,14 @@ type Options struct {
 	// ReadOnly opens with a shared lock and never creates anything.
 	ReadOnly bool
 	// Projections are folded inline on every append.
-	Projections []projections.Projection
+	Projections []fold.Projection
 }
 
 // Store is an open ledger.
 type Store struct {
 	db    *bbolt.DB
 	path  string
-	projs []projections.Projection
+	projs []fold.Projection
 }
 
 // OpenRoot opens <root>/ledger.db. In write mode it creates the root (0700)

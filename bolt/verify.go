@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -58,8 +58,8 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 		evb, streams, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketStreams), tx.Bucket(bucketIDs)
 		head := evb.Sequence()
 		upto := make([]uint64, len(s.projs)) // re-fold events (0, checkpoint]
-		mems := make([]*projections.MemKV, len(s.projs))
-		kvs := make([]projections.KV, len(s.projs))
+		mems := make([]*fold.MemKV, len(s.projs))
+		kvs := make([]fold.KV, len(s.projs))
 		for i, p := range s.projs {
 			v, pos, ok := projectionCheckpoint(tx, p.Name())
 			if ok && v != p.Version() {
@@ -69,7 +69,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 				return &VerifyError{Projection: p.Name(), Detail: fmt.Sprintf("checkpoint %d is past the last position %d", pos, head)}
 			}
 			upto[i] = pos
-			mems[i] = projections.NewMemKV()
+			mems[i] = fold.NewMemKV()
 			kvs[i] = mems[i]
 		}
 		from := make([]uint64, len(s.projs))
@@ -188,7 +188,7 @@ func verifyBodies(b *bbolt.Bucket) (int, error) {
 	return n, err
 }
 
-func compareProjection(name string, b *bbolt.Bucket, mem *projections.MemKV) error {
+func compareProjection(name string, b *bbolt.Bucket, mem *fold.MemKV) error {
 	keys := mem.Keys()
 	i := 0
 	if b != nil {

@@ -8,16 +8,16 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
+	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
 // tamperFixture writes 5 events on two streams and a body, closes the
 // ledger and returns its path.
-func tamperFixture(t *testing.T) (string, []projections.Projection) {
+func tamperFixture(t *testing.T) (string, []fold.Projection) {
 	t.Helper()
 	f := newFactory()
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, path := openTest(t, Options{Projections: projs})
 	st.db.NoSync = true // not under test; keeps the many fixtures fast
 	mustAppend(t, st, "run/a", 0, f.run("a", 1), f.run("a", 2))
@@ -34,7 +34,7 @@ func tamperFixture(t *testing.T) (string, []projections.Projection) {
 	return path, projs
 }
 
-func verifyClosed(t *testing.T, path string, projs []projections.Projection) error {
+func verifyClosed(t *testing.T, path string, projs []fold.Projection) error {
 	t.Helper()
 	st, err := Open(path, Options{ReadOnly: true, Projections: projs})
 	if err != nil {
@@ -187,7 +187,7 @@ func TestVerifyNamesTamperedProjection(t *testing.T) {
 // catches up on the next read-write open.
 func TestVerifyLaggingProjection(t *testing.T) {
 	f := newFactory()
-	projs := []projections.Projection{testProjection()}
+	projs := []fold.Projection{testProjection()}
 	st, path := openTest(t, Options{Projections: projs})
 	mustAppend(t, st, "run/a", 0, f.run("a", 1))
 	st.Close()

@@ -19,7 +19,7 @@ func factory() *events.Factory {
 	}
 }
 
-func fold(t *testing.T, p Projection, kv KV, evs ...events.Envelope) {
+func foldAll(t *testing.T, p Projection, kv KV, evs ...events.Envelope) {
 	t.Helper()
 	for i := range evs {
 		if !p.Handles(evs[i].Type) {
@@ -63,7 +63,7 @@ func TestManifestProjection(t *testing.T) {
 		f.Must(events.StoreStream, events.TypeManifestPublished, &events.ManifestPublished{Path: adapters.ManifestPath, SHA256: strings.Repeat("b", 64), Harnesses: []string{"claude-code", "codex"}, CLIVersion: "0.1.0"}),
 	}
 	kv := NewMemKV()
-	fold(t, find(ManifestName), kv, evs...)
+	foldAll(t, find(ManifestName), kv, evs...)
 	m, ok, err := Manifest(kv, "0.2.0")
 	if err != nil || !ok {
 		t.Fatal(ok, err)
@@ -82,7 +82,7 @@ func TestManifestProjection(t *testing.T) {
 	}
 	// Deterministic: the same events fold to the same bytes.
 	kv2 := NewMemKV()
-	fold(t, find(ManifestName), kv2, evs...)
+	foldAll(t, find(ManifestName), kv2, evs...)
 	m2, _, _ := Manifest(kv2, "0.2.0")
 	if string(m.Encode()) != string(m2.Encode()) {
 		t.Fatal("fold is not deterministic")
@@ -105,12 +105,12 @@ func TestHarnessesProjection(t *testing.T) {
 		t.Fatal("Handles: every harness event with a transition, nothing else")
 	}
 	kv := NewMemKV()
-	fold(t, p, kv, evs...)
+	foldAll(t, p, kv, evs...)
 	h, ok, err := HarnessState(kv, "codex")
 	if err != nil || !ok || h.State != "needs-user-review" || h.Reason != "existing_file_needs_mutation" || h.Markers[0] != ".codex" {
 		t.Fatalf("%+v %v %v", h, ok, err)
 	}
-	fold(t, p, kv, f.Must(hs, events.TypeBridgePublished, &events.BridgePublished{
+	foldAll(t, p, kv, f.Must(hs, events.TypeBridgePublished, &events.BridgePublished{
 		Transition: events.Transition{From: "needs-user-review", To: "configured-awaiting-proof"}, HarnessID: "codex",
 		AdapterVersion: "4", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("c", 64),
 	}))

@@ -58,22 +58,16 @@ import (
 	"slices"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/fold"
 )
 
-// KV is the projection's key/value space (the same method set as
-// projections.KV, declared here so that this package does not import its
-// parent, which registers it).
-type KV interface {
-	Get(key []byte) []byte
-	Put(key, value []byte) error
-	Delete(key []byte) error
-	ForEach(prefix []byte, fn func(k, v []byte) error) error
-}
-
-// Bodies reads memory bodies by digest (nil when absent or deleted).
-type Bodies interface {
-	Body(sha256hex string) []byte
-}
+// KV and Bodies are the fold's key/value space and memory bodies
+// (events/fold; this package does not import its parent, which registers
+// it).
+type (
+	KV     = fold.KV
+	Bodies = fold.Bodies
+)
 
 // Name is the projection's bucket name.
 const Name = "recall"
