@@ -83,6 +83,54 @@ func (r Record) Equal(o Record) bool {
 		slices.Equal(a.OwnedFiles, b.OwnedFiles) && slices.Equal(a.ManagedBlocks, b.ManagedBlocks)
 }
 
+// RecordOf converts a contract as the ledger states it to the manifest's
+// wire record, files and blocks in fingerprint order.
+func RecordOf(c events.BridgeContract) Record {
+	r := Record{
+		State: c.RecordState, AdapterVersion: c.AdapterVersion, AdapterCapability: c.Capability,
+		BridgeFingerprint: c.BridgeFingerprint, BridgePath: c.BridgePath,
+	}
+	for _, f := range c.OwnedFiles {
+		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: f.Path, SHA256: f.SHA256})
+	}
+	for _, b := range c.ManagedBlocks {
+		r.ManagedBlocks = append(r.ManagedBlocks, ManagedBlock{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+	}
+	r.normalize()
+	return r
+}
+
+// ContractOf is the inverse of RecordOf: the contract an event states.
+func ContractOf(r Record) events.BridgeContract {
+	c := events.BridgeContract{
+		AdapterVersion: r.AdapterVersion, Capability: r.AdapterCapability, BridgeFingerprint: r.BridgeFingerprint,
+		BridgePath: r.BridgePath, RecordState: r.State,
+		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{},
+	}
+	for _, f := range r.OwnedFiles {
+		c.OwnedFiles = append(c.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: f.SHA256})
+	}
+	for _, b := range r.ManagedBlocks {
+		c.ManagedBlocks = append(c.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+	}
+	return c
+}
+
+// ManifestOf materializes the manifest of a store (its id and project root
+// fingerprint) from the records the ledger folds, stating cliVersion. The
+// bytes to publish are ManifestOf(...).Encode().
+func ManifestOf(storeID, rootFingerprint, cliVersion string, records map[string]events.BridgeRecord) Manifest {
+	m := Manifest{
+		SchemaVersion: SchemaVersion, ProtocolVersion: ProtocolVersion,
+		StoreID: storeID, ProjectRootFingerprint: rootFingerprint, CLIVersion: cliVersion,
+		Harnesses: make(map[string]Record, len(records)),
+	}
+	for id, r := range records {
+		m.Harnesses[id] = RecordOf(r.Contract)
+	}
+	return m
+}
+
 // Paths lists the files the record owns or manages blocks in, sorted, unique.
 func (r Record) Paths() []string {
 	var ps []string

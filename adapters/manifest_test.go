@@ -3,8 +3,11 @@ package adapters
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 func sampleManifest() Manifest {
@@ -119,4 +122,33 @@ func FuzzDecodeManifest(f *testing.F) {
 			t.Fatal("encoding is not canonical")
 		}
 	})
+}
+
+// The ledger's contracts materialize as the adapters' records: ContractOf
+// and RecordOf are inverse, and ManifestOf states every folded record,
+// published or planned, in the bytes Encode publishes.
+func TestManifestOfLedgerRecords(t *testing.T) {
+	want := sampleManifest()
+	recs := map[string]events.BridgeRecord{}
+	published := true
+	for id, r := range want.Harnesses {
+		c := ContractOf(r)
+		// Reverse the files and blocks: the manifest is in fingerprint order
+		// whatever order the event stated.
+		slices.Reverse(c.OwnedFiles)
+		slices.Reverse(c.ManagedBlocks)
+		if got := RecordOf(c); !got.Equal(r) {
+			t.Fatalf("%s: RecordOf(ContractOf(r)) = %+v, want %+v", id, got, r)
+		}
+		recs[id] = events.BridgeRecord{Published: published, Contract: c}
+		published = !published
+	}
+	got := ManifestOf(want.StoreID, want.ProjectRootFingerprint, want.CLIVersion, recs)
+	if !bytes.Equal(got.Encode(), want.Encode()) {
+		t.Fatalf("ManifestOf:\n%s\nwant\n%s", got.Encode(), want.Encode())
+	}
+	empty := ManifestOf(want.StoreID, want.ProjectRootFingerprint, "0.2.0", nil)
+	if empty.Harnesses == nil || len(empty.Harnesses) != 0 || empty.CLIVersion != "0.2.0" || empty.SchemaVersion != SchemaVersion {
+		t.Fatalf("empty manifest %+v", empty)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The catalogue: every event type the ledger may hold, with its payload.
@@ -223,6 +224,36 @@ type BridgeContract struct {
 	RecordState       string        `json:"record_state"`
 }
 
+// BridgeRecord is one harness's record in the activation manifest as the
+// ledger states it: the contract of its last bridge.published (Published),
+// or the contract a publication.review_required plans for a harness that
+// awaits the user's reconciliation. The manifest projection stores it and
+// the activation plan folds its own pending events with the same rule
+// (BridgeRecordOf), so neither depends on the manifest's wire type.
+type BridgeRecord struct {
+	Published bool           `json:"published"`
+	Contract  BridgeContract `json:"contract"`
+}
+
+// BridgeRecordOf returns the manifest record that payload v states for its
+// harness; ok is false for every payload that states none.
+func BridgeRecordOf(v any) (r BridgeRecord, ok bool) {
+	switch p := v.(type) {
+	case *BridgePublished:
+		c := p.Contract()
+		if c.RecordState == "" {
+			c.RecordState = p.To // events written before record_state existed
+		}
+		return BridgeRecord{Published: true, Contract: c}, true
+	case *PublicationReviewRequired:
+		if p.Planned == nil {
+			return BridgeRecord{}, false
+		}
+		return BridgeRecord{Contract: *p.Planned}, true
+	}
+	return BridgeRecord{}, false
+}
+
 // PublicationReviewRequired records that publishing would need mutation of
 // something that exists (or that its durability is indeterminate); nothing
 // was replaced or removed. Reason is a code (docs/adapters/README.md lists
@@ -357,6 +388,17 @@ type ReceiptRecorded struct {
 	// Path is the receipt file, project-relative.
 	Path string `json:"path,omitempty"`
 }
+
+// ReceiptStatusSuccess is the Status of a successful preflight's receipt.
+const ReceiptStatusSuccess = "success"
+
+// ReceiptTimeFormat is RecordedAt's format: RFC 3339, UTC, whole seconds.
+// It is declared here, with the event, so that the receipt index folds it
+// without importing the preflight adapter that writes it.
+const ReceiptTimeFormat = "2006-01-02T15:04:05Z"
+
+// ReceiptTime renders t as a receipt's recorded_at.
+func ReceiptTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(ReceiptTimeFormat) }
 
 // ReceiptSession is a receipt's session identity.
 type ReceiptSession struct {

@@ -3,24 +3,24 @@ package projections
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 )
 
-// ManifestName is the bucket of the manifest projection. Its
-// materialization (Manifest) is .tree-ring/activation.json.
+// ManifestName is the bucket of the manifest projection: what
+// .tree-ring/activation.json states, as events-level values (the adapters
+// package turns them into the wire manifest). It stores only its own and
+// events' structs, so that editing the wire struct cannot change these
+// bytes.
+//
+// Keys: "store" (ManifestStore), "record/<harness>" (events.BridgeRecord),
+// "published" (PublishedManifest).
 const ManifestName = "manifest"
 
-// ManifestRecord is one harness's activation record as folded: Published
-// when it comes from bridge.published, false when it is the planned contract
-// of a harness awaiting the user's reconciliation.
-type ManifestRecord struct {
-	Published bool            `json:"published"`
-	Record    adapters.Record `json:"record"`
-}
+// manifestVersion is 2 since the records are events.BridgeRecord (version
+// 1 stored the manifest's wire record).
+const manifestVersion = 2
 
 // ManifestStore is the store identity the manifest states.
 type ManifestStore struct {
@@ -35,12 +35,19 @@ type PublishedManifest struct {
 	Harnesses  []string `json:"harnesses"`
 }
 
+// ManifestState is the folded manifest: the store identity and every
+// harness's record, by harness id.
+type ManifestState struct {
+	ManifestStore
+	Records map[string]events.BridgeRecord
+}
+
 type manifestProjection struct{}
 
 func init() { register(manifestProjection{}) }
 
 func (manifestProjection) Name() string { return ManifestName }
-func (manifestProjection) Version() int { return 1 }
+func (manifestProjection) Version() int { return manifestVersion }
 
 func (manifestProjection) Handles(t string) bool {
 	switch t {
@@ -62,73 +69,27 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		}
 		return kv.Put([]byte(key), raw)
 	}
-	id := strings.TrimPrefix(e.Stream, events.HarnessPrefix)
 	switch p := v.(type) {
 	case *events.StoreInitialized:
 		return put("store", ManifestStore{StoreID: p.StoreID, ProjectRootFingerprint: p.ProjectRootFingerprint})
-	case *events.BridgePublished:
-		c := p.Contract()
-		if c.RecordState == "" {
-			c.RecordState = p.To // events written before record_state existed
-		}
-		return put("record/"+id, ManifestRecord{Published: true, Record: RecordOf(c)})
-	case *events.PublicationReviewRequired:
-		if p.Planned == nil {
-			return nil
-		}
-		return put("record/"+id, ManifestRecord{Record: RecordOf(*p.Planned)})
 	case *events.ManifestPublished:
 		return put("published", PublishedManifest{SHA256: p.SHA256, CLIVersion: p.CLIVersion, Harnesses: p.Harnesses})
+	}
+	if r, ok := events.BridgeRecordOf(v); ok {
+		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), r)
 	}
 	return nil
 }
 
-// RecordOf converts an event's contract to a manifest record, files and
-// blocks in fingerprint order.
-func RecordOf(c events.BridgeContract) adapters.Record {
-	r := adapters.Record{
-		State: c.RecordState, AdapterVersion: c.AdapterVersion, AdapterCapability: c.Capability,
-		BridgeFingerprint: c.BridgeFingerprint, BridgePath: c.BridgePath,
-	}
-	for _, f := range c.OwnedFiles {
-		r.OwnedFiles = append(r.OwnedFiles, adapters.OwnedFile{Path: f.Path, SHA256: f.SHA256})
-	}
-	for _, b := range c.ManagedBlocks {
-		r.ManagedBlocks = append(r.ManagedBlocks, adapters.ManagedBlock{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
-	}
-	sort.Slice(r.OwnedFiles, func(i, j int) bool { return r.OwnedFiles[i].Path < r.OwnedFiles[j].Path })
-	sort.Slice(r.ManagedBlocks, func(i, j int) bool {
-		a, b := r.ManagedBlocks[i], r.ManagedBlocks[j]
-		return a.Path < b.Path || a.Path == b.Path && a.BlockID < b.BlockID
-	})
-	return r
-}
-
-// ContractOf is the inverse of RecordOf.
-func ContractOf(r adapters.Record) events.BridgeContract {
-	c := events.BridgeContract{
-		AdapterVersion: r.AdapterVersion, Capability: r.AdapterCapability, BridgeFingerprint: r.BridgeFingerprint,
-		BridgePath: r.BridgePath, RecordState: r.State,
-		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{},
-	}
-	for _, f := range r.OwnedFiles {
-		c.OwnedFiles = append(c.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: f.SHA256})
-	}
-	for _, b := range r.ManagedBlocks {
-		c.ManagedBlocks = append(c.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
-	}
-	return c
-}
-
 // ManifestRecordOf returns harness id's folded record, if any.
-func ManifestRecordOf(kv KV, id string) (ManifestRecord, bool, error) {
+func ManifestRecordOf(kv KV, id string) (events.BridgeRecord, bool, error) {
 	raw := kv.Get([]byte("record/" + id))
 	if raw == nil {
-		return ManifestRecord{}, false, nil
+		return events.BridgeRecord{}, false, nil
 	}
-	var r ManifestRecord
+	var r events.BridgeRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return ManifestRecord{}, false, fmt.Errorf("manifest record %s: %w", id, err)
+		return events.BridgeRecord{}, false, fmt.Errorf("manifest record %s: %w", id, err)
 	}
 	return r, true, nil
 }
@@ -146,29 +107,24 @@ func LastPublished(kv KV) (PublishedManifest, bool, error) {
 	return p, true, nil
 }
 
-// Manifest materializes the projection as the activation manifest, stating
-// cliVersion; ok is false before store.initialized. The bytes to publish are
-// Manifest(...).Encode().
-func Manifest(kv KV, cliVersion string) (m adapters.Manifest, ok bool, err error) {
+// ManifestOf returns the folded manifest; ok is false before
+// store.initialized. adapters.ManifestOf materializes it as
+// activation.json.
+func ManifestOf(kv KV) (m ManifestState, ok bool, err error) {
 	raw := kv.Get([]byte("store"))
 	if raw == nil {
-		return adapters.Manifest{}, false, nil
+		return ManifestState{}, false, nil
 	}
-	var st ManifestStore
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return adapters.Manifest{}, false, fmt.Errorf("manifest store: %w", err)
+	if err := json.Unmarshal(raw, &m.ManifestStore); err != nil {
+		return ManifestState{}, false, fmt.Errorf("manifest store: %w", err)
 	}
-	m = adapters.Manifest{
-		SchemaVersion: adapters.SchemaVersion, ProtocolVersion: adapters.ProtocolVersion,
-		StoreID: st.StoreID, ProjectRootFingerprint: st.ProjectRootFingerprint, CLIVersion: cliVersion,
-		Harnesses: map[string]adapters.Record{},
-	}
+	m.Records = map[string]events.BridgeRecord{}
 	err = kv.ForEach([]byte("record/"), func(k, v []byte) error {
-		var r ManifestRecord
+		var r events.BridgeRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("manifest record %s: %w", k, err)
 		}
-		m.Harnesses[string(k[len("record/"):])] = r.Record
+		m.Records[string(k[len("record/"):])] = r
 		return nil
 	})
 	return m, err == nil, err

@@ -1,12 +1,12 @@
 package projections
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -42,40 +42,69 @@ func find(name string) Projection {
 
 func TestManifestProjection(t *testing.T) {
 	f := factory()
-	ctx := adapters.Context{StoreID: "01234567-89ab-4def-8123-456789abcdef", ProjectRootFingerprint: strings.Repeat("a", 64)}
-	codex, _ := adapters.Lookup("codex")
-	claude, _ := adapters.Lookup("claude-code")
-	cr := codex.Record(codex.Material(ctx))
-	cc := ContractOf(cr)
-	lr := claude.Record(claude.Material(ctx))
-	lc := ContractOf(lr)
+	storeID, rootFP := "01234567-89ab-4def-8123-456789abcdef", strings.Repeat("a", 64)
+	cc := events.BridgeContract{AdapterVersion: "4", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("c", 64),
+		BridgePath: ".codex/hooks.json", OwnedFiles: []events.FileDigest{{Path: ".codex/hooks.json", SHA256: strings.Repeat("d", 64)}},
+		ManagedBlocks: []events.BlockDigest{{Path: "AGENTS.md", BlockID: "tree-ring-memory", SHA256: strings.Repeat("e", 64)}}}
+	lc := events.BridgeContract{AdapterVersion: "3", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("1", 64),
+		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{{Path: ".claude/settings.json", BlockID: "tree-ring", SHA256: strings.Repeat("2", 64)}},
+		RecordState: "configured-awaiting-proof"}
 	evs := []events.Envelope{
-		f.Must(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{StoreID: ctx.StoreID, Format: 1, ProjectRootFingerprint: ctx.ProjectRootFingerprint, CLIVersion: "0.1.0"}),
+		f.Must(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{StoreID: storeID, Format: 1, ProjectRootFingerprint: rootFP, CLIVersion: "0.1.0"}),
+		// Written before record_state existed: the record takes the transition's To.
 		f.Must(events.HarnessStream("codex"), events.TypeBridgePublished, &events.BridgePublished{
 			Transition: events.Transition{From: "unsupported", To: "configured-awaiting-proof"}, HarnessID: "codex",
 			AdapterVersion: cc.AdapterVersion, Capability: cc.Capability, BridgeFingerprint: cc.BridgeFingerprint, BridgePath: cc.BridgePath,
-			OwnedFiles: cc.OwnedFiles, ManagedBlocks: cc.ManagedBlocks, ChangedPaths: []string{"AGENTS.md"}, RecordState: cc.RecordState,
+			OwnedFiles: cc.OwnedFiles, ManagedBlocks: cc.ManagedBlocks, ChangedPaths: []string{"AGENTS.md"},
 		}),
 		f.Must(events.HarnessStream("claude-code"), events.TypePublicationReviewRequired, &events.PublicationReviewRequired{
 			Transition: events.Transition{From: "unsupported", To: "needs-user-review"}, HarnessID: "claude-code",
-			Reason: adapters.ReasonExistingFile, Paths: []string{".claude/settings.json"}, Planned: &lc,
+			Reason: "existing_file_needs_mutation", Paths: []string{".claude/settings.json"}, Planned: &lc,
 		}),
-		f.Must(events.StoreStream, events.TypeManifestPublished, &events.ManifestPublished{Path: adapters.ManifestPath, SHA256: strings.Repeat("b", 64), Harnesses: []string{"claude-code", "codex"}, CLIVersion: "0.1.0"}),
+		// A review without a planned contract leaves the record alone.
+		f.Must(events.HarnessStream("pi"), events.TypePublicationReviewRequired, &events.PublicationReviewRequired{
+			Transition: events.Transition{From: "unsupported", To: "needs-user-review"}, HarnessID: "pi",
+			Reason: "existing_file_needs_mutation", Paths: []string{"AGENTS.md"},
+		}),
+		f.Must(events.StoreStream, events.TypeManifestPublished, &events.ManifestPublished{Path: ".tree-ring/activation.json", SHA256: strings.Repeat("b", 64), Harnesses: []string{"claude-code", "codex"}, CLIVersion: "0.1.0"}),
 	}
 	kv := NewMemKV()
 	foldAll(t, find(ManifestName), kv, evs...)
-	m, ok, err := Manifest(kv, "0.2.0")
+	// The stored bytes are the projection's own and events' structs: they
+	// change only with the fold (and then Version changes too), never with
+	// the manifest's wire type.
+	want := map[string]string{
+		"store":              `{"store_id":"01234567-89ab-4def-8123-456789abcdef","project_root_fingerprint":"` + rootFP + `"}`,
+		"record/codex":       `{"published":true,"contract":{"adapter_version":"4","capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("c", 64) + `","bridge_path":".codex/hooks.json","owned_files":[{"path":".codex/hooks.json","sha256":"` + strings.Repeat("d", 64) + `"}],"managed_blocks":[{"path":"AGENTS.md","block_id":"tree-ring-memory","sha256":"` + strings.Repeat("e", 64) + `"}],"record_state":"configured-awaiting-proof"}}`,
+		"record/claude-code": `{"published":false,"contract":{"adapter_version":"3","capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("1", 64) + `","owned_files":[],"managed_blocks":[{"path":".claude/settings.json","block_id":"tree-ring","sha256":"` + strings.Repeat("2", 64) + `"}],"record_state":"configured-awaiting-proof"}}`,
+		"published":          `{"sha256":"` + strings.Repeat("b", 64) + `","cli_version":"0.1.0","harnesses":["claude-code","codex"]}`,
+	}
+	if kv.Len() != len(want) {
+		t.Fatalf("keys %v, want %d", kv.Keys(), len(want))
+	}
+	for k, v := range want {
+		if got := string(kv.Get([]byte(k))); got != v {
+			t.Errorf("%s:\n got %s\nwant %s", k, got, v)
+		}
+	}
+	m, ok, err := ManifestOf(kv)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if m.StoreID != ctx.StoreID || m.CLIVersion != "0.2.0" || !m.Harnesses["codex"].Equal(cr) || !m.Harnesses["claude-code"].Equal(lr) {
+	cc.RecordState = "configured-awaiting-proof"
+	if m.StoreID != storeID || m.ProjectRootFingerprint != rootFP || len(m.Records) != 2 ||
+		!reflect.DeepEqual(m.Records["codex"], events.BridgeRecord{Published: true, Contract: cc}) ||
+		!reflect.DeepEqual(m.Records["claude-code"], events.BridgeRecord{Contract: lc}) {
 		t.Fatalf("manifest %+v", m)
 	}
-	if r, _, _ := ManifestRecordOf(kv, "claude-code"); r.Published {
+	if r, ok, _ := ManifestRecordOf(kv, "claude-code"); !ok || r.Published {
 		t.Fatal("a planned record folded as published")
 	}
-	if r, _, _ := ManifestRecordOf(kv, "codex"); !r.Published {
+	if r, ok, _ := ManifestRecordOf(kv, "codex"); !ok || !r.Published {
 		t.Fatal("a published record folded as planned")
+	}
+	if _, ok, _ := ManifestRecordOf(kv, "pi"); ok {
+		t.Fatal("a review without a planned contract folded a record")
 	}
 	if lp, ok, _ := LastPublished(kv); !ok || lp.SHA256 != strings.Repeat("b", 64) {
 		t.Fatalf("last published %+v", lp)
@@ -83,12 +112,13 @@ func TestManifestProjection(t *testing.T) {
 	// Deterministic: the same events fold to the same bytes.
 	kv2 := NewMemKV()
 	foldAll(t, find(ManifestName), kv2, evs...)
-	m2, _, _ := Manifest(kv2, "0.2.0")
-	if string(m.Encode()) != string(m2.Encode()) {
-		t.Fatal("fold is not deterministic")
+	for _, k := range kv.Keys() {
+		if string(kv.Get([]byte(k))) != string(kv2.Get([]byte(k))) {
+			t.Fatalf("fold is not deterministic at %s", k)
+		}
 	}
 	// Before store.initialized there is no manifest.
-	if _, ok, _ := Manifest(NewMemKV(), "x"); ok {
+	if _, ok, _ := ManifestOf(NewMemKV()); ok {
 		t.Fatal("manifest without a store")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -45,14 +44,9 @@ type ReceiptEntry struct {
 	Position uint64 `json:"position"`
 }
 
-// Indexed converts e for the retention decision.
-func (e ReceiptEntry) Indexed() preflight.Indexed {
-	return preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
-}
-
 // proves reports whether the entry is a proof (fsm replay's rule).
 func (e ReceiptEntry) proves() bool {
-	return e.Status == preflight.StatusSuccess && fsm.Proven(fsm.State(e.State))
+	return e.Status == events.ReceiptStatusSuccess && fsm.Proven(fsm.State(e.State))
 }
 
 // ReceiptProof is what a harness's state at an instant needs besides its
@@ -119,7 +113,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position,
 		}
 		if entry.RecordedAt == "" {
-			entry.RecordedAt = preflight.FormatTime(e.RecordedAt)
+			entry.RecordedAt = events.ReceiptTime(e.RecordedAt)
 		}
 		if err := putEntry(kv, entry); err != nil {
 			return err
@@ -180,7 +174,7 @@ func (p *ReceiptProof) recompute(kv KV, harness string) error {
 		}
 		// The proof's time is its envelope's; whole seconds here differ
 		// only below a second, and only for pruned (expired) neighbours.
-		at, err := time.Parse(preflight.TimeFormat, e.RecordedAt)
+		at, err := time.Parse(events.ReceiptTimeFormat, e.RecordedAt)
 		if err != nil {
 			return fmt.Errorf("receipt index entry %s: %w", e.ReceiptID, err)
 		}

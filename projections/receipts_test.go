@@ -131,10 +131,10 @@ func (l *ledger) preflight(h, worker string) bool {
 	}
 	var ex, mn []preflight.Indexed
 	for _, e := range expired {
-		ex = append(ex, e.Indexed())
+		ex = append(ex, indexedOf(e))
 	}
 	for _, e := range beyond {
-		mn = append(mn, e.Indexed())
+		mn = append(mn, indexedOf(e))
 	}
 	for _, p := range preflight.Retain(l.now, ex, mn) {
 		add(events.HarnessStream(p.HarnessID), events.TypeReceiptPruned, &events.ReceiptPruned{HarnessID: p.HarnessID, WorkerKeyFingerprint: p.Worker, ReceiptID: p.ReceiptID, Reason: p.Reason})
@@ -274,4 +274,9 @@ func TestReceiptIndexRetention(t *testing.T) {
 	if p.NewestAt != "" || l.state("codex") != fsm.NeedsUserReview {
 		t.Errorf("drift should void proofs: %+v %s", p, l.state("codex"))
 	}
+}
+
+// indexedOf converts an index entry for preflight's retention decision.
+func indexedOf(e ReceiptEntry) preflight.Indexed {
+	return preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
 }

@@ -1,14 +1,13 @@
 package activation
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/projections"
 )
 
 // reconcileManifest materializes the manifest the plan's events lead to and
@@ -19,18 +18,9 @@ import (
 // file is left as it is. A semantically unchanged manifest is kept
 // byte-for-byte.
 func (p *Plan) reconcileManifest() error {
-	_, ok, err := projections.Manifest(p.in.Manifest, p.in.CLIVersion)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	if !p.in.Ledger.Initialized {
 		p.Action = ManifestNone
 		return nil
-	}
-	if last, ok, err := projections.LastPublished(p.in.Manifest); err != nil {
-		return err
-	} else if ok {
-		p.last = last
 	}
 	disk, raw, exists, err := adapters.LoadManifest(p.in.Root)
 	var merr *adapters.ManifestError
@@ -44,10 +34,7 @@ func (p *Plan) reconcileManifest() error {
 	default:
 		return fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
 	}
-	after, err := p.fold()
-	if err != nil {
-		return err
-	}
+	after := p.fold()
 	if exists {
 		for _, o := range p.Outcomes {
 			if !o.Adapter.Publishes() {
@@ -67,9 +54,7 @@ func (p *Plan) reconcileManifest() error {
 				return err
 			}
 		}
-		if after, err = p.fold(); err != nil {
-			return err
-		}
+		after = p.fold()
 	}
 	p.Manifest, p.Bytes = after, after.Encode()
 	switch {
@@ -77,7 +62,7 @@ func (p *Plan) reconcileManifest() error {
 		p.Action = ManifestCreate
 	case p.disk == nil || !after.SemanticallyEqual(*p.disk):
 		p.Action = ManifestBlocked
-	case p.last.SHA256 == adapters.SHA256Hex(p.diskRaw):
+	case p.in.Ledger.LastPublished == adapters.SHA256Hex(p.diskRaw):
 		p.Action = ManifestKeep
 	default:
 		p.Action = ManifestAdopt
@@ -107,37 +92,23 @@ func (o *Outcome) blockOnManifest() error {
 	return o.review(reason, paths)
 }
 
-// fold applies the plan's pending events to a copy of the manifest
-// projection and materializes the result.
-func (p *Plan) fold() (adapters.Manifest, error) {
-	kv := projections.NewMemKV()
-	if err := p.in.Manifest.ForEach(nil, func(k, v []byte) error { return kv.Put(k, v) }); err != nil {
-		return adapters.Manifest{}, err
-	}
-	var proj projections.Projection
-	for _, q := range projections.All() {
-		if q.Name() == projections.ManifestName {
-			proj = q
-		}
+// fold applies the records the plan's pending events state to the ledger's
+// manifest records (the manifest projection's rule, events.BridgeRecordOf)
+// and materializes the result.
+func (p *Plan) fold() adapters.Manifest {
+	l := p.in.Ledger
+	recs := maps.Clone(l.Records)
+	if recs == nil {
+		recs = map[string]events.BridgeRecord{}
 	}
 	for _, o := range p.Outcomes {
 		for _, pe := range o.Events {
-			if !proj.Handles(pe.Type) {
-				continue
-			}
-			raw, err := json.Marshal(pe.Payload)
-			if err != nil {
-				return adapters.Manifest{}, err
-			}
-			spec, _ := events.Lookup(pe.Type)
-			e := events.Envelope{Stream: pe.Stream, Type: pe.Type, SchemaVersion: spec.SchemaVersion, Payload: raw}
-			if err := proj.Apply(kv, nil, &e); err != nil {
-				return adapters.Manifest{}, fmt.Errorf("fold %s: %w", pe.Type, err)
+			if r, ok := events.BridgeRecordOf(pe.Payload); ok {
+				recs[strings.TrimPrefix(pe.Stream, events.HarnessPrefix)] = r
 			}
 		}
 	}
-	m, _, err := projections.Manifest(kv, p.in.CLIVersion)
-	return m, err
+	return adapters.ManifestOf(l.StoreID, l.ProjectRootFingerprint, p.in.CLIVersion, recs)
 }
 
 func isTyped(err error) bool {
@@ -228,12 +199,9 @@ func (p *Plan) Apply() error {
 	if p.Action != ManifestCreate {
 		return nil
 	}
-	m, err := p.fold()
-	if err != nil {
-		return err
-	}
+	m := p.fold()
 	p.Manifest, p.Bytes = m, m.Encode()
-	err = root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
+	err := root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
 	if err == nil {
 		return nil
 	}
@@ -274,7 +242,7 @@ func (o *Outcome) indeterminate(paths []string, replace bool) error {
 	o.NextStep = reviewNext(o)
 	var planned *events.BridgeContract
 	if replace && !o.hasRecord {
-		c := projections.ContractOf(o.record)
+		c := adapters.ContractOf(o.record)
 		planned = &c
 	}
 	return o.requireReview(o.Reason, o.Paths, planned)

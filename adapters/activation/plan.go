@@ -14,7 +14,6 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
-	"github.com/tree-ring/tree-ring/projections"
 )
 
 // Command is what the plan is for.
@@ -27,9 +26,7 @@ const (
 	Deactivate
 )
 
-// Input is everything a plan depends on. Harnesses and Manifest are
-// snapshots of the projections of the same names (empty when there is no
-// store yet); Build copies them and never writes to them.
+// Input is everything a plan depends on. Build never writes to it.
 type Input struct {
 	Command Command
 	Root    *adapters.ProjectRoot
@@ -42,8 +39,37 @@ type Input struct {
 	Accept     bool
 	Context    adapters.Context
 	CLIVersion string
-	Harnesses  projections.KV
-	Manifest   projections.KV
+	// Ledger is what the ledger held before the plan (zero when there is
+	// no store yet).
+	Ledger Ledger
+}
+
+// Ledger is the folded ledger a plan reads, as plain values: cmd fills it
+// from the harnesses and manifest projections. This package does not
+// import projections, so that adapters and read models stay siblings and
+// neither's types leak into the other's bytes.
+type Ledger struct {
+	// Initialized is true after store.initialized: only then is there a
+	// manifest to publish, for StoreID and ProjectRootFingerprint.
+	Initialized            bool
+	StoreID                string
+	ProjectRootFingerprint string
+	// Records are the manifest's records by harness id.
+	Records map[string]events.BridgeRecord
+	// LastPublished is the digest of the last manifest.published ("" when
+	// none).
+	LastPublished string
+	// Harnesses are the folded harness states by id (absent: no events).
+	Harnesses map[string]Harness
+}
+
+// Harness is one harness's folded state: its FSM state, the markers of its
+// first detection and, while it needs review, why and which paths.
+type Harness struct {
+	State   fsm.State
+	Markers []string
+	Reason  string
+	Paths   []string
 }
 
 // Kind is the outcome of one harness's plan.
@@ -86,7 +112,7 @@ type Outcome struct {
 	published bool            // ... and it came from bridge.published
 	oldRecord adapters.Record
 	noPlanned bool // the manifest cannot take a planned record
-	hv        projections.Harness
+	hv        Harness
 	findings  []adapters.Finding
 }
 
@@ -115,7 +141,6 @@ type Plan struct {
 	in      Input
 	disk    *adapters.Manifest
 	diskRaw []byte
-	last    projections.PublishedManifest
 }
 
 // Build plans every target. It reads disk through in.Root and never writes.
@@ -144,19 +169,14 @@ func Build(in Input) (*Plan, error) {
 func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	in := p.in
 	o := &Outcome{Adapter: a, From: fsm.Initial}
-	hv, ok, err := projections.HarnessState(in.Harnesses, a.ID)
-	if err != nil {
-		return nil, err
-	}
+	hv, ok := in.Ledger.Harnesses[a.ID]
 	if ok {
-		o.From = fsm.State(hv.State)
+		o.From = hv.State
 		o.hv = hv
 	}
 	o.State = o.From
-	if mr, ok, err := projections.ManifestRecordOf(in.Manifest, a.ID); err != nil {
-		return nil, err
-	} else if ok {
-		o.hasRecord, o.published, o.oldRecord = true, mr.Published, mr.Record
+	if mr, ok := in.Ledger.Records[a.ID]; ok {
+		o.hasRecord, o.published, o.oldRecord = true, mr.Published, adapters.RecordOf(mr.Contract)
 	}
 	// The first detection is recorded; later marker changes are not facts
 	// about the harness (publishing a bridge itself adds markers such as
@@ -183,6 +203,7 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 		o.NextStep = reviewNext(o)
 		return o, nil
 	}
+	var err error
 	if o.findings, err = adapters.Evaluate(in.Root, mat); err != nil {
 		return nil, err
 	}
@@ -267,7 +288,7 @@ func (o *Outcome) review(reason string, paths []string) error {
 	}
 	var planned *events.BridgeContract
 	if !o.hasRecord && !o.noPlanned {
-		c := projections.ContractOf(o.record)
+		c := adapters.ContractOf(o.record)
 		planned = &c
 	}
 	return o.requireReview(reason, paths, planned)
@@ -340,7 +361,7 @@ func (o *Outcome) publish() error {
 	if err != nil {
 		return err
 	}
-	c := projections.ContractOf(o.record)
+	c := adapters.ContractOf(o.record)
 	o.add(a, events.TypeBridgePublished, &events.BridgePublished{
 		Transition: events.Transition{From: string(o.State), To: string(to)},
 		HarnessID:  a.ID, AdapterVersion: c.AdapterVersion, Capability: c.Capability,

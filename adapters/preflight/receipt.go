@@ -17,7 +17,7 @@ import (
 // Receipt constants.
 const (
 	ReceiptSchemaVersion = 1
-	StatusSuccess        = "success"
+	StatusSuccess        = events.ReceiptStatusSuccess
 	// ReceiptsDir holds the receipt files, one directory per harness and
 	// worker: <harness>/<sha256(agent_profile)>/<receipt_id>.json.
 	ReceiptsDir = ".tree-ring/activation/receipts"
@@ -33,10 +33,10 @@ const (
 )
 
 // TimeFormat is recorded_at's format: RFC 3339, UTC, whole seconds.
-const TimeFormat = "2006-01-02T15:04:05Z"
+const TimeFormat = events.ReceiptTimeFormat
 
 // FormatTime renders t as a receipt's recorded_at.
-func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
+func FormatTime(t time.Time) string { return events.ReceiptTime(t) }
 
 // ParseTime parses a recorded_at in exactly the receipt format (time.Parse
 // alone would also accept a fractional second).

@@ -16,6 +16,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/activation"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -223,7 +224,7 @@ func (pr *project) build(st *bolt.Store, in activation.Input) (*activation.Plan,
 		}
 	}
 	in.Root, in.CLIVersion = pr.root, Version
-	in.Harnesses, in.Manifest = snap.harnesses, snap.manifest
+	in.Ledger = snap.ledger
 	in.Context = adapters.Context{StoreID: snap.storeID, ProjectRootFingerprint: pr.fingerprint}
 	plan, err := activation.Build(in)
 	return plan, snap, err
@@ -237,42 +238,61 @@ func (pr *project) checkStore(s *snapshot) error {
 	return nil
 }
 
-// snapshot is a copy of the projections a plan reads, and the stream
-// versions its appends expect.
+// snapshot is what a plan reads of the ledger, and the stream versions its
+// appends expect.
 type snapshot struct {
-	harnesses, manifest *projections.MemKV
-	versions            map[string]uint64
-	storeID             string
-	rootFingerprint     string
+	ledger          activation.Ledger
+	versions        map[string]uint64
+	storeID         string
+	rootFingerprint string
 }
 
-func newSnapshot() *snapshot {
-	return &snapshot{harnesses: projections.NewMemKV(), manifest: projections.NewMemKV(), versions: map[string]uint64{}}
-}
+func newSnapshot() *snapshot { return &snapshot{versions: map[string]uint64{}} }
 
 func (s *snapshot) read(st *bolt.Store) error {
 	return st.View(func(r *bolt.Reader) error {
-		for _, c := range []struct {
-			name string
-			kv   *projections.MemKV
-		}{{projections.HarnessesName, s.harnesses}, {projections.ManifestName, s.manifest}} {
-			if err := r.Projection(c.name).ForEach(nil, func(k, v []byte) error { return c.kv.Put(k, v) }); err != nil {
-				return err
-			}
-		}
 		s.versions[events.StoreStream] = r.StreamVersion(events.StoreStream)
 		for _, a := range adapters.All() {
 			s.versions[events.HarnessStream(a.ID)] = r.StreamVersion(events.HarnessStream(a.ID))
 		}
-		m, ok, err := projections.Manifest(s.manifest, Version)
-		if err != nil {
+		var err error
+		if s.ledger, err = ledgerOf(r.Projection(projections.HarnessesName), r.Projection(projections.ManifestName)); err != nil {
 			return err
 		}
-		if ok {
-			s.storeID, s.rootFingerprint = m.StoreID, m.ProjectRootFingerprint
+		if s.ledger.Initialized {
+			s.storeID, s.rootFingerprint = s.ledger.StoreID, s.ledger.ProjectRootFingerprint
 		}
 		return nil
 	})
+}
+
+// ledgerOf reads what an activation plan needs from the harnesses (hkv) and
+// manifest (mkv) projections.
+func ledgerOf(hkv, mkv projections.KV) (activation.Ledger, error) {
+	var l activation.Ledger
+	m, ok, err := projections.ManifestOf(mkv)
+	if err != nil {
+		return l, err
+	}
+	l.Initialized, l.StoreID, l.ProjectRootFingerprint, l.Records = ok, m.StoreID, m.ProjectRootFingerprint, m.Records
+	if last, ok, err := projections.LastPublished(mkv); err != nil {
+		return l, err
+	} else if ok {
+		l.LastPublished = last.SHA256
+	}
+	ids, err := projections.HarnessIDs(hkv)
+	if err != nil {
+		return l, err
+	}
+	l.Harnesses = make(map[string]activation.Harness, len(ids))
+	for _, id := range ids {
+		h, _, err := projections.HarnessState(hkv, id)
+		if err != nil {
+			return l, err
+		}
+		l.Harnesses[id] = activation.Harness{State: fsm.State(h.State), Markers: h.Markers, Reason: h.Reason, Paths: h.Paths}
+	}
+	return l, nil
 }
 
 // appendPending appends a plan's events in one transaction, each stream at

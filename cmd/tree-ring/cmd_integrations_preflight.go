@@ -328,7 +328,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
 		now := g.Now().UTC().Truncate(time.Second)
 		mkv := tx.Projection(projections.ManifestName)
-		lm, ok, err := projections.Manifest(mkv, Version)
+		lm, ok, err := projections.ManifestOf(mkv)
 		if err != nil {
 			return err
 		}
@@ -337,7 +337,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 			return err
 		}
 		if !ok || lm.StoreID != m.StoreID || lm.ProjectRootFingerprint != m.ProjectRootFingerprint ||
-			!recOK || !lr.Published || !lr.Record.Equal(checked.Record) {
+			!recOK || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(checked.Record) {
 			return preflight.ErrLedgerMismatch
 		}
 		rkv := tx.Projection(projections.ReceiptsName)
@@ -507,7 +507,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 	out := make([]preflight.Indexed, len(es))
 	for i, e := range es {
-		out[i] = e.Indexed()
+		out[i] = preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
 	}
 	return out
 }

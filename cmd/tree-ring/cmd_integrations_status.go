@@ -205,7 +205,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	states := map[string]fsm.State{}
 	versions := map[string]uint64{}
 	var lm adapters.Manifest
-	lrecs := map[string]projections.ManifestRecord{}
+	lrecs := map[string]events.BridgeRecord{}
 	receipts := map[string][]projections.ReceiptEntry{}
 	proofs := map[string]projections.ReceiptProof{}
 	if ledger {
@@ -217,9 +217,11 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 		err = st.View(func(r *bolt.Reader) error {
 			mkv, rkv := r.Projection(projections.ManifestName), r.Projection(projections.ReceiptsName)
 			var err error
-			if lm, _, err = projections.Manifest(mkv, Version); err != nil {
+			fm, _, err := projections.ManifestOf(mkv)
+			if err != nil {
 				return err
 			}
+			lm = adapters.ManifestOf(fm.StoreID, fm.ProjectRootFingerprint, Version, fm.Records)
 			for _, a := range adapters.All() {
 				versions[a.ID] = r.StreamVersion(events.HarnessStream(a.ID))
 				if rec, ok, err := projections.ManifestRecordOf(mkv, a.ID); err != nil {
@@ -290,7 +292,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 
 // assess resolves a maintained (or passive) adapter's state.
 func (h *harnessEval) assess(g *Globals, pr *project, ev *evaluation, m adapters.Manifest,
-	lrecs map[string]projections.ManifestRecord, entries []projections.ReceiptEntry, proof projections.ReceiptProof, now time.Time) {
+	lrecs map[string]events.BridgeRecord, entries []projections.ReceiptEntry, proof projections.ReceiptProof, now time.Time) {
 	a := h.adapter
 	set := func(s fsm.State, next string) { h.state, h.next = s, next }
 	if a.ID == "agent-zero" {
@@ -333,7 +335,7 @@ func (h *harnessEval) assess(g *Globals, pr *project, ev *evaluation, m adapters
 		set(fsm.NeedsUserReview, activation.NextStale)
 		return
 	}
-	if lr, ok := lrecs[a.ID]; !ok || !lr.Published || !lr.Record.Equal(h.record) {
+	if lr, ok := lrecs[a.ID]; !ok || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(h.record) {
 		if blocked() {
 			set(h.ledger, activation.NextFor(a, h.ledger, false))
 			return
