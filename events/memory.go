@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Memory facts. A memory's free text (summary, details, source ref and
@@ -15,11 +19,11 @@ import (
 // still verifies. Events keep what the index and the idempotency rules need:
 // identifiers, enumerations, numbers and timestamps.
 //
-// Memory validation and sensitivity detection live in this package (files
-// memory_*.go) rather than in the recall projection because they are the
-// fact boundary: every producer of memory facts (remember, capture, import,
-// and the preflight's identity checks) must apply the same rules before
-// anything is written, and the projection only folds facts that passed them.
+// The memory model (the published record, its validation, sensitivity
+// detection, wire format, redaction and the write rules of remember,
+// capture and import) is package events/memory. This file keeps the facts
+// and the field rules their Check shares with the record's Validate, so
+// that the ledger validates every memory event without the model.
 
 // Enumerations of the published memory model.
 var (
@@ -44,6 +48,13 @@ const (
 
 // MaxMemorySupersedes bounds the supersedes list of one memory.
 const MaxMemorySupersedes = 64
+
+// MaxIdentityChars (published) and MaxSourceTypeChars (ours) bound identity
+// fields and labels in Unicode characters.
+const (
+	MaxIdentityChars   = 256
+	MaxSourceTypeChars = 64
+)
 
 // MemoryCaptured records a memory. Empty strings stand for the published
 // model's nulls. The text is in the body whose digest is BodySHA256.
@@ -107,26 +118,26 @@ func (p MemoryCaptured) Check() error {
 		if f.v == "" {
 			continue
 		}
-		if err := checkIdentity(f.name, f.v); err != nil {
+		if err := CheckIdentity(f.name, f.v); err != nil {
 			return err
 		}
 	}
-	if err := checkLabel("event_type", p.EventType, maxIdentityChars); err != nil {
+	if err := CheckLabel("event_type", p.EventType, MaxIdentityChars); err != nil {
 		return err
 	}
-	if err := checkLabel("source.type", p.SourceType, maxSourceTypeChars); err != nil {
+	if err := CheckLabel("source.type", p.SourceType, MaxSourceTypeChars); err != nil {
 		return err
 	}
-	if err := checkEnums(p.Ring, p.Scope, p.Sensitivity, p.Retention); err != nil {
+	if err := CheckMemoryEnums(p.Ring, p.Scope, p.Sensitivity, p.Retention); err != nil {
 		return err
 	}
-	if err := checkScopeIdentity(p.Scope, p.AgentProfile, p.WorkflowID, p.SessionID); err != nil {
+	if err := CheckScopeIdentity(p.Scope, p.AgentProfile, p.WorkflowID, p.SessionID); err != nil {
 		return err
 	}
-	if err := checkUnit("salience", p.Salience); err != nil {
+	if err := CheckUnit("salience", p.Salience); err != nil {
 		return err
 	}
-	if err := checkUnit("confidence", p.Confidence); err != nil {
+	if err := CheckUnit("confidence", p.Confidence); err != nil {
 		return err
 	}
 	if len(p.Supersedes) > MaxMemorySupersedes {
@@ -222,7 +233,9 @@ func ValidMemoryID(id string) error {
 	return nil
 }
 
-func checkEnums(ring, scope, sensitivity, retention string) error {
+// CheckMemoryEnums checks ring, scope, sensitivity and retention against the
+// published enumerations.
+func CheckMemoryEnums(ring, scope, sensitivity, retention string) error {
 	switch {
 	case !slices.Contains(MemoryRings, ring):
 		return errors.New("invalid ring")
@@ -236,7 +249,8 @@ func checkEnums(ring, scope, sensitivity, retention string) error {
 	return nil
 }
 
-func checkScopeIdentity(scope, agent, workflow, session string) error {
+// CheckScopeIdentity checks that a private scope names its identity.
+func CheckScopeIdentity(scope, agent, workflow, session string) error {
 	switch {
 	case scope == "agent" && agent == "":
 		return errors.New("scope agent requires agent_profile")
@@ -248,9 +262,75 @@ func checkScopeIdentity(scope, agent, workflow, session string) error {
 	return nil
 }
 
-func checkUnit(name string, v float64) error {
+// CheckUnit checks that a score is a finite number in [0, 1].
+func CheckUnit(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1 {
 		return fmt.Errorf("%s must be a finite number between 0 and 1", name)
 	}
 	return nil
 }
+
+// MemoryTimeLayout is the published timestamp form: RFC 3339, UTC,
+// microseconds, suffix Z.
+const MemoryTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// FormatMemoryTime renders t in MemoryTimeLayout.
+func FormatMemoryTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(MemoryTimeLayout)
+}
+
+// ParseMemoryTime parses an RFC 3339 timestamp (any offset).
+func ParseMemoryTime(s string) (time.Time, error) {
+	if len(s) > 64 {
+		return time.Time{}, errors.New("timestamp too long")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("not an RFC 3339 timestamp")
+	}
+	return t.UTC(), nil
+}
+
+// CheckIdentity is the published rule for identity fields: non-blank, no
+// control characters, at most 256 Unicode characters.
+func CheckIdentity(name, v string) error {
+	if isBlank(v) {
+		return fmt.Errorf("%s must not be blank", name)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%s must be valid UTF-8", name)
+	}
+	if utf8.RuneCountInString(v) > MaxIdentityChars {
+		return fmt.Errorf("%s must be at most %d characters", name, MaxIdentityChars)
+	}
+	if HasControl(v) {
+		return fmt.Errorf("%s must not contain control characters", name)
+	}
+	return nil
+}
+
+// CheckLabel is CheckIdentity with another character limit.
+func CheckLabel(name, v string, limit int) error {
+	if isBlank(v) {
+		return fmt.Errorf("%s is required", name)
+	}
+	if !utf8.ValidString(v) || HasControl(v) {
+		return fmt.Errorf("%s must not contain control characters", name)
+	}
+	if utf8.RuneCountInString(v) > limit {
+		return fmt.Errorf("%s must be at most %d characters", name, limit)
+	}
+	return nil
+}
+
+// HasControl reports whether s contains a control character (Cc).
+func HasControl(s string) bool {
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBlank(s string) bool { return strings.TrimSpace(s) == "" }

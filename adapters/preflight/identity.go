@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // Identity is a worker's session identity as a receipt records it.
@@ -42,7 +42,7 @@ func safeIdent(v string) bool {
 			return false
 		}
 	}
-	return events.InspectText(v) == events.SensitivityNormal
+	return memory.InspectText(v) == memory.SensitivityNormal
 }
 
 // HookIdentity derives the worker identity of a lifecycle event, as

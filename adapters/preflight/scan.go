@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // maxDepth bounds the nesting of a stdin document. Real clients nest three
@@ -265,7 +265,7 @@ func named(key string) string {
 			return ""
 		}
 	}
-	if events.InspectText(key) != events.SensitivityNormal {
+	if memory.InspectText(key) != memory.SensitivityNormal {
 		return ""
 	}
 	return fmt.Sprintf(" (%q)", key)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // The strict automatic path, as published (0.15.5+): what a lifecycle
@@ -31,7 +32,7 @@ type captureOptions struct {
 
 func (o *captureOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EventType, "event-type", "", "preference, decision, lesson, warning, correction or seed (required)")
-	fs.StringVar(&o.Ring, "ring", events.DefaultRing, "cambium, scar or seed")
+	fs.StringVar(&o.Ring, "ring", memory.DefaultRing, "cambium, scar or seed")
 	fs.StringVar(&o.Project, "project", "", "project (required)")
 	fs.StringVar(&o.AgentProfile, "agent-profile", "", "agent profile (required)")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "workflow id (required)")
@@ -63,9 +64,9 @@ func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []strin
 		return err
 	}
 	rec.Ring, rec.Scope = o.Ring, "agent"
-	rec.Project, rec.AgentProfile = events.Str(o.Project), events.Str(o.AgentProfile)
-	rec.WorkflowID, rec.SessionID, rec.OperationID = events.Str(o.WorkflowID), events.Str(o.SessionID), events.Str(o.OperationID)
-	rec.Source = events.MemorySource{Type: "agent", Ref: o.SourceRef}
+	rec.Project, rec.AgentProfile = memory.Str(o.Project), memory.Str(o.AgentProfile)
+	rec.WorkflowID, rec.SessionID, rec.OperationID = memory.Str(o.WorkflowID), memory.Str(o.SessionID), memory.Str(o.OperationID)
+	rec.Source = memory.Source{Type: "agent", Ref: o.SourceRef}
 	rec.Tags = append([]string{}, o.Tags...)
 	if !slices.Contains(rec.Tags, captureTag) {
 		rec.Tags = append(rec.Tags, captureTag)
@@ -82,8 +83,8 @@ func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []strin
 }
 
 // checkCapture applies the strict automatic capture rules.
-func checkCapture(rec *events.MemoryRecord) error {
-	if rec.Sensitivity != events.SensitivityNormal {
+func checkCapture(rec *memory.Record) error {
+	if rec.Sensitivity != memory.SensitivityNormal {
 		return errors.New("automatic capture accepts only normal sensitivity")
 	}
 	if !slices.Contains(captureRings, rec.Ring) {
@@ -101,7 +102,7 @@ func checkCapture(rec *events.MemoryRecord) error {
 	}) {
 		return errors.New("automatic capture needs --source-ref agent-checkpoint:<checkpoint id>")
 	}
-	op := events.Deref(rec.OperationID)
+	op := memory.Deref(rec.OperationID)
 	if op != "auto-"+cp+"-1" && op != "auto-"+cp+"-2" && op != "auto-"+cp+"-3" {
 		return errors.New("automatic capture needs --operation-id auto-<checkpoint id>-<1|2|3> of the same checkpoint (at most three candidates)")
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 func captureArgs(summary string, edits ...string) []string {
@@ -27,7 +27,7 @@ func TestCaptureStrictPath(t *testing.T) {
 	c := newMemCLI(t)
 	r := decodeRecord(t, c.ok(append([]string{"--json"}, captureArgs("Run migrations before seeding")...)...))
 	if r.Scope != "agent" || r.Sensitivity != "normal" || r.Source.Type != "agent" || r.Source.Ref != "agent-checkpoint:3f2a9c1e" ||
-		!slices.Equal(r.Tags, []string{"automatic-capture"}) || events.Deref(r.OperationID) != "auto-3f2a9c1e-1" {
+		!slices.Equal(r.Tags, []string{"automatic-capture"}) || memory.Deref(r.OperationID) != "auto-3f2a9c1e-1" {
 		t.Fatalf("%+v", r)
 	}
 	n := len(c.events())

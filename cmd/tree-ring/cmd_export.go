@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -40,10 +41,10 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 		return err
 	}
 	defer st.Close()
-	var recs []events.MemoryRecord
+	var recs []memory.Record
 	err = st.View(func(r *bolt.Reader) error {
-		return recall.Each(r.Projection(recall.Name), r, func(rec events.MemoryRecord, s recall.State) error {
-			if s.Superseded && !o.IncludeSuperseded || rec.Sensitivity != events.SensitivityNormal && !o.IncludeSensitive {
+		return recall.Each(r.Projection(recall.Name), r, func(rec memory.Record, s recall.State) error {
+			if s.Superseded && !o.IncludeSuperseded || rec.Sensitivity != memory.SensitivityNormal && !o.IncludeSensitive {
 				return nil
 			}
 			recs = append(recs, rec)
@@ -53,7 +54,7 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	slices.SortFunc(recs, func(a, b events.MemoryRecord) int {
+	slices.SortFunc(recs, func(a, b memory.Record) int {
 		if c := strings.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
 			return c
 		}
@@ -71,15 +72,15 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 		out = file
 	}
 	w := bufio.NewWriterSize(out, 256<<10)
-	header := events.ExportHeader{
-		Type: events.ExportHeaderType, SchemaVersion: 1, PluginVersion: Version,
+	header := memory.ExportHeader{
+		Type: memory.ExportHeaderType, SchemaVersion: 1, PluginVersion: Version,
 		CreatedAt: events.FormatMemoryTime(g.Now()), MemoryCount: len(recs), SensitiveIncluded: o.IncludeSensitive,
 	}
 	if err := writeLine(w, &header); err != nil {
 		return err
 	}
 	for i := range recs {
-		if err := writeLine(w, &events.ExportLine{Type: events.ExportMemoryType, Memory: &recs[i]}); err != nil {
+		if err := writeLine(w, &memory.ExportLine{Type: memory.ExportMemoryType, Memory: &recs[i]}); err != nil {
 			return err
 		}
 	}
@@ -104,7 +105,7 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 }
 
 func writeLine(w io.Writer, v any) error {
-	line, err := events.MarshalJSONLine(v)
+	line, err := memory.MarshalJSONLine(v)
 	if err != nil {
 		return err
 	}

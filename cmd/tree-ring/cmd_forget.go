@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -65,7 +66,7 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 			return err
 		}
 		if o.Mode == events.ForgetRedact {
-			if p.RedactedSHA256, err = tx.PutBody(events.RedactedBody(id)); err != nil {
+			if p.RedactedSHA256, err = tx.PutBody(memory.RedactedBody(id)); err != nil {
 				return err
 			}
 		}
@@ -80,7 +81,7 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 		return err
 	}
 	if g.JSON {
-		line, err := events.MarshalJSONLine(struct {
+		line, err := memory.MarshalJSONLine(struct {
 			OK       bool   `json:"ok"`
 			MemoryID string `json:"memory_id"`
 		}{true, id})

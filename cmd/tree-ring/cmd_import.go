@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -87,10 +88,10 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 // readMemories decodes an export (or raw memory lines), normalizes legacy
 // rows, validates every record and applies the sensitivity guard. Errors
 // name the line, never a value.
-func readMemories(r io.Reader, name, now string) ([]events.MemoryRecord, error) {
+func readMemories(r io.Reader, name, now string) ([]memory.Record, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
-	var recs []events.MemoryRecord
-	var header *events.ExportHeader
+	var recs []memory.Record
+	var header *memory.ExportHeader
 	line := 0
 	for {
 		raw, err := readLine(br)
@@ -105,7 +106,7 @@ func readMemories(r io.Reader, name, now string) ([]events.MemoryRecord, error) 
 		if len(raw) == 0 {
 			continue
 		}
-		l, err := events.DecodeImportLine(raw, now)
+		l, err := memory.DecodeImportLine(raw, now)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
@@ -135,8 +136,8 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		out = append(out, chunk...)
-		if len(out) > events.MaxMemoryLineBytes+1 {
-			return nil, fmt.Errorf("line longer than %d bytes", events.MaxMemoryLineBytes)
+		if len(out) > memory.MaxLineBytes+1 {
+			return nil, fmt.Errorf("line longer than %d bytes", memory.MaxLineBytes)
 		}
 		switch {
 		case err == nil:
@@ -156,23 +157,23 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // transaction), so both count the same.
 type planner struct {
 	ids    map[string]bool // ids inserted by this import
-	claims map[[32]byte]*events.MemoryRecord
+	claims map[[32]byte]*memory.Record
 }
 
 func newPlanner() *planner {
-	return &planner{ids: map[string]bool{}, claims: map[[32]byte]*events.MemoryRecord{}}
+	return &planner{ids: map[string]bool{}, claims: map[[32]byte]*memory.Record{}}
 }
 
 // decide returns true to insert rec, false to skip it as a duplicate, or
 // the published conflict error.
-func (p *planner) decide(kv recall.KV, bodies recall.Bodies, exists func(id string) bool, rec *events.MemoryRecord) (bool, error) {
+func (p *planner) decide(kv recall.KV, bodies recall.Bodies, exists func(id string) bool, rec *memory.Record) (bool, error) {
 	if p.ids[rec.ID] || exists(rec.ID) {
 		return false, nil // also a forgotten id: an import never resurrects one
 	}
 	if rec.OperationID != nil {
-		claim := events.OperationClaim(events.Deref(rec.Project), events.Deref(rec.WorkflowID), events.Deref(rec.AgentProfile), *rec.OperationID)
+		claim := memory.OperationClaim(memory.Deref(rec.Project), memory.Deref(rec.WorkflowID), memory.Deref(rec.AgentProfile), *rec.OperationID)
 		if prev, ok := p.claims[claim]; ok {
-			if events.SameWriteIntent(prev, rec) {
+			if memory.SameWriteIntent(prev, rec) {
 				return false, nil
 			}
 			return false, &operationConflictError{OperationID: *rec.OperationID}
@@ -186,7 +187,7 @@ func (p *planner) decide(kv recall.KV, bodies recall.Bodies, exists func(id stri
 	return true, nil
 }
 
-func dryRunImport(g *Globals, recs []events.MemoryRecord, res *importResult) error {
+func dryRunImport(g *Globals, recs []memory.Record, res *importResult) error {
 	p := newPlanner()
 	plan := func(kv recall.KV, bodies recall.Bodies, exists func(string) bool) error {
 		for i := range recs {
@@ -225,7 +226,7 @@ func (emptyKV) Delete([]byte) error                               { return error
 func (emptyKV) ForEach(_ []byte, _ func(k, v []byte) error) error { return nil }
 func (emptyKV) Body(string) []byte                                { return nil }
 
-func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, res *importResult) (err error) {
+func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *importResult) (err error) {
 	scope, err := g.CLIScope()
 	if err != nil {
 		return err
@@ -250,10 +251,10 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 		progress = func(n int) { fmt.Fprintf(g.Stdout, "\rimported %d/%d memories", n, len(recs)) }
 		defer fmt.Fprintln(g.Stdout)
 	}
-	var inserted []*events.MemoryRecord
+	var inserted []*memory.Record
 	for start := 0; start < len(recs); start += importChunk {
 		end := min(start+importChunk, len(recs))
-		var ins []*events.MemoryRecord
+		var ins []*memory.Record
 		var skipped int
 		var started *Run
 		err := st.Update(ctx, func(tx *bolt.Tx) error {
@@ -314,7 +315,7 @@ func applyImport(ctx context.Context, g *Globals, recs []events.MemoryRecord, re
 				if err != nil {
 					return err
 				}
-				if !ok || state.Redacted || events.Deref(cur.SupersededBy) == rec.ID {
+				if !ok || state.Redacted || memory.Deref(cur.SupersededBy) == rec.ID {
 					continue
 				}
 				if err := appendSuperseded(g, tx, target, rec.ID); err != nil {

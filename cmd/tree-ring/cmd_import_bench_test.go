@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // writeMemoryBenchExport writes n memories in the published export format: the
@@ -24,17 +25,17 @@ func writeMemoryBenchExport(b *testing.B, path string, n int) {
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	base := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
-	h := events.ExportHeader{Type: events.ExportHeaderType, SchemaVersion: 1, PluginVersion: "0.15.6", CreatedAt: events.FormatMemoryTime(base), MemoryCount: n}
+	h := memory.ExportHeader{Type: memory.ExportHeaderType, SchemaVersion: 1, PluginVersion: "0.15.6", CreatedAt: events.FormatMemoryTime(base), MemoryCount: n}
 	if err := writeLine(w, &h); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		r := events.NewMemoryRecord(fmt.Sprintf("mem_20260901_000000_%012x", i), fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", base.Add(time.Duration(i)*time.Second))
+		r := memory.NewRecord(fmt.Sprintf("mem_20260901_000000_%012x", i), fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", base.Add(time.Duration(i)*time.Second))
 		if i%50 == 0 {
 			r.Summary, r.EventType, r.Ring, r.Tags = fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i), "warning", "scar", []string{"deployment", "cache"}
 		}
-		r.Project = events.Str("bench")
-		if err := writeLine(w, &events.ExportLine{Type: events.ExportMemoryType, Memory: &r}); err != nil {
+		r.Project = memory.Str("bench")
+		if err := writeLine(w, &memory.ExportLine{Type: memory.ExportMemoryType, Memory: &r}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 const rustExport = "../../testdata/memory/rust-export.jsonl"
@@ -107,7 +107,7 @@ func TestImportDryRunAndRefusals(t *testing.T) {
 		`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":2,"sensitive_included":false}`: `-: the header says 2 memories, the file has 0`,
 		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\n" + `{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":1,"sensitive_included":false}`:      `-:2: the export header must be the first line`,
 		"{\"id\":\"mem_y\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}\n{\"id\":\"mem_z\",\"summary\":\"two\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}": "memory mem_z: operation_id op is already bound to a different memory write",
-		`{"id":"mem_x","summary":"` + strings.Repeat("x", events.MaxMemoryLineBytes) + `","event_type":"e"}`:                                                                                                           `-:1: line longer than 1048576 bytes`,
+		`{"id":"mem_x","summary":"` + strings.Repeat("x", memory.MaxLineBytes) + `","event_type":"e"}`:                                                                                                                 `-:1: line longer than 1048576 bytes`,
 	}
 	for in, want := range cases {
 		r := c.run(in+"\n", "import", "-")

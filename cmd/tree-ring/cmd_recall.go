@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -68,7 +68,7 @@ func runRecall(ctx context.Context, g *Globals, o *recallOptions, args []string)
 		if results == nil {
 			results = []recall.Result{}
 		}
-		line, err := events.MarshalJSONLine(results)
+		line, err := memory.MarshalJSONLine(results)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -32,8 +33,8 @@ type rememberOptions struct {
 
 func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EventType, "event-type", "", "kind of memory, e.g. decision, lesson, warning (required)")
-	fs.StringVar(&o.Ring, "ring", events.DefaultRing, "cambium, outer, inner, heartwood, scar or seed")
-	fs.StringVar(&o.Scope, "scope", events.DefaultScope, "global, project, agent, session, workflow, tool, eval, manual, dox or revolve")
+	fs.StringVar(&o.Ring, "ring", memory.DefaultRing, "cambium, outer, inner, heartwood, scar or seed")
+	fs.StringVar(&o.Scope, "scope", memory.DefaultScope, "global, project, agent, session, workflow, tool, eval, manual, dox or revolve")
 	fs.StringVar(&o.Project, "project", "", "project name (memories without one never reach a startup brief)")
 	fs.StringVar(&o.AgentProfile, "agent-profile", "", "agent profile (default $"+envAgentProfile+")")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "workflow id (default $"+envWorkflowID+")")
@@ -41,8 +42,8 @@ func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OperationID, "operation-id", "", "idempotency key within (project, workflow, agent profile)")
 	fs.StringVar(&o.SourceRef, "source-ref", "", "where this came from (sets source type agent)")
 	fs.StringArrayVar(&o.Tags, "tag", nil, "tag (repeatable)")
-	fs.Float64Var(&o.Salience, "salience", events.DefaultSalience, "importance in [0,1]")
-	fs.Float64Var(&o.Confidence, "confidence", events.DefaultConfidence, "confidence in [0,1]")
+	fs.Float64Var(&o.Salience, "salience", memory.DefaultSalience, "importance in [0,1]")
+	fs.Float64Var(&o.Confidence, "confidence", memory.DefaultConfidence, "confidence in [0,1]")
 	fs.StringVar(&o.ExpiresAt, "expires-at", "", "RFC 3339 instant after which the memory is not recalled")
 	fs.StringArrayVar(&o.Supersedes, "supersedes", nil, "id of a memory this one replaces (repeatable)")
 }
@@ -63,28 +64,28 @@ func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []str
 		return err
 	}
 	rec.Ring, rec.Scope = o.Ring, o.Scope
-	rec.Project = events.Str(o.Project)
-	rec.AgentProfile = events.Str(orEnv(g, o.AgentProfile, envAgentProfile))
-	rec.WorkflowID = events.Str(orEnv(g, o.WorkflowID, envWorkflowID))
-	rec.SessionID = events.Str(orEnv(g, o.SessionID, envSessionID))
-	rec.OperationID = events.Str(o.OperationID)
+	rec.Project = memory.Str(o.Project)
+	rec.AgentProfile = memory.Str(orEnv(g, o.AgentProfile, envAgentProfile))
+	rec.WorkflowID = memory.Str(orEnv(g, o.WorkflowID, envWorkflowID))
+	rec.SessionID = memory.Str(orEnv(g, o.SessionID, envSessionID))
+	rec.OperationID = memory.Str(o.OperationID)
 	if o.SourceRef != "" {
-		rec.Source = events.MemorySource{Type: "agent", Ref: o.SourceRef}
+		rec.Source = memory.Source{Type: "agent", Ref: o.SourceRef}
 	}
 	rec.Tags = append([]string{}, o.Tags...)
 	rec.Salience, rec.Confidence = o.Salience, o.Confidence
-	rec.ExpiresAt = events.Str(o.ExpiresAt)
+	rec.ExpiresAt = memory.Str(o.ExpiresAt)
 	rec.Supersedes = slices.Compact(append([]string{}, o.Supersedes...))
 	return writeMemory(ctx, g, rec, events.OriginRemember)
 }
 
 // newRecord starts a record with a fresh id and the published defaults.
-func newRecord(g *Globals, summary, eventType string) (events.MemoryRecord, error) {
+func newRecord(g *Globals, summary, eventType string) (memory.Record, error) {
 	now := g.Now()
 	id := g.NewID()
 	var random [6]byte
 	copy(random[:], id[10:])
-	return events.NewMemoryRecord(events.NewMemoryID(now, random), summary, eventType, now), nil
+	return memory.NewRecord(memory.NewID(now, random), summary, eventType, now), nil
 }
 
 func orEnv(g *Globals, v, env string) string {
@@ -108,7 +109,7 @@ var memoryNonce = func() string {
 // is opened or written), then in one transaction applies idempotency,
 // stores the body and appends memory.captured (and memory.superseded for
 // each replaced memory), and prints the stored memory.
-func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origin string) error {
+func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin string) error {
 	if err := prepareRecord(&rec); err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origi
 		return err
 	}
 	defer st.Close()
-	var out events.MemoryRecord
+	var out memory.Record
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
 		kv := tx.Projection(recall.Name)
 		if existing, ok, err := claimedBy(kv, tx, &rec); err != nil || ok {
@@ -178,7 +179,7 @@ func writeMemory(ctx context.Context, g *Globals, rec events.MemoryRecord, origi
 
 // prepareRecord applies the sensitivity guard first (so that no error
 // message or write can carry a secret), then the model's validation.
-func prepareRecord(rec *events.MemoryRecord) error {
+func prepareRecord(rec *memory.Record) error {
 	if err := rec.InspectSensitivity(); err != nil {
 		return err
 	}
@@ -188,23 +189,23 @@ func prepareRecord(rec *events.MemoryRecord) error {
 // claimedBy applies operation_id idempotency: ok is true when the claim is
 // held by a memory with the same write intent (an exact retry: nothing is
 // appended); a different intent is an error.
-func claimedBy(kv recall.KV, bodies recall.Bodies, rec *events.MemoryRecord) (events.MemoryRecord, bool, error) {
+func claimedBy(kv recall.KV, bodies recall.Bodies, rec *memory.Record) (memory.Record, bool, error) {
 	if rec.OperationID == nil {
-		return events.MemoryRecord{}, false, nil
+		return memory.Record{}, false, nil
 	}
-	claim := events.OperationClaim(events.Deref(rec.Project), events.Deref(rec.WorkflowID), events.Deref(rec.AgentProfile), *rec.OperationID)
+	claim := memory.OperationClaim(memory.Deref(rec.Project), memory.Deref(rec.WorkflowID), memory.Deref(rec.AgentProfile), *rec.OperationID)
 	id, ok := recall.Claimed(kv, claim)
 	if !ok {
-		return events.MemoryRecord{}, false, nil
+		return memory.Record{}, false, nil
 	}
 	existing, _, found, err := recall.Lookup(kv, bodies, id)
 	if err != nil {
-		return events.MemoryRecord{}, false, err
+		return memory.Record{}, false, err
 	}
-	if found && events.SameWriteIntent(&existing, rec) {
+	if found && memory.SameWriteIntent(&existing, rec) {
 		return existing, true, nil
 	}
-	return events.MemoryRecord{}, false, &operationConflictError{OperationID: *rec.OperationID}
+	return memory.Record{}, false, &operationConflictError{OperationID: *rec.OperationID}
 }
 
 // operationConflictError is the published idempotency refusal.
@@ -217,7 +218,7 @@ func (e *operationConflictError) Error() string {
 // captureEvents stores rec's body and returns its memory.captured event
 // (followed by memory.superseded when the record itself says it was
 // superseded, as an imported row may).
-func captureEvents(g *Globals, tx *bolt.Tx, rec *events.MemoryRecord, origin string) ([]events.Envelope, error) {
+func captureEvents(g *Globals, tx *bolt.Tx, rec *memory.Record, origin string) ([]events.Envelope, error) {
 	nonce := ""
 	if !rec.IsRedactedRow() {
 		nonce = memoryNonce()
@@ -259,12 +260,12 @@ func appendSuperseded(g *Globals, tx *bolt.Tx, target, by string) error {
 }
 
 // printMemory prints the id, or with --json the published record.
-func printMemory(g *Globals, rec *events.MemoryRecord) error {
+func printMemory(g *Globals, rec *memory.Record) error {
 	if !g.JSON {
 		_, err := fmt.Fprintln(g.Stdout, rec.ID)
 		return err
 	}
-	line, err := events.MarshalJSONLine(rec)
+	line, err := memory.MarshalJSONLine(rec)
 	if err != nil {
 		return err
 	}

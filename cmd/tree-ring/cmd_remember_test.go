@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -99,9 +100,9 @@ func (c *memCLI) verify() {
 	c.ok("audit", "verify")
 }
 
-func decodeRecord(t *testing.T, s string) events.MemoryRecord {
+func decodeRecord(t *testing.T, s string) memory.Record {
 	t.Helper()
-	var r events.MemoryRecord
+	var r memory.Record
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		t.Fatalf("%v: %s", err, s)
 	}
@@ -182,11 +183,11 @@ func TestRememberEnvironmentDefaults(t *testing.T) {
 	c := newMemCLI(t)
 	c.env[envAgentProfile], c.env[envWorkflowID], c.env[envSessionID] = "codex", "wf-7", "s-7"
 	r := decodeRecord(t, c.ok("--json", "remember", "x", "--event-type", "e", "--scope", "agent", "--project", "p"))
-	if events.Deref(r.AgentProfile) != "codex" || events.Deref(r.WorkflowID) != "wf-7" || events.Deref(r.SessionID) != "s-7" {
+	if memory.Deref(r.AgentProfile) != "codex" || memory.Deref(r.WorkflowID) != "wf-7" || memory.Deref(r.SessionID) != "s-7" {
 		t.Fatalf("%+v", r)
 	}
 	r = decodeRecord(t, c.ok("--json", "remember", "y", "--event-type", "e", "--agent-profile", "pi"))
-	if events.Deref(r.AgentProfile) != "pi" {
+	if memory.Deref(r.AgentProfile) != "pi" {
 		t.Fatal("a flag beats the environment")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
@@ -102,20 +103,20 @@ func dataset(b *testing.B, n int) string {
 	return root
 }
 
-func benchRecord(i, n int) events.MemoryRecord {
+func benchRecord(i, n int) memory.Record {
 	id := fmt.Sprintf("mem_bench_%07d", i)
 	created := benchNow.Add(-time.Duration(n-i) * time.Minute)
-	r := events.NewMemoryRecord(id, fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", created)
+	r := memory.NewRecord(id, fmt.Sprintf("Implementation note %d for subsystem %d.", i, i%17), "lesson", created)
 	if i%50 == 0 {
-		r = events.NewMemoryRecord(id, fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i), "warning", created)
+		r = memory.NewRecord(id, fmt.Sprintf("Avoid stale deployment rollback cache failure %d.", i), "warning", created)
 		r.Ring, r.Tags = "scar", []string{"deployment", "cache"}
 	}
-	r.Project = events.Str("bench")
+	r.Project = memory.Str("bench")
 	switch {
 	case i%20 == 7:
-		r.Project = events.Str("other")
+		r.Project = memory.Str("other")
 	case i%10 == 3:
-		r.Scope, r.AgentProfile = "agent", events.Str(fmt.Sprintf("agent-%d", i%20))
+		r.Scope, r.AgentProfile = "agent", memory.Str(fmt.Sprintf("agent-%d", i%20))
 	}
 	r.Salience = float64(i%100) / 100
 	return r

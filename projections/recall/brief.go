@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // Published preflight constants (Rust preflight.rs, 0.15.6).
@@ -76,7 +77,7 @@ type Context struct {
 // startup_fallback (the hint is dropped, not rejected).
 func SafeQuery(hint string) (string, string) {
 	h := strings.TrimSpace(hint)
-	if h == "" || events.InspectText(h) != events.SensitivityNormal {
+	if h == "" || memory.InspectText(h) != memory.SensitivityNormal {
 		return "", QueryClassStartup
 	}
 	return h, QueryClassTaskHint
@@ -173,7 +174,7 @@ func (s Scope) groups() []uint64 {
 // hashes, this confirms them.
 func (s Scope) visible(c *cold) bool {
 	if c.Project == "" || c.Project != s.Project && c.Project != s.ProjectAlias ||
-		c.Sensitivity != events.SensitivityNormal || c.SupersededBy != "" || c.Redacted {
+		c.Sensitivity != memory.SensitivityNormal || c.SupersededBy != "" || c.Redacted {
 		return false
 	}
 	switch c.Scope {
@@ -330,8 +331,8 @@ func render(top []ranked) (string, []string, error) {
 	var ids []string
 	for i := range top {
 		r := &top[i].rec
-		if r.Sensitivity != events.SensitivityNormal || !safeIdentity(r.ID) ||
-			events.HasControl(r.Summary) || events.InspectText(r.Summary) != events.SensitivityNormal {
+		if r.Sensitivity != memory.SensitivityNormal || !safeIdentity(r.ID) ||
+			events.HasControl(r.Summary) || memory.InspectText(r.Summary) != memory.SensitivityNormal {
 			continue
 		}
 		n := len("- [") + len(r.ID) + len("] ") + len(r.Summary) + len("\n")
@@ -370,7 +371,7 @@ func render(top []ranked) (string, []string, error) {
 // normal sensitivity.
 func safeIdentity(s string) bool {
 	return s != "" && len(s) <= 256 && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) &&
-		!events.HasControl(s) && events.InspectText(s) == events.SensitivityNormal
+		!events.HasControl(s) && memory.InspectText(s) == memory.SensitivityNormal
 }
 
 // safeRef is the published safe source ref: non-empty, at most 512 bytes,
@@ -383,7 +384,7 @@ func safeRef(s string) bool {
 		(s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') {
 		return false
 	}
-	return events.InspectText(s) == events.SensitivityNormal
+	return memory.InspectText(s) == memory.SensitivityNormal
 }
 
 // SelectedIDsDigest is the published selected_memory_ids_sha256: the ids

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // memKV is a sorted in-memory KV (the package cannot import projections.MemKV:
@@ -82,7 +83,7 @@ type mem struct {
 	tags                                                                          []string
 }
 
-func (fx *fixture) capture(m mem) events.MemoryRecord {
+func (fx *fixture) capture(m mem) memory.Record {
 	fx.t.Helper()
 	fx.n++
 	if m.id == "" {
@@ -91,15 +92,15 @@ func (fx *fixture) capture(m mem) events.MemoryRecord {
 	if m.summary == "" {
 		m.summary = "note " + m.id
 	}
-	r := events.NewMemoryRecord(m.id, m.summary, "lesson", now.Add(-m.age))
-	r.Project = events.Str(m.project)
+	r := memory.NewRecord(m.id, m.summary, "lesson", now.Add(-m.age))
+	r.Project = memory.Str(m.project)
 	if m.scope != "" {
 		r.Scope = m.scope
 	}
 	if m.ring != "" {
 		r.Ring = m.ring
 	}
-	r.AgentProfile, r.WorkflowID, r.SessionID = events.Str(m.agent), events.Str(m.workflow), events.Str(m.session)
+	r.AgentProfile, r.WorkflowID, r.SessionID = memory.Str(m.agent), memory.Str(m.workflow), memory.Str(m.session)
 	r.Source.Ref = m.ref
 	if m.sensitivity != "" {
 		r.Sensitivity = m.sensitivity
@@ -112,7 +113,7 @@ func (fx *fixture) capture(m mem) events.MemoryRecord {
 		r.Confidence = m.conf
 	}
 	if m.expires != nil {
-		r.ExpiresAt = events.Str(events.FormatMemoryTime(*m.expires))
+		r.ExpiresAt = memory.Str(events.FormatMemoryTime(*m.expires))
 	}
 	if m.tags != nil {
 		r.Tags = m.tags
@@ -145,7 +146,7 @@ func (fx *fixture) forget(id, mode string) {
 	p := events.MemoryForgotten{MemoryID: id, Mode: mode, ReasonSHA256: d, ReasonChars: 3}
 	delete(fx.bodies, d)
 	if mode == events.ForgetRedact {
-		red := events.RedactedBody(id)
+		red := memory.RedactedBody(id)
 		p.RedactedSHA256 = digest(red)
 		fx.bodies[p.RedactedSHA256] = red
 	}

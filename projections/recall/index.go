@@ -59,6 +59,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // KV and Bodies are the fold's key/value space and memory bodies
@@ -316,7 +317,7 @@ func hotOf(p *events.MemoryCaptured, flags byte) hot {
 		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: p.MemoryID,
 	}
 	hex.Decode(h.body[:], []byte(p.BodySHA256)) // checked on intake: 64 hex
-	if p.Sensitivity != events.SensitivityNormal {
+	if p.Sensitivity != memory.SensitivityNormal {
 		h.flags |= fSensitive
 	}
 	if p.ExpiresAt != "" {
@@ -431,7 +432,7 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 	h := hotOf(p, flags)
 	c := cold{MemoryCaptured: *p}
 	if p.OperationID != "" {
-		claim := events.OperationClaim(p.Project, p.WorkflowID, p.AgentProfile, p.OperationID)
+		claim := memory.OperationClaim(p.Project, p.WorkflowID, p.AgentProfile, p.OperationID)
 		c.Claim = hex.EncodeToString(claim[:])
 		ck := key(pClaim, claim[:])
 		if kv.Get(ck) == nil { // a claim is one-way: the first memory keeps it
@@ -447,7 +448,7 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 		var toks []uint64
 		if bodies != nil {
 			if raw := bodies.Body(p.BodySHA256); raw != nil {
-				b, err := events.ParseBody(raw)
+				b, err := memory.ParseBody(raw)
 				if err != nil {
 					return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
 				}
@@ -467,7 +468,7 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 
 // bodyTokens returns the sorted distinct token hashes of the indexed text:
 // summary, details, tags and source ref (the published FTS columns).
-func bodyTokens(b *events.BodyView) []uint64 {
+func bodyTokens(b *memory.BodyView) []uint64 {
 	var toks []uint64
 	add := func(h uint64) { toks = append(toks, h) }
 	eachToken(b.Summary, add)
@@ -645,7 +646,7 @@ func applyForgotten(kv KV, p *events.MemoryForgotten, at string) error {
 	if p.Mode == events.ForgetRedact {
 		// The published redaction keeps the row as a tombstone and keeps
 		// its operation claim.
-		c.MemoryCaptured = events.RedactPayload(c.MemoryCaptured, p.RedactedSHA256, at)
+		c.MemoryCaptured = memory.RedactPayload(c.MemoryCaptured, p.RedactedSHA256, at)
 		c.SupersededBy = ""
 		nh := hotOf(&c.MemoryCaptured, fRedacted)
 		return putState(kv, db, &nh, &c)

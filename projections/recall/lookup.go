@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // State is the lifecycle of a stored memory.
@@ -16,25 +16,25 @@ type State struct {
 
 // Lookup returns the memory id as recorded (payload, state and body), ok
 // false when the index does not hold it (never captured, or deleted).
-func Lookup(kv KV, bodies Bodies, id string) (events.MemoryRecord, State, bool, error) {
+func Lookup(kv KV, bodies Bodies, id string) (memory.Record, State, bool, error) {
 	_, _, c, ok, err := load(kv, id)
 	if err != nil || !ok {
-		return events.MemoryRecord{}, State{}, false, err
+		return memory.Record{}, State{}, false, err
 	}
 	rec, err := join(bodies, &c)
 	return rec, State{Superseded: c.SupersededBy != "", Redacted: c.Redacted}, err == nil, err
 }
 
-func join(bodies Bodies, c *cold) (events.MemoryRecord, error) {
+func join(bodies Bodies, c *cold) (memory.Record, error) {
 	raw := bodies.Body(c.BodySHA256)
 	if raw == nil {
-		return events.MemoryRecord{}, fmt.Errorf("memory %s: body %.12s is missing", c.MemoryID, c.BodySHA256)
+		return memory.Record{}, fmt.Errorf("memory %s: body %.12s is missing", c.MemoryID, c.BodySHA256)
 	}
-	b, err := events.UnmarshalBody(raw)
+	b, err := memory.UnmarshalBody(raw)
 	if err != nil {
-		return events.MemoryRecord{}, fmt.Errorf("memory %s: %w", c.MemoryID, err)
+		return memory.Record{}, fmt.Errorf("memory %s: %w", c.MemoryID, err)
 	}
-	return events.JoinMemory(&c.MemoryCaptured, c.SupersededBy, &b), nil
+	return memory.Join(&c.MemoryCaptured, c.SupersededBy, &b), nil
 }
 
 // BodyDigest returns the digest of the current body of id ("" if unknown).
@@ -54,7 +54,7 @@ func Claimed(kv KV, claim [32]byte) (string, bool) {
 
 // Each calls fn with every memory the index holds (not deleted), in
 // capture order.
-func Each(kv KV, bodies Bodies, fn func(rec events.MemoryRecord, st State) error) error {
+func Each(kv KV, bodies Bodies, fn func(rec memory.Record, st State) error) error {
 	return kv.ForEach([]byte{pCold}, func(k, v []byte) error {
 		if len(k) != 5 {
 			return fmt.Errorf("recall: malformed key")

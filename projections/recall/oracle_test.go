@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // TestRankingMatchesBruteForce checks the lazy, bounded ranking against a
@@ -21,7 +22,7 @@ func TestRankingMatchesBruteForce(t *testing.T) {
 	rings := events.MemoryRings
 	for round := 0; round < 20; round++ {
 		fx := newFixture(t)
-		var recs []events.MemoryRecord
+		var recs []memory.Record
 		for i := 0; i < 120; i++ {
 			var sb []string
 			for j := 0; j < 2+rng.IntN(5); j++ {
@@ -75,7 +76,7 @@ type scored struct {
 	score float64
 }
 
-func oracleScore(r *events.MemoryRecord, terms []string, textualV float64, boost float64) float64 {
+func oracleScore(r *memory.Record, terms []string, textualV float64, boost float64) float64 {
 	created, _ := events.ParseMemoryTime(r.CreatedAt)
 	age := float64(max(now.UnixMicro()-created.UnixMicro(), 0)) / 1e6
 	rec := math.Exp(-age / 86400 / 30)
@@ -83,7 +84,7 @@ func oracleScore(r *events.MemoryRecord, terms []string, textualV float64, boost
 	return 0.25*textualV + 0.25*r.Salience + 0.25*r.Confidence + 0.20*rec + 0.05*auth + boost
 }
 
-func bruteForce(recs []events.MemoryRecord, q string, limit int) []scored {
+func bruteForce(recs []memory.Record, q string, limit int) []scored {
 	terms := Terms(q)
 	if len(terms) == 0 {
 		return nil
@@ -94,10 +95,10 @@ func bruteForce(recs []events.MemoryRecord, q string, limit int) []scored {
 			search = append(search, t)
 		}
 	}
-	tokensOf := func(r *events.MemoryRecord) []string {
+	tokensOf := func(r *memory.Record) []string {
 		return Tokenize(r.Summary + " " + r.Details + " " + strings.Join(r.Tags, " ") + " " + r.Source.Ref)
 	}
-	matchAll := func(r *events.MemoryRecord, ts []string) bool {
+	matchAll := func(r *memory.Record, ts []string) bool {
 		toks := tokensOf(r)
 		for _, t := range ts {
 			for _, tok := range Tokenize(t) {
@@ -125,7 +126,7 @@ func bruteForce(recs []events.MemoryRecord, q string, limit int) []scored {
 			}
 		}
 	}
-	var cands []*events.MemoryRecord
+	var cands []*memory.Record
 	for _, s := range sets {
 		for i := range recs {
 			if matchAll(&recs[i], s) {
@@ -174,7 +175,7 @@ func bruteForce(recs []events.MemoryRecord, q string, limit int) []scored {
 	return out[:min(limit, len(out))]
 }
 
-func bruteStartup(recs []events.MemoryRecord, limit int) []string {
+func bruteStartup(recs []memory.Record, limit int) []string {
 	var out []scored
 	for i := range recs {
 		r := &recs[i]

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // DefaultLimit is the published default number of results.
@@ -37,8 +38,8 @@ type Filter struct {
 
 // Result is one recalled memory.
 type Result struct {
-	Memory events.MemoryRecord `json:"memory"`
-	Score  float64             `json:"score"`
+	Memory memory.Record `json:"memory"`
+	Score  float64       `json:"score"`
 	// Ranking holds the factors when explain is on: textual_match,
 	// salience, confidence, recency, source_authority, ring_boost.
 	Ranking map[string]float64 `json:"ranking"`
@@ -363,7 +364,7 @@ type ranked struct {
 	id    string
 	score float64
 	fact  factors
-	rec   events.MemoryRecord
+	rec   memory.Record
 }
 
 // insertTop inserts r into top (score descending, id ascending), keeping
@@ -440,7 +441,7 @@ func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit i
 			if raw == nil {
 				continue
 			}
-			b, err := events.ParseBody(raw)
+			b, err := memory.ParseBody(raw)
 			if err != nil {
 				return nil, fmt.Errorf("recall: %s: %w", hr.id, err)
 			}
@@ -529,23 +530,23 @@ func byScore(sa float64, ida string, sb float64, idb string) int {
 
 // materialize reads a doc's full record: cold state and body. ok is false
 // when confirm rejects it or its body is gone.
-func materialize(kv KV, bodies Bodies, doc uint32, confirm func(*cold) bool) (events.MemoryRecord, bool, error) {
+func materialize(kv KV, bodies Bodies, doc uint32, confirm func(*cold) bool) (memory.Record, bool, error) {
 	var c cold
 	if err := json.Unmarshal(kv.Get(key(pCold, docBytes(doc))), &c); err != nil {
-		return events.MemoryRecord{}, false, fmt.Errorf("recall: doc %d: cold record: %w", doc, err)
+		return memory.Record{}, false, fmt.Errorf("recall: doc %d: cold record: %w", doc, err)
 	}
 	if confirm != nil && !confirm(&c) {
-		return events.MemoryRecord{}, false, nil
+		return memory.Record{}, false, nil
 	}
 	raw := bodies.Body(c.BodySHA256)
 	if raw == nil {
-		return events.MemoryRecord{}, false, nil
+		return memory.Record{}, false, nil
 	}
-	b, err := events.UnmarshalBody(raw)
+	b, err := memory.UnmarshalBody(raw)
 	if err != nil {
-		return events.MemoryRecord{}, false, fmt.Errorf("recall: %s: %w", c.MemoryID, err)
+		return memory.Record{}, false, fmt.Errorf("recall: %s: %w", c.MemoryID, err)
 	}
-	return events.JoinMemory(&c.MemoryCaptured, c.SupersededBy, &b), true, nil
+	return memory.Join(&c.MemoryCaptured, c.SupersededBy, &b), true, nil
 }
 
 // factors are the published score factors.
@@ -594,7 +595,7 @@ func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
 
 // lowerText appends the lowercased summary + " " + details + " " + tags
 // joined by " " (strings.ToLower's mapping, rune by rune).
-func lowerText(dst []byte, b *events.BodyView) []byte {
+func lowerText(dst []byte, b *memory.BodyView) []byte {
 	dst = appendLower(dst, b.Summary)
 	dst = append(dst, ' ')
 	dst = appendLower(dst, b.Details)

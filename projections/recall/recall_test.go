@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // scope of the worker asking in most tests.
@@ -347,7 +348,7 @@ func TestSupersededExpiredAndForgottenAreNotRecalled(t *testing.T) {
 		t.Fatalf("redacted: %v", got)
 	}
 	rec, st, ok, err := Lookup(fx.kv, fx.bodies, "mem_new")
-	if err != nil || !ok || !st.Redacted || rec.Summary != events.RedactedSummary || rec.EventType != "redacted" ||
+	if err != nil || !ok || !st.Redacted || rec.Summary != memory.RedactedSummary || rec.EventType != "redacted" ||
 		rec.Sensitivity != "private" || rec.Project != nil || rec.UpdatedAt != events.FormatMemoryTime(now) {
 		t.Fatalf("redacted record: %v %v %+v", ok, err, rec)
 	}
@@ -359,15 +360,15 @@ func TestSupersededExpiredAndForgottenAreNotRecalled(t *testing.T) {
 
 func TestClaims(t *testing.T) {
 	fx := newFixture(t)
-	r := events.NewMemoryRecord("mem_op", "x", "lesson", now)
-	r.Project, r.AgentProfile, r.OperationID = events.Str("p"), events.Str("a"), events.Str("op-1")
+	r := memory.NewRecord("mem_op", "x", "lesson", now)
+	r.Project, r.AgentProfile, r.OperationID = memory.Str("p"), memory.Str("a"), memory.Str("op-1")
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	p, body := r.Split(events.OriginRemember, "n")
 	fx.bodies[p.BodySHA256] = body
 	fx.apply(events.MemoryStream(r.ID), events.TypeMemoryCaptured, &p)
-	claim := events.OperationClaim("p", "", "a", "op-1")
+	claim := memory.OperationClaim("p", "", "a", "op-1")
 	if id, ok := Claimed(fx.kv, claim); !ok || id != "mem_op" {
 		t.Fatalf("claim: %v %v", id, ok)
 	}
@@ -394,7 +395,7 @@ func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 	fx.forget(b.ID, events.ForgetDelete)
 	// Forget memories long after later ones shared their tokens: on the
 	// re-fold their bodies are gone, so they never held a posting.
-	var later []events.MemoryRecord
+	var later []memory.Record
 	for i := 0; i < 150; i++ {
 		later = append(later, fx.capture(mem{project: "proj", summary: fmt.Sprintf("deploy later %d", i)}))
 	}

@@ -1,4 +1,4 @@
-package events
+package memory
 
 import (
 	"bytes"
@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // The published JSONL export format: a header line
 //
 //	{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":…,"created_at":…,"memory_count":…,"sensitive_included":…}
 //
-// then one {"type":"memory_event","memory":{…MemoryRecord…}} per line.
-// Import also accepts raw MemoryRecord lines (no envelope), as the
+// then one {"type":"memory_event","memory":{…Record…}} per line.
+// Import also accepts raw Record lines (no envelope), as the
 // published importer does.
 
 // Export line types.
@@ -22,8 +24,8 @@ const (
 	ExportMemoryType = "memory_event"
 )
 
-// MaxMemoryLineBytes bounds one import line.
-const MaxMemoryLineBytes = 1 << 20
+// MaxLineBytes bounds one import line.
+const MaxLineBytes = 1 << 20
 
 // ExportHeader is the first line of an export.
 type ExportHeader struct {
@@ -37,8 +39,8 @@ type ExportHeader struct {
 
 // ExportLine is every later line of an export.
 type ExportLine struct {
-	Type   string        `json:"type"`
-	Memory *MemoryRecord `json:"memory"`
+	Type   string  `json:"type"`
+	Memory *Record `json:"memory"`
 }
 
 // MarshalJSONLine encodes v as one line of compact JSON without HTML
@@ -56,36 +58,36 @@ func MarshalJSONLine(v any) ([]byte, error) {
 // ImportLine is one decoded import line: a header or a memory.
 type ImportLine struct {
 	Header *ExportHeader
-	Memory *MemoryRecord
+	Memory *Record
 }
 
-// wireMemory mirrors MemoryRecord with every field optional, so that
+// wireMemory mirrors Record with every field optional, so that
 // defaults apply to absent or null fields as in the published serde model.
 type wireMemory struct {
-	ID           *string       `json:"id"`
-	CreatedAt    *string       `json:"created_at"`
-	UpdatedAt    *string       `json:"updated_at"`
-	Project      *string       `json:"project"`
-	AgentProfile *string       `json:"agent_profile"`
-	WorkflowID   *string       `json:"workflow_id"`
-	SessionID    *string       `json:"session_id"`
-	OperationID  *string       `json:"operation_id"`
-	Scope        *string       `json:"scope"`
-	Ring         *string       `json:"ring"`
-	EventType    *string       `json:"event_type"`
-	Summary      *string       `json:"summary"`
-	Details      *string       `json:"details"`
-	Source       *wireSource   `json:"source"`
-	Tags         []string      `json:"tags"`
-	Salience     *float64      `json:"salience"`
-	Confidence   *float64      `json:"confidence"`
-	Sensitivity  *string       `json:"sensitivity"`
-	Retention    *string       `json:"retention"`
-	ExpiresAt    *string       `json:"expires_at"`
-	Supersedes   []string      `json:"supersedes"`
-	SupersededBy *string       `json:"superseded_by"`
-	Links        []MemoryLink  `json:"links"`
-	Review       *MemoryReview `json:"review"`
+	ID           *string     `json:"id"`
+	CreatedAt    *string     `json:"created_at"`
+	UpdatedAt    *string     `json:"updated_at"`
+	Project      *string     `json:"project"`
+	AgentProfile *string     `json:"agent_profile"`
+	WorkflowID   *string     `json:"workflow_id"`
+	SessionID    *string     `json:"session_id"`
+	OperationID  *string     `json:"operation_id"`
+	Scope        *string     `json:"scope"`
+	Ring         *string     `json:"ring"`
+	EventType    *string     `json:"event_type"`
+	Summary      *string     `json:"summary"`
+	Details      *string     `json:"details"`
+	Source       *wireSource `json:"source"`
+	Tags         []string    `json:"tags"`
+	Salience     *float64    `json:"salience"`
+	Confidence   *float64    `json:"confidence"`
+	Sensitivity  *string     `json:"sensitivity"`
+	Retention    *string     `json:"retention"`
+	ExpiresAt    *string     `json:"expires_at"`
+	Supersedes   []string    `json:"supersedes"`
+	SupersededBy *string     `json:"superseded_by"`
+	Links        []Link      `json:"links"`
+	Review       *Review     `json:"review"`
 }
 
 type wireSource struct {
@@ -97,18 +99,18 @@ type wireSource struct {
 // DecodeImportLine strictly decodes one line of an export or of a raw
 // memory JSONL file: bounded size, unknown and duplicate keys rejected and
 // named, required fields present. The memory is not yet validated (see
-// MemoryRecord.Validate); created_at and updated_at default to now when
+// Record.Validate); created_at and updated_at default to now when
 // absent. It never includes field values in its errors.
 func DecodeImportLine(line []byte, now string) (ImportLine, error) {
-	if len(line) > MaxMemoryLineBytes {
-		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxMemoryLineBytes)
+	if len(line) > MaxLineBytes {
+		return ImportLine{}, fmt.Errorf("line is %d bytes, limit %d", len(line), MaxLineBytes)
 	}
 	// encoding/json would silently replace invalid UTF-8 with U+FFFD; an
 	// export written by the published plugin is always valid UTF-8.
 	if !utf8.Valid(line) {
 		return ImportLine{}, errors.New("line is not valid UTF-8")
 	}
-	// The line is then strictly decoded (StrictUnmarshal: exact keys,
+	// The line is then strictly decoded (events.StrictUnmarshal: exact keys,
 	// duplicates and depth) as the header or the memory it declares.
 	var probe struct {
 		Type *string `json:"type"`
@@ -119,7 +121,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	switch {
 	case probe.Type == nil:
 		var w wireMemory
-		if err := StrictUnmarshal(line, &w); err != nil {
+		if err := events.StrictUnmarshal(line, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -133,7 +135,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			MemoryCount       *int    `json:"memory_count"`
 			SensitiveIncluded *bool   `json:"sensitive_included"`
 		}
-		if err := StrictUnmarshal(line, &h); err != nil {
+		if err := events.StrictUnmarshal(line, &h); err != nil {
 			return ImportLine{}, fmt.Errorf("export header: %w", err)
 		}
 		for _, f := range []struct {
@@ -158,14 +160,14 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			Type   string          `json:"type"`
 			Memory json.RawMessage `json:"memory"`
 		}
-		if err := StrictUnmarshal(line, &env); err != nil {
+		if err := events.StrictUnmarshal(line, &env); err != nil {
 			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
 		}
 		if len(env.Memory) == 0 || string(env.Memory) == "null" {
 			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
 		}
 		var w wireMemory
-		if err := StrictUnmarshal(env.Memory, &w); err != nil {
+		if err := events.StrictUnmarshal(env.Memory, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -176,7 +178,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 }
 
 // record applies the published defaults.
-func (w *wireMemory) record(now string) (*MemoryRecord, error) {
+func (w *wireMemory) record(now string) (*Record, error) {
 	switch {
 	case w.ID == nil:
 		return nil, errors.New(`memory: missing key "id"`)
@@ -191,19 +193,19 @@ func (w *wireMemory) record(now string) (*MemoryRecord, error) {
 		}
 		return *p
 	}
-	r := &MemoryRecord{
+	r := &Record{
 		ID: *w.ID, CreatedAt: or(w.CreatedAt, now), UpdatedAt: or(w.UpdatedAt, or(w.CreatedAt, now)),
 		Project: w.Project, AgentProfile: w.AgentProfile, WorkflowID: w.WorkflowID, SessionID: w.SessionID,
 		OperationID: w.OperationID, Scope: or(w.Scope, DefaultScope), Ring: or(w.Ring, DefaultRing),
 		EventType: *w.EventType, Summary: *w.Summary, Details: or(w.Details, ""),
-		Source: MemorySource{Type: DefaultSourceType}, Tags: nonNil(w.Tags),
+		Source: Source{Type: DefaultSourceType}, Tags: nonNil(w.Tags),
 		Salience: DefaultSalience, Confidence: DefaultConfidence,
 		Sensitivity: or(w.Sensitivity, DefaultSensitivity), Retention: or(w.Retention, DefaultRetention),
 		ExpiresAt: w.ExpiresAt, Supersedes: nonNil(w.Supersedes), SupersededBy: w.SupersededBy,
 		Links: nonNilLinks(w.Links),
 	}
 	if w.Source != nil {
-		r.Source = MemorySource{Type: or(w.Source.Type, DefaultSourceType), Ref: or(w.Source.Ref, ""), Quote: or(w.Source.Quote, "")}
+		r.Source = Source{Type: or(w.Source.Type, DefaultSourceType), Ref: or(w.Source.Ref, ""), Quote: or(w.Source.Quote, "")}
 	}
 	if w.Salience != nil {
 		r.Salience = *w.Salience

@@ -1,11 +1,11 @@
-package events
+package memory
 
 import (
 	"encoding/binary"
 	"errors"
 )
 
-// The stored form of a MemoryBody: "TRB1", then the fields memory_id,
+// The stored form of a Body: "TRB1", then the fields memory_id,
 // nonce, summary, details, source_ref, source_quote, review_reason and
 // reviewed_by, each as uvarint length + UTF-8 bytes, then the tags (uvarint
 // count, then each as length + bytes) and the links (count, then type and
@@ -16,7 +16,7 @@ import (
 var bodyMagic = []byte("TRB1")
 
 // MarshalBody encodes a body deterministically.
-func MarshalBody(b *MemoryBody) []byte {
+func MarshalBody(b *Body) []byte {
 	n := len(bodyMagic) + 16
 	for _, s := range []string{b.MemoryID, b.Nonce, b.Summary, b.Details, b.SourceRef, b.SourceQuote, b.ReviewReason, b.ReviewedBy} {
 		n += len(s) + binary.MaxVarintLen32
@@ -120,26 +120,26 @@ func (v *BodyView) EachTag(fn func(tag []byte)) {
 	}
 }
 
-// Body copies the view into a MemoryBody.
-func (v *BodyView) Body() MemoryBody {
-	b := MemoryBody{
+// Body copies the view into a Body.
+func (v *BodyView) Body() Body {
+	b := Body{
 		MemoryID: string(v.MemoryID), Nonce: string(v.Nonce), Summary: string(v.Summary), Details: string(v.Details),
 		SourceRef: string(v.SourceRef), SourceQuote: string(v.SourceQuote), ReviewReason: string(v.ReviewReason),
-		ReviewedBy: string(v.ReviewedBy), Tags: make([]string, 0, v.nTags), Links: make([]MemoryLink, 0, v.nLinks),
+		ReviewedBy: string(v.ReviewedBy), Tags: make([]string, 0, v.nTags), Links: make([]Link, 0, v.nLinks),
 	}
 	v.EachTag(func(t []byte) { b.Tags = append(b.Tags, string(t)) })
 	r := bodyReader{b: v.links}
 	for i := 0; i < v.nLinks; i++ {
-		b.Links = append(b.Links, MemoryLink{Type: string(r.bytes()), Target: string(r.bytes())})
+		b.Links = append(b.Links, Link{Type: string(r.bytes()), Target: string(r.bytes())})
 	}
 	return b
 }
 
-// UnmarshalBody decodes a stored body into a MemoryBody.
-func UnmarshalBody(raw []byte) (MemoryBody, error) {
+// UnmarshalBody decodes a stored body into a Body.
+func UnmarshalBody(raw []byte) (Body, error) {
 	v, err := ParseBody(raw)
 	if err != nil {
-		return MemoryBody{}, err
+		return Body{}, err
 	}
 	return v.Body(), nil
 }

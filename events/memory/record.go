@@ -1,4 +1,4 @@
-package events
+package memory
 
 import (
 	"crypto/sha256"
@@ -10,67 +10,69 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
-// MemoryRecord is the published memory model (Rust models.rs and
+// Record is the published memory model (Rust models.rs and
 // schemas/memory-event.schema.json): the shape of `remember --json`, of
 // `recall --json` results and of every `memory_event` line of an export.
 // Field order is the published one; nulls are nil pointers.
-type MemoryRecord struct {
-	ID           string       `json:"id"`
-	CreatedAt    string       `json:"created_at"`
-	UpdatedAt    string       `json:"updated_at"`
-	Project      *string      `json:"project"`
-	AgentProfile *string      `json:"agent_profile"`
-	WorkflowID   *string      `json:"workflow_id"`
-	SessionID    *string      `json:"session_id"`
-	OperationID  *string      `json:"operation_id"`
-	Scope        string       `json:"scope"`
-	Ring         string       `json:"ring"`
-	EventType    string       `json:"event_type"`
-	Summary      string       `json:"summary"`
-	Details      string       `json:"details"`
-	Source       MemorySource `json:"source"`
-	Tags         []string     `json:"tags"`
-	Salience     float64      `json:"salience"`
-	Confidence   float64      `json:"confidence"`
-	Sensitivity  string       `json:"sensitivity"`
-	Retention    string       `json:"retention"`
-	ExpiresAt    *string      `json:"expires_at"`
-	Supersedes   []string     `json:"supersedes"`
-	SupersededBy *string      `json:"superseded_by"`
-	Links        []MemoryLink `json:"links"`
-	Review       MemoryReview `json:"review"`
+type Record struct {
+	ID           string   `json:"id"`
+	CreatedAt    string   `json:"created_at"`
+	UpdatedAt    string   `json:"updated_at"`
+	Project      *string  `json:"project"`
+	AgentProfile *string  `json:"agent_profile"`
+	WorkflowID   *string  `json:"workflow_id"`
+	SessionID    *string  `json:"session_id"`
+	OperationID  *string  `json:"operation_id"`
+	Scope        string   `json:"scope"`
+	Ring         string   `json:"ring"`
+	EventType    string   `json:"event_type"`
+	Summary      string   `json:"summary"`
+	Details      string   `json:"details"`
+	Source       Source   `json:"source"`
+	Tags         []string `json:"tags"`
+	Salience     float64  `json:"salience"`
+	Confidence   float64  `json:"confidence"`
+	Sensitivity  string   `json:"sensitivity"`
+	Retention    string   `json:"retention"`
+	ExpiresAt    *string  `json:"expires_at"`
+	Supersedes   []string `json:"supersedes"`
+	SupersededBy *string  `json:"superseded_by"`
+	Links        []Link   `json:"links"`
+	Review       Review   `json:"review"`
 }
 
-// MemorySource is where a memory came from.
-type MemorySource struct {
+// Source is where a memory came from.
+type Source struct {
 	Type  string `json:"type"`
 	Ref   string `json:"ref"`
 	Quote string `json:"quote"`
 }
 
-// MemoryLink relates a memory to something else.
-type MemoryLink struct {
+// Link relates a memory to something else.
+type Link struct {
 	Type   string `json:"type"`
 	Target string `json:"target"`
 }
 
-// MemoryReview is the review state of a memory.
-type MemoryReview struct {
+// Review is the review state of a memory.
+type Review struct {
 	NeedsReview  bool    `json:"needs_review"`
 	ReviewReason *string `json:"review_reason"`
 	ReviewedAt   *string `json:"reviewed_at"`
 	ReviewedBy   *string `json:"reviewed_by"`
 }
 
-// MemoryBody is the text of a memory, stored in the bodies bucket (in the
+// Body is the text of a memory, stored in the bodies bucket (in the
 // form of memory_body.go) and referenced by digest. MemoryID makes every
 // body unique to its memory, so deleting one never deletes another's
 // identical text; Nonce (random, set by the writer) keeps the digest left
 // in the immutable ledger from confirming a guess of the text once the
 // body is gone.
-type MemoryBody struct {
+type Body struct {
 	MemoryID     string
 	Nonce        string
 	Summary      string
@@ -78,7 +80,7 @@ type MemoryBody struct {
 	SourceRef    string
 	SourceQuote  string
 	Tags         []string
-	Links        []MemoryLink
+	Links        []Link
 	ReviewReason string
 	ReviewedBy   string
 }
@@ -97,8 +99,6 @@ const (
 	RedactedSummary    = "[REDACTED]"
 	RedactedEventType  = "redacted"
 
-	maxIdentityChars   = 256
-	maxSourceTypeChars = 64
 	MaxSummaryBytes    = 64 << 10
 	MaxDetailsBytes    = 256 << 10
 	MaxQuoteBytes      = 64 << 10
@@ -109,34 +109,13 @@ const (
 	MaxReviewBytes     = 4096
 )
 
-// MemoryTimeLayout is the published timestamp form: RFC 3339, UTC,
-// microseconds, suffix Z.
-const MemoryTimeLayout = "2006-01-02T15:04:05.000000Z"
-
-// FormatMemoryTime renders t in MemoryTimeLayout.
-func FormatMemoryTime(t time.Time) string {
-	return t.UTC().Truncate(time.Microsecond).Format(MemoryTimeLayout)
-}
-
-// ParseMemoryTime parses an RFC 3339 timestamp (any offset).
-func ParseMemoryTime(s string) (time.Time, error) {
-	if len(s) > 64 {
-		return time.Time{}, errors.New("timestamp too long")
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, errors.New("not an RFC 3339 timestamp")
-	}
-	return t.UTC(), nil
-}
-
-// normalizeTime returns s in MemoryTimeLayout, or an error naming the field.
+// normalizeTime returns s in events.MemoryTimeLayout, or an error naming the field.
 func normalizeTime(name, s string) (string, error) {
-	t, err := ParseMemoryTime(s)
+	t, err := events.ParseMemoryTime(s)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	return FormatMemoryTime(t), nil
+	return events.FormatMemoryTime(t), nil
 }
 
 // Str returns a pointer to s, or nil for "" (the model's null).
@@ -155,28 +134,28 @@ func Deref(p *string) string {
 	return *p
 }
 
-// NewMemoryRecord returns a record with the published defaults.
-func NewMemoryRecord(id, summary, eventType string, now time.Time) MemoryRecord {
-	ts := FormatMemoryTime(now)
-	return MemoryRecord{
+// NewRecord returns a record with the published defaults.
+func NewRecord(id, summary, eventType string, now time.Time) Record {
+	ts := events.FormatMemoryTime(now)
+	return Record{
 		ID: id, CreatedAt: ts, UpdatedAt: ts, Scope: DefaultScope, Ring: DefaultRing,
-		EventType: eventType, Summary: summary, Source: MemorySource{Type: DefaultSourceType},
+		EventType: eventType, Summary: summary, Source: Source{Type: DefaultSourceType},
 		Tags: []string{}, Salience: DefaultSalience, Confidence: DefaultConfidence,
 		Sensitivity: DefaultSensitivity, Retention: DefaultRetention,
-		Supersedes: []string{}, Links: []MemoryLink{},
+		Supersedes: []string{}, Links: []Link{},
 	}
 }
 
-// NewMemoryID mints the published id form mem_<YYYYmmdd_HHMMSS>_<12 hex>.
-func NewMemoryID(now time.Time, random [6]byte) string {
+// NewID mints the published id form mem_<YYYYmmdd_HHMMSS>_<12 hex>.
+func NewID(now time.Time, random [6]byte) string {
 	return "mem_" + now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(random[:])
 }
 
 // Validate applies the published rules and our limits, with the published
 // error strings where there are some, and normalizes timestamps. Error
 // messages name fields, never values: a value may be private.
-func (r *MemoryRecord) Validate() error {
-	if err := ValidMemoryID(r.ID); err != nil {
+func (r *Record) Validate() error {
+	if err := events.ValidMemoryID(r.ID); err != nil {
 		return err
 	}
 	var err error
@@ -210,7 +189,7 @@ func (r *MemoryRecord) Validate() error {
 		if f.v == nil {
 			continue
 		}
-		if err := checkIdentity(f.name, *f.v); err != nil {
+		if err := events.CheckIdentity(f.name, *f.v); err != nil {
 			return err
 		}
 	}
@@ -220,22 +199,22 @@ func (r *MemoryRecord) Validate() error {
 	if isBlank(r.EventType) {
 		return errors.New("event_type is required")
 	}
-	if err := checkLabel("event_type", r.EventType, maxIdentityChars); err != nil {
+	if err := events.CheckLabel("event_type", r.EventType, events.MaxIdentityChars); err != nil {
 		return err
 	}
-	if err := checkLabel("source.type", r.Source.Type, maxSourceTypeChars); err != nil {
+	if err := events.CheckLabel("source.type", r.Source.Type, events.MaxSourceTypeChars); err != nil {
 		return err
 	}
-	if err := checkEnums(r.Ring, r.Scope, r.Sensitivity, r.Retention); err != nil {
+	if err := events.CheckMemoryEnums(r.Ring, r.Scope, r.Sensitivity, r.Retention); err != nil {
 		return err
 	}
-	if err := checkScopeIdentity(r.Scope, Deref(r.AgentProfile), Deref(r.WorkflowID), Deref(r.SessionID)); err != nil {
+	if err := events.CheckScopeIdentity(r.Scope, Deref(r.AgentProfile), Deref(r.WorkflowID), Deref(r.SessionID)); err != nil {
 		return err
 	}
-	if err := checkUnit("salience", r.Salience); err != nil {
+	if err := events.CheckUnit("salience", r.Salience); err != nil {
 		return err
 	}
-	if err := checkUnit("confidence", r.Confidence); err != nil {
+	if err := events.CheckUnit("confidence", r.Confidence); err != nil {
 		return err
 	}
 	r.Salience += 0 // -0 becomes +0, so equal scores order the same
@@ -262,7 +241,7 @@ func (r *MemoryRecord) Validate() error {
 		if isBlank(t) {
 			return errors.New("tags must not be blank")
 		}
-		if err := checkIdentity("tags", t); err != nil {
+		if err := events.CheckIdentity("tags", t); err != nil {
 			return err
 		}
 	}
@@ -270,18 +249,18 @@ func (r *MemoryRecord) Validate() error {
 		return fmt.Errorf("links has %d entries, limit %d", len(r.Links), MaxLinks)
 	}
 	for _, l := range r.Links {
-		if err := checkLabel("links.type", l.Type, maxSourceTypeChars); err != nil {
+		if err := events.CheckLabel("links.type", l.Type, events.MaxSourceTypeChars); err != nil {
 			return err
 		}
 		if err := checkLine("links.target", l.Target, MaxLinkTargetBytes); err != nil {
 			return err
 		}
 	}
-	if len(r.Supersedes) > MaxMemorySupersedes {
-		return fmt.Errorf("supersedes has %d entries, limit %d", len(r.Supersedes), MaxMemorySupersedes)
+	if len(r.Supersedes) > events.MaxMemorySupersedes {
+		return fmt.Errorf("supersedes has %d entries, limit %d", len(r.Supersedes), events.MaxMemorySupersedes)
 	}
 	for _, s := range r.Supersedes {
-		if err := ValidMemoryID(s); err != nil {
+		if err := events.ValidMemoryID(s); err != nil {
 			return fmt.Errorf("supersedes: %w", err)
 		}
 		if s == r.ID {
@@ -289,7 +268,7 @@ func (r *MemoryRecord) Validate() error {
 		}
 	}
 	if r.SupersededBy != nil {
-		if err := ValidMemoryID(*r.SupersededBy); err != nil {
+		if err := events.ValidMemoryID(*r.SupersededBy); err != nil {
 			return fmt.Errorf("superseded_by: %w", err)
 		}
 		if *r.SupersededBy == r.ID {
@@ -303,39 +282,7 @@ func (r *MemoryRecord) Validate() error {
 		r.Supersedes = []string{}
 	}
 	if r.Links == nil {
-		r.Links = []MemoryLink{}
-	}
-	return nil
-}
-
-// checkIdentity is the published rule for identity fields: non-blank, no
-// control characters, at most 256 Unicode characters.
-func checkIdentity(name, v string) error {
-	if isBlank(v) {
-		return fmt.Errorf("%s must not be blank", name)
-	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%s must be valid UTF-8", name)
-	}
-	if utf8.RuneCountInString(v) > maxIdentityChars {
-		return fmt.Errorf("%s must be at most %d characters", name, maxIdentityChars)
-	}
-	if hasControl(v) {
-		return fmt.Errorf("%s must not contain control characters", name)
-	}
-	return nil
-}
-
-// checkLabel is checkIdentity with another character limit.
-func checkLabel(name, v string, limit int) error {
-	if isBlank(v) {
-		return fmt.Errorf("%s is required", name)
-	}
-	if !utf8.ValidString(v) || hasControl(v) {
-		return fmt.Errorf("%s must not contain control characters", name)
-	}
-	if utf8.RuneCountInString(v) > limit {
-		return fmt.Errorf("%s must be at most %d characters", name, limit)
+		r.Links = []Link{}
 	}
 	return nil
 }
@@ -345,7 +292,7 @@ func checkLine(name, v string, limit int) error {
 	if len(v) > limit {
 		return fmt.Errorf("%s must be at most %d bytes", name, limit)
 	}
-	if !utf8.ValidString(v) || hasControl(v) {
+	if !utf8.ValidString(v) || events.HasControl(v) {
 		return fmt.Errorf("%s must not contain control characters", name)
 	}
 	return nil
@@ -368,31 +315,19 @@ func checkText(name, v string, limit int) error {
 	return nil
 }
 
-// HasControl reports whether s contains a control character (Cc).
-func HasControl(s string) bool { return hasControl(s) }
-
-func hasControl(s string) bool {
-	for _, c := range s {
-		if unicode.IsControl(c) {
-			return true
-		}
-	}
-	return false
-}
-
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // Split separates a validated record into the event payload and the body
 // text. The body digest is filled in; nonce must be random in production.
-func (r *MemoryRecord) Split(origin, nonce string) (MemoryCaptured, []byte) {
-	body := MemoryBody{
+func (r *Record) Split(origin, nonce string) (events.MemoryCaptured, []byte) {
+	body := Body{
 		MemoryID: r.ID, Nonce: nonce, Summary: r.Summary, Details: r.Details,
 		SourceRef: r.Source.Ref, SourceQuote: r.Source.Quote, Tags: nonNil(r.Tags), Links: nonNilLinks(r.Links),
 		ReviewReason: Deref(r.Review.ReviewReason), ReviewedBy: Deref(r.Review.ReviewedBy),
 	}
 	raw := MarshalBody(&body)
 	sum := sha256.Sum256(raw)
-	p := MemoryCaptured{
+	p := events.MemoryCaptured{
 		MemoryID: r.ID, BodySHA256: hex.EncodeToString(sum[:]), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Project: Deref(r.Project), AgentProfile: Deref(r.AgentProfile), WorkflowID: Deref(r.WorkflowID),
 		SessionID: Deref(r.SessionID), OperationID: Deref(r.OperationID),
@@ -407,20 +342,20 @@ func (r *MemoryRecord) Split(origin, nonce string) (MemoryCaptured, []byte) {
 	return p, raw
 }
 
-// JoinMemory rebuilds the published record from a payload (as folded, with
+// Join rebuilds the published record from a payload (as folded, with
 // its current state) and its body.
-func JoinMemory(p *MemoryCaptured, supersededBy string, b *MemoryBody) MemoryRecord {
-	r := MemoryRecord{
+func Join(p *events.MemoryCaptured, supersededBy string, b *Body) Record {
+	r := Record{
 		ID: p.MemoryID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 		Project: Str(p.Project), AgentProfile: Str(p.AgentProfile), WorkflowID: Str(p.WorkflowID),
 		SessionID: Str(p.SessionID), OperationID: Str(p.OperationID),
 		Scope: p.Scope, Ring: p.Ring, EventType: p.EventType,
 		Summary: b.Summary, Details: b.Details,
-		Source: MemorySource{Type: p.SourceType, Ref: b.SourceRef, Quote: b.SourceQuote},
+		Source: Source{Type: p.SourceType, Ref: b.SourceRef, Quote: b.SourceQuote},
 		Tags:   nonNil(b.Tags), Salience: p.Salience, Confidence: p.Confidence,
 		Sensitivity: p.Sensitivity, Retention: p.Retention, ExpiresAt: Str(p.ExpiresAt),
 		Supersedes: nonNil(p.Supersedes), SupersededBy: Str(supersededBy), Links: nonNilLinks(b.Links),
-		Review: MemoryReview{NeedsReview: p.NeedsReview, ReviewReason: Str(b.ReviewReason),
+		Review: Review{NeedsReview: p.NeedsReview, ReviewReason: Str(b.ReviewReason),
 			ReviewedAt: Str(p.ReviewedAt), ReviewedBy: Str(b.ReviewedBy)},
 	}
 	return r
@@ -433,9 +368,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func nonNilLinks(s []MemoryLink) []MemoryLink {
+func nonNilLinks(s []Link) []Link {
 	if s == nil {
-		return []MemoryLink{}
+		return []Link{}
 	}
 	return s
 }
@@ -445,7 +380,7 @@ func nonNilLinks(s []MemoryLink) []MemoryLink {
 // workflow_id, session_id, operation_id, scope, ring, event_type, summary,
 // details, source, tags, salience, confidence, sensitivity, retention,
 // expires_at, supersedes and links. Ids and timestamps do not count.
-func SameWriteIntent(a, b *MemoryRecord) bool {
+func SameWriteIntent(a, b *Record) bool {
 	eq := func(x, y *string) bool { return Deref(x) == Deref(y) && (x == nil) == (y == nil) }
 	return eq(a.Project, b.Project) && eq(a.AgentProfile, b.AgentProfile) && eq(a.WorkflowID, b.WorkflowID) &&
 		eq(a.SessionID, b.SessionID) && eq(a.OperationID, b.OperationID) &&
@@ -468,7 +403,7 @@ func slicesEqual(a, b []string) bool {
 	return true
 }
 
-func linksEqual(a, b []MemoryLink) bool {
+func linksEqual(a, b []Link) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -511,7 +446,7 @@ const legacyReviewReason = "legacy private-scope identity synthesized during por
 // NormalizeLegacy applies the published portability rule to a pre-0.12
 // agent, workflow or session row with a missing or blank identity: it gets
 // legacy-{scope}-{32 hex} and a review flag. It reports whether it changed r.
-func (r *MemoryRecord) NormalizeLegacy() bool {
+func (r *Record) NormalizeLegacy() bool {
 	var field **string
 	switch r.Scope {
 	case "agent":
@@ -547,7 +482,7 @@ func (r *MemoryRecord) NormalizeLegacy() bool {
 // identities and supersession are cleared, a private scope becomes manual,
 // event_type becomes "redacted", the source and review are reset and the
 // sensitivity becomes private. The caller stores RedactedBody as the text.
-func RedactPayload(p MemoryCaptured, bodySHA256, at string) MemoryCaptured {
+func RedactPayload(p events.MemoryCaptured, bodySHA256, at string) events.MemoryCaptured {
 	p.BodySHA256 = bodySHA256
 	p.Project, p.AgentProfile, p.WorkflowID, p.SessionID, p.OperationID = "", "", "", "", ""
 	switch p.Scope {
@@ -566,9 +501,9 @@ func RedactPayload(p MemoryCaptured, bodySHA256, at string) MemoryCaptured {
 
 // RedactedBody is the text that replaces a redacted memory's text.
 func RedactedBody(id string) []byte {
-	return MarshalBody(&MemoryBody{MemoryID: id, Summary: RedactedSummary})
+	return MarshalBody(&Body{MemoryID: id, Summary: RedactedSummary})
 }
 
 // IsRedactedRow reports whether an imported row is already a redaction
 // tombstone (the published migration tombstones every '[REDACTED]' row).
-func (r *MemoryRecord) IsRedactedRow() bool { return r.Summary == RedactedSummary }
+func (r *Record) IsRedactedRow() bool { return r.Summary == RedactedSummary }

@@ -1,4 +1,4 @@
-package events
+package memory
 
 import (
 	"errors"
@@ -165,7 +165,7 @@ func InspectText(s string) string {
 }
 
 // strings visits every string field of the record in the published order.
-func (r *MemoryRecord) strings(fn func(string) bool) bool {
+func (r *Record) strings(fn func(string) bool) bool {
 	for _, s := range []string{r.ID, r.CreatedAt, r.UpdatedAt} {
 		if fn(s) {
 			return true
@@ -216,7 +216,7 @@ func (r *MemoryRecord) strings(fn func(string) bool) bool {
 // otherwise the first category found across the fields becomes the record's
 // sensitivity when it was declared normal. A declared non-normal
 // sensitivity is kept.
-func (r *MemoryRecord) InspectSensitivity() error {
+func (r *Record) InspectSensitivity() error {
 	if r.Sensitivity == SensitivitySecret || r.strings(IsSecretLike) {
 		return ErrSecretBlocked
 	}

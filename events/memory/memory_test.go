@@ -1,4 +1,4 @@
-package events
+package memory
 
 import (
 	"bytes"
@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-func validRecord() MemoryRecord {
-	r := NewMemoryRecord("mem_20261101_120000_a1b2c3d4e5f6", "Use pnpm, not npm", "decision", t0)
+func validRecord() Record {
+	r := NewRecord("mem_20261101_120000_a1b2c3d4e5f6", "Use pnpm, not npm", "decision", t0)
 	r.Project = Str("tree-ring")
 	return r
 }
@@ -24,32 +26,32 @@ func TestValidateRules(t *testing.T) {
 	long := strings.Repeat("é", 257)
 	cases := []struct {
 		name string
-		edit func(r *MemoryRecord)
+		edit func(r *Record)
 		want string
 	}{
-		{"blank summary", func(r *MemoryRecord) { r.Summary = "  \t" }, "summary is required"},
-		{"blank event type", func(r *MemoryRecord) { r.EventType = " " }, "event_type is required"},
-		{"ring", func(r *MemoryRecord) { r.Ring = "bark" }, "invalid ring"},
-		{"scope", func(r *MemoryRecord) { r.Scope = "team" }, "invalid scope"},
-		{"sensitivity", func(r *MemoryRecord) { r.Sensitivity = "spicy" }, "invalid sensitivity"},
-		{"retention", func(r *MemoryRecord) { r.Retention = "forever" }, "invalid retention"},
-		{"agent scope", func(r *MemoryRecord) { r.Scope = "agent" }, "scope agent requires agent_profile"},
-		{"workflow scope", func(r *MemoryRecord) { r.Scope = "workflow" }, "scope workflow requires workflow_id"},
-		{"session scope", func(r *MemoryRecord) { r.Scope = "session" }, "scope session requires session_id"},
-		{"identity length", func(r *MemoryRecord) { r.Project = &long }, "project must be at most 256 characters"},
-		{"identity control", func(r *MemoryRecord) { r.AgentProfile = Str("a\x1bb") }, "agent_profile must not contain control characters"},
-		{"identity blank", func(r *MemoryRecord) { r.SessionID = Str(" ") }, "session_id must not be blank"},
-		{"salience", func(r *MemoryRecord) { r.Salience = 1.5 }, "salience must be a finite number between 0 and 1"},
-		{"confidence", func(r *MemoryRecord) { r.Confidence = -0.1 }, "confidence must be a finite number between 0 and 1"},
-		{"summary escape", func(r *MemoryRecord) { r.Summary = "x\x1b[2Jy" }, "summary must not contain control characters"},
-		{"bad id", func(r *MemoryRecord) { r.ID = "mem/../x" }, "memory id: byte 3 is not one of [A-Za-z0-9._:@-]"},
-		{"bad created", func(r *MemoryRecord) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
-		{"bad expiry", func(r *MemoryRecord) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
-		{"self supersede", func(r *MemoryRecord) { r.Supersedes = []string{r.ID} }, "a memory cannot supersede itself"},
-		{"self superseded", func(r *MemoryRecord) { r.SupersededBy = &r.ID }, "a memory cannot supersede itself"},
-		{"tag control", func(r *MemoryRecord) { r.Tags = []string{"a\nb"} }, "tags must not contain control characters"},
-		{"ref control", func(r *MemoryRecord) { r.Source.Ref = "a\tb" }, "source.ref must not contain control characters"},
-		{"summary size", func(r *MemoryRecord) { r.Summary = strings.Repeat("x", MaxSummaryBytes+1) }, "summary must be at most 65536 bytes"},
+		{"blank summary", func(r *Record) { r.Summary = "  \t" }, "summary is required"},
+		{"blank event type", func(r *Record) { r.EventType = " " }, "event_type is required"},
+		{"ring", func(r *Record) { r.Ring = "bark" }, "invalid ring"},
+		{"scope", func(r *Record) { r.Scope = "team" }, "invalid scope"},
+		{"sensitivity", func(r *Record) { r.Sensitivity = "spicy" }, "invalid sensitivity"},
+		{"retention", func(r *Record) { r.Retention = "forever" }, "invalid retention"},
+		{"agent scope", func(r *Record) { r.Scope = "agent" }, "scope agent requires agent_profile"},
+		{"workflow scope", func(r *Record) { r.Scope = "workflow" }, "scope workflow requires workflow_id"},
+		{"session scope", func(r *Record) { r.Scope = "session" }, "scope session requires session_id"},
+		{"identity length", func(r *Record) { r.Project = &long }, "project must be at most 256 characters"},
+		{"identity control", func(r *Record) { r.AgentProfile = Str("a\x1bb") }, "agent_profile must not contain control characters"},
+		{"identity blank", func(r *Record) { r.SessionID = Str(" ") }, "session_id must not be blank"},
+		{"salience", func(r *Record) { r.Salience = 1.5 }, "salience must be a finite number between 0 and 1"},
+		{"confidence", func(r *Record) { r.Confidence = -0.1 }, "confidence must be a finite number between 0 and 1"},
+		{"summary escape", func(r *Record) { r.Summary = "x\x1b[2Jy" }, "summary must not contain control characters"},
+		{"bad id", func(r *Record) { r.ID = "mem/../x" }, "memory id: byte 3 is not one of [A-Za-z0-9._:@-]"},
+		{"bad created", func(r *Record) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
+		{"bad expiry", func(r *Record) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
+		{"self supersede", func(r *Record) { r.Supersedes = []string{r.ID} }, "a memory cannot supersede itself"},
+		{"self superseded", func(r *Record) { r.SupersededBy = &r.ID }, "a memory cannot supersede itself"},
+		{"tag control", func(r *Record) { r.Tags = []string{"a\nb"} }, "tags must not contain control characters"},
+		{"ref control", func(r *Record) { r.Source.Ref = "a\tb" }, "source.ref must not contain control characters"},
+		{"summary size", func(r *Record) { r.Summary = strings.Repeat("x", MaxSummaryBytes+1) }, "summary must be at most 65536 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -199,13 +201,13 @@ func TestSplitJoinRoundTrip(t *testing.T) {
 	r := validRecord()
 	r.Tags = []string{"x", "y"}
 	r.Details = "d"
-	r.Source = MemorySource{Type: "agent", Ref: "agent-checkpoint:1", Quote: "q"}
-	r.Links = []MemoryLink{{Type: "relates", Target: "mem_x"}}
+	r.Source = Source{Type: "agent", Ref: "agent-checkpoint:1", Quote: "q"}
+	r.Links = []Link{{Type: "relates", Target: "mem_x"}}
 	r.Supersedes = []string{"mem_old"}
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	p, body := r.Split(OriginRemember, "n1")
+	p, body := r.Split(events.OriginRemember, "n1")
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestSplitJoinRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := JoinMemory(&p, "", &b)
+	got := Join(&p, "", &b)
 	if !SameWriteIntent(&r, &got) || got.ID != r.ID || got.CreatedAt != r.CreatedAt {
 		t.Fatalf("round trip differs:\n%+v\n%+v", r, got)
 	}
@@ -265,7 +267,7 @@ func TestDecodeImportLine(t *testing.T) {
 			t.Errorf("%s:\n got %v\nwant %s", line, err, want)
 		}
 	}
-	if _, err := DecodeImportLine(make([]byte, MaxMemoryLineBytes+1), now); err == nil {
+	if _, err := DecodeImportLine(make([]byte, MaxLineBytes+1), now); err == nil {
 		t.Error("oversized line accepted")
 	}
 }
@@ -297,7 +299,7 @@ func FuzzDecodeImportLine(f *testing.F) {
 			return
 		}
 		// A valid record splits into a checkable payload and joins back.
-		p, body := r.Split(OriginImport, "n")
+		p, body := r.Split(events.OriginImport, "n")
 		if err := p.Check(); err != nil {
 			t.Fatalf("valid record, invalid payload: %v", err)
 		}
@@ -305,7 +307,7 @@ func FuzzDecodeImportLine(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j := JoinMemory(&p, Deref(r.SupersededBy), &b)
+		j := Join(&p, Deref(r.SupersededBy), &b)
 		if !SameWriteIntent(&r, &j) {
 			t.Fatalf("split/join changed the record:\n%+v\n%+v", r, j)
 		}
@@ -313,8 +315,8 @@ func FuzzDecodeImportLine(f *testing.F) {
 }
 
 func TestBodyRoundTrip(t *testing.T) {
-	b := MemoryBody{MemoryID: "mem_1", Nonce: "n", Summary: "界 summary", Details: "d\nd", SourceRef: "r", SourceQuote: "q",
-		Tags: []string{"a", "bb"}, Links: []MemoryLink{{"t", "x"}}, ReviewReason: "why", ReviewedBy: "me"}
+	b := Body{MemoryID: "mem_1", Nonce: "n", Summary: "界 summary", Details: "d\nd", SourceRef: "r", SourceQuote: "q",
+		Tags: []string{"a", "bb"}, Links: []Link{{"t", "x"}}, ReviewReason: "why", ReviewedBy: "me"}
 	raw := MarshalBody(&b)
 	got, err := UnmarshalBody(raw)
 	if err != nil || got.Summary != b.Summary || got.ReviewedBy != "me" || len(got.Tags) != 2 || got.Tags[1] != "bb" || got.Links[0] != b.Links[0] {
@@ -331,7 +333,7 @@ func TestBodyRoundTrip(t *testing.T) {
 }
 
 func FuzzParseBody(f *testing.F) {
-	f.Add(MarshalBody(&MemoryBody{MemoryID: "m", Summary: "s", Tags: []string{"t"}, Links: []MemoryLink{{"a", "b"}}}))
+	f.Add(MarshalBody(&Body{MemoryID: "m", Summary: "s", Tags: []string{"t"}, Links: []Link{{"a", "b"}}}))
 	f.Add([]byte("TRB1\xff\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		v, err := ParseBody(raw)
