@@ -148,9 +148,12 @@ func replayFile(g *Globals, name string, fn func(e *events.Envelope) error) erro
 // errFileTooLarge is returned once more than maxReplayFileBytes were read.
 var errFileTooLarge = fmt.Errorf("event file is larger than %d bytes", maxReplayFileBytes)
 
+// boundedReader reads at most left bytes of r and fails with tooLarge
+// (errFileTooLarge when nil) when r holds more.
 type boundedReader struct {
-	r    io.Reader
-	left int64
+	r        io.Reader
+	left     int64
+	tooLarge error
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -158,6 +161,9 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 		// One byte more than allowed tells a full file from a large one.
 		var one [1]byte
 		if n, _ := b.r.Read(one[:]); n > 0 {
+			if b.tooLarge != nil {
+				return 0, b.tooLarge
+			}
 			return 0, errFileTooLarge
 		}
 		return 0, io.EOF

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
-	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
@@ -44,22 +41,16 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 	var recs []memory.Record
 	err = st.View(func(r *bolt.Reader) error {
 		return recall.Each(r.Projection(recall.Name), r, func(rec memory.Record, s recall.State) error {
-			if s.Superseded && !o.IncludeSuperseded || rec.Sensitivity != memory.SensitivityNormal && !o.IncludeSensitive {
-				return nil
+			if memory.Exported(&rec, s.Superseded, o.IncludeSensitive, o.IncludeSuperseded) {
+				recs = append(recs, rec)
 			}
-			recs = append(recs, rec)
 			return nil
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	slices.SortFunc(recs, func(a, b memory.Record) int {
-		if c := strings.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	memory.SortForExport(recs)
 	var out io.Writer = g.Stdout
 	var file *os.File
 	if o.Output != "" {
@@ -72,10 +63,7 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 		out = file
 	}
 	w := bufio.NewWriterSize(out, 256<<10)
-	header := memory.ExportHeader{
-		Type: memory.ExportHeaderType, SchemaVersion: 1, PluginVersion: Version,
-		CreatedAt: events.FormatMemoryTime(g.Now()), MemoryCount: len(recs), SensitiveIncluded: o.IncludeSensitive,
-	}
+	header := memory.NewExportHeader(Version, g.Now(), len(recs), o.IncludeSensitive)
 	if err := writeLine(w, &header); err != nil {
 		return err
 	}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
@@ -42,8 +40,6 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 	if strings.TrimSpace(o.Reason) == "" {
 		return usagef("forget needs a non-blank --reason")
 	}
-	sum := sha256.Sum256([]byte(o.Reason))
-	p := events.MemoryForgotten{MemoryID: id, Mode: o.Mode, ReasonSHA256: hex.EncodeToString(sum[:]), ReasonChars: utf8.RuneCountInString(o.Reason)}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
@@ -51,26 +47,26 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 	defer st.Close()
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
 		stream := events.MemoryStream(id)
-		_, state, ok, err := recall.Lookup(tx.Projection(recall.Name), tx, id)
-		switch {
-		case err != nil:
-			return err
-		case !ok && tx.StreamVersion(stream) != 0:
-			return fmt.Errorf("memory %s was already deleted", id)
-		case !ok:
-			return fmt.Errorf("memory %s not found", id)
-		case state.Redacted && o.Mode == events.ForgetRedact:
-			return fmt.Errorf("memory %s is already redacted", id)
-		}
-		if err := tx.DeleteBody(recall.BodyDigest(tx.Projection(recall.Name), id)); err != nil {
+		kv := tx.Projection(recall.Name)
+		_, state, ok, err := recall.Lookup(kv, tx, id)
+		if err != nil {
 			return err
 		}
-		if o.Mode == events.ForgetRedact {
-			if p.RedactedSHA256, err = tx.PutBody(memory.RedactedBody(id)); err != nil {
+		plan, err := memory.PlanForget(id, o.Mode, o.Reason, memory.ForgetTarget{Found: ok, Streamed: tx.StreamVersion(stream) != 0, Redacted: state.Redacted})
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBody(recall.BodyDigest(kv, id)); err != nil {
+			return err
+		}
+		if plan.RedactedBody != nil {
+			if d, err := tx.PutBody(plan.RedactedBody); err != nil {
 				return err
+			} else if d != plan.Event.RedactedSHA256 {
+				return errors.New("redacted body digest mismatch")
 			}
 		}
-		e, err := g.Factory("cli").New(stream, events.TypeMemoryForgotten, &p)
+		e, err := g.Factory("cli").New(stream, events.TypeMemoryForgotten, &plan.Event)
 		if err != nil {
 			return err
 		}

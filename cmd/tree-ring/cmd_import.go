@@ -32,6 +32,9 @@ func init() {
 // maxMemoryImportBytes bounds an import file.
 const maxMemoryImportBytes = 2 << 30
 
+// errImportTooLarge refuses an import file beyond maxMemoryImportBytes.
+var errImportTooLarge = fmt.Errorf("import file is larger than %d bytes", int64(maxMemoryImportBytes))
+
 // importChunk is how many memories one write transaction imports: each
 // chunk is atomic, and a retry after an interruption skips what landed.
 const importChunk = 5000
@@ -61,7 +64,8 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 	}
 	// Every line is decoded, validated and inspected before the store is
 	// opened: a bad line or a secret-like value anywhere writes nothing.
-	recs, err := readMemories(io.LimitReader(r, maxMemoryImportBytes), name, events.FormatMemoryTime(g.Now()))
+	// Bounded, and a larger file is refused (never silently truncated).
+	recs, err := readMemories(&boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
 	if err != nil {
 		return err
 	}
@@ -85,13 +89,12 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 	return err
 }
 
-// readMemories decodes an export (or raw memory lines), normalizes legacy
-// rows, validates every record and applies the sensitivity guard. Errors
-// name the line, never a value.
+// readMemories reads an export (or raw memory lines) line by line through
+// memory.ImportFile, which normalizes, validates and guards every record.
+// Errors name the line, never a value.
 func readMemories(r io.Reader, name, now string) ([]memory.Record, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
-	var recs []memory.Record
-	var header *memory.ExportHeader
+	var file memory.ImportFile
 	line := 0
 	for {
 		raw, err := readLine(br)
@@ -106,26 +109,13 @@ func readMemories(r io.Reader, name, now string) ([]memory.Record, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		l, err := memory.DecodeImportLine(raw, now)
-		if err != nil {
+		if err := file.Add(raw, now); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		if l.Header != nil {
-			if header != nil || len(recs) > 0 {
-				return nil, fmt.Errorf("%s:%d: the export header must be the first line", name, line)
-			}
-			header = l.Header
-			continue
-		}
-		rec := *l.Memory
-		rec.NormalizeLegacy()
-		if err := prepareRecord(&rec); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		recs = append(recs, rec)
 	}
-	if header != nil && header.MemoryCount != len(recs) {
-		return nil, fmt.Errorf("%s: the header says %d memories, the file has %d", name, header.MemoryCount, len(recs))
+	recs, err := file.Records()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return recs, nil
 }
@@ -152,46 +142,11 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// planner decides, record by record, what an import does; it is shared by
-// the dry run (on a read snapshot) and the real import (inside each write
-// transaction), so both count the same.
-type planner struct {
-	ids    map[string]bool // ids inserted by this import
-	claims map[[32]byte]*memory.Record
-}
-
-func newPlanner() *planner {
-	return &planner{ids: map[string]bool{}, claims: map[[32]byte]*memory.Record{}}
-}
-
-// decide returns true to insert rec, false to skip it as a duplicate, or
-// the published conflict error.
-func (p *planner) decide(kv recall.KV, bodies recall.Bodies, exists func(id string) bool, rec *memory.Record) (bool, error) {
-	if p.ids[rec.ID] || exists(rec.ID) {
-		return false, nil // also a forgotten id: an import never resurrects one
-	}
-	if rec.OperationID != nil {
-		claim := memory.OperationClaim(memory.Deref(rec.Project), memory.Deref(rec.WorkflowID), memory.Deref(rec.AgentProfile), *rec.OperationID)
-		if prev, ok := p.claims[claim]; ok {
-			if memory.SameWriteIntent(prev, rec) {
-				return false, nil
-			}
-			return false, &operationConflictError{OperationID: *rec.OperationID}
-		}
-		if _, ok, err := claimedBy(kv, bodies, rec); err != nil || ok {
-			return false, err
-		}
-		p.claims[claim] = rec
-	}
-	p.ids[rec.ID] = true
-	return true, nil
-}
-
 func dryRunImport(g *Globals, recs []memory.Record, res *importResult) error {
-	p := newPlanner()
-	plan := func(kv recall.KV, bodies recall.Bodies, exists func(string) bool) error {
+	p := memory.NewImportPlanner()
+	plan := func(idx memory.Index) error {
 		for i := range recs {
-			ok, err := p.decide(kv, bodies, exists, &recs[i])
+			ok, err := p.Decide(idx, &recs[i])
 			if err != nil {
 				return fmt.Errorf("memory %s: %w", recs[i].ID, err)
 			}
@@ -206,14 +161,15 @@ func dryRunImport(g *Globals, recs []memory.Record, res *importResult) error {
 	st, err := g.OpenStore(true)
 	var nf *bolt.NotFoundError
 	if errors.As(err, &nf) || errors.Is(err, fs.ErrNotExist) {
-		return plan(emptyKV{}, emptyKV{}, func(string) bool { return false }) // a dry run never creates a store
+		// A dry run never creates a store.
+		return plan(memIndex{kv: emptyKV{}, bodies: emptyKV{}, version: func(string) uint64 { return 0 }})
 	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return st.View(func(r *bolt.Reader) error {
-		return plan(r.Projection(recall.Name), r, func(id string) bool { return r.StreamVersion(events.MemoryStream(id)) != 0 })
+		return plan(memIndex{kv: r.Projection(recall.Name), bodies: r, version: r.StreamVersion})
 	})
 }
 
@@ -245,7 +201,7 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 			run.End(ctx, &err)
 		}
 	}()
-	p := newPlanner()
+	p := memory.NewImportPlanner()
 	var progress func(int)
 	if g.StdoutTerminal && !g.JSON {
 		progress = func(n int) { fmt.Fprintf(g.Stdout, "\rimported %d/%d memories", n, len(recs)) }
@@ -259,11 +215,10 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		var started *Run
 		err := st.Update(ctx, func(tx *bolt.Tx) error {
 			ins, skipped, started = ins[:0], 0, nil
-			kv := tx.Projection(recall.Name)
-			exists := func(id string) bool { return tx.StreamVersion(events.MemoryStream(id)) != 0 }
+			idx := txIndex(tx)
 			for i := start; i < end; i++ {
 				rec := &recs[i]
-				ok, err := p.decide(kv, tx, exists, rec)
+				ok, err := p.Decide(idx, rec)
 				if err != nil {
 					return fmt.Errorf("memory %s: %w", rec.ID, err)
 				}
@@ -276,11 +231,8 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 						return err
 					}
 				}
-				evs, err := captureEvents(g, tx, rec, events.OriginImport)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Append(events.MemoryStream(rec.ID), 0, evs...); err != nil {
+				w := memory.NewWrite(rec, events.OriginImport, memoryNonce)
+				if err := appendWrite(g, tx, rec.ID, &w); err != nil {
 					return err
 				}
 				ins = append(ins, rec)
@@ -308,19 +260,13 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 	}
 	run.SetItems(int64(res.Inserted))
 	return st.Update(ctx, func(tx *bolt.Tx) error {
-		kv := tx.Projection(recall.Name)
-		for _, rec := range inserted {
-			for _, target := range rec.Supersedes {
-				cur, state, ok, err := recall.Lookup(kv, tx, target)
-				if err != nil {
-					return err
-				}
-				if !ok || state.Redacted || memory.Deref(cur.SupersededBy) == rec.ID {
-					continue
-				}
-				if err := appendSuperseded(g, tx, target, rec.ID); err != nil {
-					return err
-				}
+		sup, err := memory.ImportSupersessions(txIndex(tx), inserted)
+		if err != nil {
+			return err
+		}
+		for i := range sup {
+			if err := appendSuperseded(g, tx, &sup[i]); err != nil {
+				return err
 			}
 		}
 		return run.FinishIn(tx, nil)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,5 +171,27 @@ func TestImportAndCaptureAreRecordedRuns(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"capture succeeded", "import succeeded"}) {
 		t.Fatalf("runs %q", got)
+	}
+}
+
+// An import larger than its bound is refused, not read as the complete
+// file its first bytes would make.
+func TestImportRefusesAnOversizedFile(t *testing.T) {
+	line := `{"id":"m1","summary":"a","event_type":"decision"}` + "\n"
+	in := strings.Repeat(line, 3)
+	for _, tc := range []struct {
+		left int64
+		err  bool
+	}{{int64(len(in)), false}, {int64(len(in) - 1), true}, {int64(len(line)), true}} {
+		recs, err := readMemories(&boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
+		if tc.err {
+			if !errors.Is(err, errImportTooLarge) || recs != nil {
+				t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
+			}
+			continue
+		}
+		if err != nil || len(recs) != 3 {
+			t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
+		}
 	}
 }

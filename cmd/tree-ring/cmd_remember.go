@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
@@ -59,33 +59,28 @@ func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []str
 	if o.EventType == "" {
 		return usagef("remember needs --event-type")
 	}
-	rec, err := newRecord(g, args[0], o.EventType)
+	now, random := newMemoryID(g)
+	rec, err := memory.Remember(memory.RememberRequest{
+		Summary: args[0], EventType: o.EventType, Ring: o.Ring, Scope: o.Scope,
+		Project: o.Project, AgentProfile: orEnv(g, o.AgentProfile, envAgentProfile),
+		WorkflowID: orEnv(g, o.WorkflowID, envWorkflowID), SessionID: orEnv(g, o.SessionID, envSessionID),
+		OperationID: o.OperationID, SourceRef: o.SourceRef, ExpiresAt: o.ExpiresAt,
+		Tags: o.Tags, Supersedes: o.Supersedes, Salience: o.Salience, Confidence: o.Confidence,
+	}, now, random)
 	if err != nil {
 		return err
 	}
-	rec.Ring, rec.Scope = o.Ring, o.Scope
-	rec.Project = memory.Str(o.Project)
-	rec.AgentProfile = memory.Str(orEnv(g, o.AgentProfile, envAgentProfile))
-	rec.WorkflowID = memory.Str(orEnv(g, o.WorkflowID, envWorkflowID))
-	rec.SessionID = memory.Str(orEnv(g, o.SessionID, envSessionID))
-	rec.OperationID = memory.Str(o.OperationID)
-	if o.SourceRef != "" {
-		rec.Source = memory.Source{Type: "agent", Ref: o.SourceRef}
-	}
-	rec.Tags = append([]string{}, o.Tags...)
-	rec.Salience, rec.Confidence = o.Salience, o.Confidence
-	rec.ExpiresAt = memory.Str(o.ExpiresAt)
-	rec.Supersedes = slices.Compact(append([]string{}, o.Supersedes...))
 	return writeMemory(ctx, g, rec, events.OriginRemember)
 }
 
-// newRecord starts a record with a fresh id and the published defaults.
-func newRecord(g *Globals, summary, eventType string) (memory.Record, error) {
+// newMemoryID reads the clock and draws a new memory id's random part
+// from the id source.
+func newMemoryID(g *Globals) (time.Time, [6]byte) {
 	now := g.Now()
 	id := g.NewID()
 	var random [6]byte
 	copy(random[:], id[10:])
-	return memory.NewRecord(memory.NewID(now, random), summary, eventType, now), nil
+	return now, random
 }
 
 func orEnv(g *Globals, v, env string) string {
@@ -95,8 +90,7 @@ func orEnv(g *Globals, v, env string) string {
 	return v
 }
 
-// memoryNonce salts each body so that the digest left in the ledger after
-// a delete cannot confirm a guess of the text. Tests replace it.
+// memoryNonce salts each body (see memory.NewWrite). Tests replace it.
 var memoryNonce = func() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -105,14 +99,32 @@ var memoryNonce = func() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeMemory validates rec (refusing secret-like content before anything
-// is opened or written), then in one transaction applies idempotency,
-// stores the body and appends memory.captured (and memory.superseded for
-// each replaced memory), and prints the stored memory.
+// memIndex is what the memory write rules read, inside one transaction:
+// the recall index and the memory streams.
+type memIndex struct {
+	kv      recall.KV
+	bodies  recall.Bodies
+	version func(stream string) uint64
+}
+
+func txIndex(tx *bolt.Tx) memIndex {
+	return memIndex{kv: tx.Projection(recall.Name), bodies: tx, version: tx.StreamVersion}
+}
+
+func (x memIndex) Exists(id string) bool { return x.version(events.MemoryStream(id)) != 0 }
+
+func (x memIndex) Claimed(claim [32]byte) (string, bool) { return recall.Claimed(x.kv, claim) }
+
+func (x memIndex) Lookup(id string) (memory.Record, bool, bool, error) {
+	rec, st, ok, err := recall.Lookup(x.kv, x.bodies, id)
+	return rec, st.Redacted, ok, err
+}
+
+// writeMemory stores a prepared record (remember, capture): in one
+// transaction it plans the write (memory.PlanRemember), stores the body,
+// appends memory.captured (and memory.superseded for each replaced
+// memory), and prints the stored memory.
 func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin string) error {
-	if err := prepareRecord(&rec); err != nil {
-		return err
-	}
 	// capture is a recorded run (docs/runs.md); its whole work is the one
 	// transaction below, so the record rides in it.
 	var scope string
@@ -129,9 +141,11 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	defer st.Close()
 	var out memory.Record
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		kv := tx.Projection(recall.Name)
-		if existing, ok, err := claimedBy(kv, tx, &rec); err != nil || ok {
-			out = existing
+		plan, err := memory.PlanRemember(txIndex(tx), &rec, origin, memoryNonce)
+		if err != nil || plan.Existing != nil {
+			if plan.Existing != nil {
+				out = *plan.Existing
+			}
 			return err
 		}
 		var run *Run
@@ -140,27 +154,11 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 				return err
 			}
 		}
-		if tx.StreamVersion(events.MemoryStream(rec.ID)) != 0 {
-			return fmt.Errorf("memory id %s already exists", rec.ID)
-		}
-		for _, target := range rec.Supersedes {
-			_, st, ok, err := recall.Lookup(kv, tx, target)
-			switch {
-			case err != nil:
-				return err
-			case !ok || st.Redacted:
-				return fmt.Errorf("--supersedes: memory %s not found", target)
-			}
-		}
-		evs, err := captureEvents(g, tx, &rec, origin)
-		if err != nil {
+		if err := appendWrite(g, tx, rec.ID, &plan.Write); err != nil {
 			return err
 		}
-		if _, err := tx.Append(events.MemoryStream(rec.ID), 0, evs...); err != nil {
-			return err
-		}
-		for _, target := range rec.Supersedes {
-			if err := appendSuperseded(g, tx, target, rec.ID); err != nil {
+		for i := range plan.Supersede {
+			if err := appendSuperseded(g, tx, &plan.Supersede[i]); err != nil {
 				return err
 			}
 		}
@@ -177,81 +175,37 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	return printMemory(g, &out)
 }
 
-// prepareRecord applies the sensitivity guard first (so that no error
-// message or write can carry a secret), then the model's validation.
-func prepareRecord(rec *memory.Record) error {
-	if err := rec.InspectSensitivity(); err != nil {
+// appendWrite stores a memory's body and appends its events to its new
+// stream.
+func appendWrite(g *Globals, tx *bolt.Tx, id string, w *memory.Write) error {
+	digest, err := tx.PutBody(w.Body)
+	if err != nil {
 		return err
 	}
-	return rec.Validate()
-}
-
-// claimedBy applies operation_id idempotency: ok is true when the claim is
-// held by a memory with the same write intent (an exact retry: nothing is
-// appended); a different intent is an error.
-func claimedBy(kv recall.KV, bodies recall.Bodies, rec *memory.Record) (memory.Record, bool, error) {
-	if rec.OperationID == nil {
-		return memory.Record{}, false, nil
-	}
-	claim := memory.OperationClaim(memory.Deref(rec.Project), memory.Deref(rec.WorkflowID), memory.Deref(rec.AgentProfile), *rec.OperationID)
-	id, ok := recall.Claimed(kv, claim)
-	if !ok {
-		return memory.Record{}, false, nil
-	}
-	existing, _, found, err := recall.Lookup(kv, bodies, id)
-	if err != nil {
-		return memory.Record{}, false, err
-	}
-	if found && memory.SameWriteIntent(&existing, rec) {
-		return existing, true, nil
-	}
-	return memory.Record{}, false, &operationConflictError{OperationID: *rec.OperationID}
-}
-
-// operationConflictError is the published idempotency refusal.
-type operationConflictError struct{ OperationID string }
-
-func (e *operationConflictError) Error() string {
-	return fmt.Sprintf("operation_id %s is already bound to a different memory write", e.OperationID)
-}
-
-// captureEvents stores rec's body and returns its memory.captured event
-// (followed by memory.superseded when the record itself says it was
-// superseded, as an imported row may).
-func captureEvents(g *Globals, tx *bolt.Tx, rec *memory.Record, origin string) ([]events.Envelope, error) {
-	nonce := ""
-	if !rec.IsRedactedRow() {
-		nonce = memoryNonce()
-	}
-	p, body := rec.Split(origin, nonce)
-	p.Redacted = rec.IsRedactedRow()
-	digest, err := tx.PutBody(body)
-	if err != nil {
-		return nil, err
-	}
-	if digest != p.BodySHA256 {
-		return nil, errors.New("body digest mismatch")
+	if digest != w.Captured.BodySHA256 {
+		return errors.New("body digest mismatch")
 	}
 	f := g.Factory("cli")
-	stream := events.MemoryStream(rec.ID)
-	e, err := f.New(stream, events.TypeMemoryCaptured, &p)
+	stream := events.MemoryStream(id)
+	e, err := f.New(stream, events.TypeMemoryCaptured, &w.Captured)
 	if err != nil {
-		return nil, fmt.Errorf("memory %s: %w", rec.ID, err)
+		return fmt.Errorf("memory %s: %w", id, err)
 	}
 	evs := []events.Envelope{e}
-	if rec.SupersededBy != nil && !p.Redacted {
-		s, err := f.New(stream, events.TypeMemorySuperseded, &events.MemorySuperseded{MemoryID: rec.ID, SupersededBy: *rec.SupersededBy})
+	if w.SupersededBy != nil {
+		s, err := f.New(stream, events.TypeMemorySuperseded, w.SupersededBy)
 		if err != nil {
-			return nil, fmt.Errorf("memory %s: %w", rec.ID, err)
+			return fmt.Errorf("memory %s: %w", id, err)
 		}
 		evs = append(evs, s)
 	}
-	return evs, nil
+	_, err = tx.Append(stream, 0, evs...)
+	return err
 }
 
-func appendSuperseded(g *Globals, tx *bolt.Tx, target, by string) error {
-	stream := events.MemoryStream(target)
-	e, err := g.Factory("cli").New(stream, events.TypeMemorySuperseded, &events.MemorySuperseded{MemoryID: target, SupersededBy: by})
+func appendSuperseded(g *Globals, tx *bolt.Tx, p *events.MemorySuperseded) error {
+	stream := events.MemoryStream(p.MemoryID)
+	e, err := g.Factory("cli").New(stream, events.TypeMemorySuperseded, p)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,7 +14,7 @@ const (
 
 // ErrSecretBlocked is the published refusal of secret-like content. It
 // carries no part of the content.
-var ErrSecretBlocked = errors.New("secret-like memory is blocked by policy")
+var ErrSecretBlocked error = &RefusedError{Code: "secret_blocked", Reason: "secret-like memory is blocked by policy"}
 
 // The published detector (core/src/sensitivity.rs). Secret patterns are
 // checked first; category patterns only when no secret matched, first match

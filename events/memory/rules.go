@@ -1,0 +1,440 @@
+package memory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// The write rules of remember, capture, import and forget. Each is a pure
+// function of its request and of what the ledger holds (an Index the
+// command layer adapts from the recall index inside its transaction); it
+// returns what to write, and the command stores the bodies, appends the
+// events and prints.
+
+// RefusedError is a write a memory rule refuses. Reason is public and
+// path-free (it names flags, rules and memory ids, never a value that may
+// be private); Code is its diagnostic code.
+type RefusedError struct{ Code, Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Diagnostic is the error's diagnostic code ([a-z][a-z0-9_-]*).
+func (e *RefusedError) Diagnostic() string { return e.Code }
+
+func refused(code, format string, a ...any) error {
+	return &RefusedError{Code: code, Reason: fmt.Sprintf(format, a...)}
+}
+
+// OperationConflictError is the published idempotency refusal: the
+// operation id is already bound to a memory with another write intent.
+type OperationConflictError struct{ OperationID string }
+
+func (e *OperationConflictError) Error() string {
+	return fmt.Sprintf("operation_id %s is already bound to a different memory write", e.OperationID)
+}
+
+// Diagnostic is the error's diagnostic code.
+func (e *OperationConflictError) Diagnostic() string { return "operation_conflict" }
+
+// Index is what the write rules read of the ledger. Implementations are
+// read within one transaction and need not be safe for concurrent use.
+type Index interface {
+	// Exists reports whether memory id has a stream (a deleted memory's
+	// still does).
+	Exists(id string) bool
+	// Claimed returns the memory that holds an operation claim.
+	Claimed(claim [32]byte) (id string, ok bool)
+	// Lookup returns memory id as recalled; found is false when it was
+	// never captured or was deleted, redacted true for a tombstone.
+	Lookup(id string) (rec Record, redacted, found bool, err error)
+}
+
+// Prepare applies the sensitivity guard first (so that no error message or
+// write can carry a secret), then the model's validation.
+func Prepare(rec *Record) error {
+	if err := rec.InspectSensitivity(); err != nil {
+		return err
+	}
+	return rec.Validate()
+}
+
+// RememberRequest is what `remember` was asked: the summary and the flags,
+// identity defaults from the environment already applied ("" is absent).
+type RememberRequest struct {
+	Summary, EventType, Ring, Scope                           string
+	Project, AgentProfile, WorkflowID, SessionID, OperationID string
+	SourceRef, ExpiresAt                                      string
+	Tags, Supersedes                                          []string
+	Salience, Confidence                                      float64
+}
+
+// Remember returns the prepared record `remember` writes: a new id from
+// now and random, the published defaults, then the request.
+func Remember(req RememberRequest, now time.Time, random [6]byte) (Record, error) {
+	rec := NewRecord(NewID(now, random), req.Summary, req.EventType, now)
+	rec.Ring, rec.Scope = req.Ring, req.Scope
+	rec.Project, rec.AgentProfile = Str(req.Project), Str(req.AgentProfile)
+	rec.WorkflowID, rec.SessionID, rec.OperationID = Str(req.WorkflowID), Str(req.SessionID), Str(req.OperationID)
+	if req.SourceRef != "" {
+		rec.Source = Source{Type: "agent", Ref: req.SourceRef}
+	}
+	rec.Tags = append([]string{}, req.Tags...)
+	rec.Salience, rec.Confidence = req.Salience, req.Confidence
+	rec.ExpiresAt = Str(req.ExpiresAt)
+	rec.Supersedes = slices.Compact(append([]string{}, req.Supersedes...))
+	if err := Prepare(&rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// The strict automatic path, as published (0.15.5+): what a lifecycle
+// capture checkpoint asks the agent to run, zero to three times.
+var (
+	captureRings      = []string{"cambium", "scar", "seed"}
+	captureEventTypes = []string{"preference", "decision", "lesson", "warning", "correction", "seed"}
+)
+
+const (
+	// CaptureTag is added to every automatic capture.
+	CaptureTag           = "automatic-capture"
+	checkpointRefPrefix  = "agent-checkpoint:"
+	maxCaptureSummary    = 2000 // bytes; a checkpoint records concise candidates, never a transcript
+	maxCheckpointIDBytes = 128
+)
+
+// CaptureRequest is what `capture` was asked. Every identity field is
+// required (the command checks presence as a usage rule).
+type CaptureRequest struct {
+	Summary, EventType, Ring                                             string
+	Project, AgentProfile, WorkflowID, SessionID, OperationID, SourceRef string
+	Tags                                                                 []string
+}
+
+// Capture returns the prepared record of one strict automatic capture:
+// agent scope, the capture tag, and only what the published strict path
+// accepts. The sensitivity guard runs before the capture rules, so that
+// neither a write nor an error can carry secret-like content.
+func Capture(req CaptureRequest, now time.Time, random [6]byte) (Record, error) {
+	rec := NewRecord(NewID(now, random), req.Summary, req.EventType, now)
+	rec.Ring, rec.Scope = req.Ring, "agent"
+	rec.Project, rec.AgentProfile = Str(req.Project), Str(req.AgentProfile)
+	rec.WorkflowID, rec.SessionID, rec.OperationID = Str(req.WorkflowID), Str(req.SessionID), Str(req.OperationID)
+	rec.Source = Source{Type: "agent", Ref: req.SourceRef}
+	rec.Tags = append([]string{}, req.Tags...)
+	if !slices.Contains(rec.Tags, CaptureTag) {
+		rec.Tags = append(rec.Tags, CaptureTag)
+	}
+	if err := rec.InspectSensitivity(); err != nil {
+		return Record{}, err
+	}
+	if err := checkCapture(&rec); err != nil {
+		return Record{}, err
+	}
+	if err := Prepare(&rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// checkCapture applies the strict automatic capture rules.
+func checkCapture(rec *Record) error {
+	const code = "capture_refused"
+	if rec.Sensitivity != SensitivityNormal {
+		return refused(code, "automatic capture accepts only normal sensitivity")
+	}
+	if !slices.Contains(captureRings, rec.Ring) {
+		return refused(code, "automatic capture accepts only the cambium, scar or seed ring")
+	}
+	if !slices.Contains(captureEventTypes, rec.EventType) {
+		return refused(code, "automatic capture accepts only event types preference, decision, lesson, warning, correction or seed")
+	}
+	if len(rec.Summary) > maxCaptureSummary || events.HasControl(rec.Summary) {
+		return refused(code, "automatic capture takes one concise line (at most 2000 bytes, no control characters), never a transcript")
+	}
+	cp, ok := strings.CutPrefix(rec.Source.Ref, checkpointRefPrefix)
+	if !ok || cp == "" || len(cp) > maxCheckpointIDBytes || strings.ContainsFunc(cp, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		return refused(code, "automatic capture needs --source-ref agent-checkpoint:<checkpoint id>")
+	}
+	op := Deref(rec.OperationID)
+	if op != "auto-"+cp+"-1" && op != "auto-"+cp+"-2" && op != "auto-"+cp+"-3" {
+		return refused(code, "automatic capture needs --operation-id auto-<checkpoint id>-<1|2|3> of the same checkpoint (at most three candidates)")
+	}
+	return nil
+}
+
+// claimOf returns rec's operation claim; ok is false without an
+// operation_id.
+func claimOf(rec *Record) (claim [32]byte, ok bool) {
+	if rec.OperationID == nil {
+		return claim, false
+	}
+	return OperationClaim(Deref(rec.Project), Deref(rec.WorkflowID), Deref(rec.AgentProfile), *rec.OperationID), true
+}
+
+// Retry applies operation_id idempotency against the ledger: ok is true
+// when the claim is held by a memory with the same write intent (an exact
+// retry: nothing is written, existing is what to print); a different
+// intent is *OperationConflictError.
+func Retry(idx Index, rec *Record) (existing Record, ok bool, err error) {
+	claim, has := claimOf(rec)
+	if !has {
+		return Record{}, false, nil
+	}
+	id, held := idx.Claimed(claim)
+	if !held {
+		return Record{}, false, nil
+	}
+	existing, _, found, err := idx.Lookup(id)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if found && SameWriteIntent(&existing, rec) {
+		return existing, true, nil
+	}
+	return Record{}, false, &OperationConflictError{OperationID: *rec.OperationID}
+}
+
+// Write is what storing one memory writes: its body and memory.captured,
+// and memory.superseded when the record itself says it was superseded (as
+// an imported row may).
+type Write struct {
+	// Body is the body to store; Captured.BodySHA256 is its digest.
+	Body         []byte
+	Captured     events.MemoryCaptured
+	SupersededBy *events.MemorySuperseded
+}
+
+// NewWrite splits a prepared record into what to store, recording origin.
+// nonce salts the body so that the digest left in the ledger after a
+// delete cannot confirm a guess of the text; it is not called for a
+// redaction tombstone, whose text is public.
+func NewWrite(rec *Record, origin string, nonce func() string) Write {
+	salt := ""
+	if !rec.IsRedactedRow() {
+		salt = nonce()
+	}
+	p, body := rec.Split(origin, salt)
+	p.Redacted = rec.IsRedactedRow()
+	w := Write{Body: body, Captured: p}
+	if rec.SupersededBy != nil && !p.Redacted {
+		w.SupersededBy = &events.MemorySuperseded{MemoryID: rec.ID, SupersededBy: *rec.SupersededBy}
+	}
+	return w
+}
+
+// Plan is what one remember or capture does in its transaction.
+type Plan struct {
+	// Existing is set for an exact retry: nothing is written and it is the
+	// memory to print.
+	Existing *Record
+	Write    Write
+	// Supersede marks each memory the record replaces, in order.
+	Supersede []events.MemorySuperseded
+}
+
+// PlanRemember decides a remember or capture of the prepared record rec:
+// an exact retry writes nothing; otherwise the id must be new and every
+// memory it supersedes must exist and not be a redaction tombstone.
+func PlanRemember(idx Index, rec *Record, origin string, nonce func() string) (Plan, error) {
+	if existing, ok, err := Retry(idx, rec); err != nil {
+		return Plan{}, err
+	} else if ok {
+		return Plan{Existing: &existing}, nil
+	}
+	if idx.Exists(rec.ID) {
+		return Plan{}, refused("memory_exists", "memory id %s already exists", rec.ID)
+	}
+	for _, target := range rec.Supersedes {
+		_, redacted, found, err := idx.Lookup(target)
+		switch {
+		case err != nil:
+			return Plan{}, err
+		case !found || redacted:
+			return Plan{}, refused("memory_not_found", "--supersedes: memory %s not found", target)
+		}
+	}
+	p := Plan{Write: NewWrite(rec, origin, nonce)}
+	for _, target := range rec.Supersedes {
+		p.Supersede = append(p.Supersede, events.MemorySuperseded{MemoryID: target, SupersededBy: rec.ID})
+	}
+	return p, nil
+}
+
+// ImportFile checks the structure of an import as its lines arrive: the
+// export header, if any, first and once, then memories, each normalized
+// (the published legacy rule) and prepared; Records checks the header's
+// count. Not safe for concurrent use.
+type ImportFile struct {
+	header *ExportHeader
+	recs   []Record
+}
+
+// Add decodes one non-empty line; now is the default created_at.
+func (f *ImportFile) Add(line []byte, now string) error {
+	l, err := DecodeImportLine(line, now)
+	if err != nil {
+		return err
+	}
+	if l.Header != nil {
+		if f.header != nil || len(f.recs) > 0 {
+			return errors.New("the export header must be the first line")
+		}
+		f.header = l.Header
+		return nil
+	}
+	rec := *l.Memory
+	rec.NormalizeLegacy()
+	if err := Prepare(&rec); err != nil {
+		return err
+	}
+	f.recs = append(f.recs, rec)
+	return nil
+}
+
+// Records returns the memories read, once the whole file is in.
+func (f *ImportFile) Records() ([]Record, error) {
+	if f.header != nil && f.header.MemoryCount != len(f.recs) {
+		return nil, fmt.Errorf("the header says %d memories, the file has %d", f.header.MemoryCount, len(f.recs))
+	}
+	return f.recs, nil
+}
+
+// ImportPlanner decides, record by record, what an import does. The dry
+// run (on a read snapshot) and the real import (inside each write
+// transaction) share it, so both count the same. Not safe for concurrent
+// use.
+type ImportPlanner struct {
+	ids    map[string]bool // ids inserted by this import
+	claims map[[32]byte]*Record
+}
+
+// NewImportPlanner returns a planner for one import.
+func NewImportPlanner() *ImportPlanner {
+	return &ImportPlanner{ids: map[string]bool{}, claims: map[[32]byte]*Record{}}
+}
+
+// Decide returns true to insert rec, false to skip it as a duplicate (an
+// id already in the ledger or in this import, also a forgotten one: an
+// import never resurrects it; or an exact retry of an operation), or
+// *OperationConflictError.
+func (p *ImportPlanner) Decide(idx Index, rec *Record) (bool, error) {
+	if p.ids[rec.ID] || idx.Exists(rec.ID) {
+		return false, nil
+	}
+	if claim, ok := claimOf(rec); ok {
+		if prev, seen := p.claims[claim]; seen {
+			if SameWriteIntent(prev, rec) {
+				return false, nil
+			}
+			return false, &OperationConflictError{OperationID: *rec.OperationID}
+		}
+		if _, retry, err := Retry(idx, rec); err != nil || retry {
+			return false, err
+		}
+		p.claims[claim] = rec
+	}
+	p.ids[rec.ID] = true
+	return true, nil
+}
+
+// ImportSupersessions returns what an import appends after all its rows,
+// as published: each inserted row marks every target of its supersedes
+// list that exists (in the ledger, which by then holds the import) and is
+// not a redaction tombstone, unless this row already marks it.
+func ImportSupersessions(idx Index, inserted []*Record) ([]events.MemorySuperseded, error) {
+	var out []events.MemorySuperseded
+	marked := map[string]string{} // target -> superseded_by after the events so far
+	for _, rec := range inserted {
+		for _, target := range rec.Supersedes {
+			cur, redacted, found, err := idx.Lookup(target)
+			if err != nil {
+				return nil, err
+			}
+			by, ok := marked[target]
+			if !ok {
+				by = Deref(cur.SupersededBy)
+			}
+			if !found || redacted || by == rec.ID {
+				continue
+			}
+			out = append(out, events.MemorySuperseded{MemoryID: target, SupersededBy: rec.ID})
+			marked[target] = rec.ID
+		}
+	}
+	return out, nil
+}
+
+// ForgetTarget is what the ledger holds of a memory to forget.
+type ForgetTarget struct {
+	Found    bool // recalled: captured and not deleted
+	Streamed bool // its stream has events (a deleted memory's still does)
+	Redacted bool // a redaction tombstone
+}
+
+// Forget is what forgetting one memory writes besides deleting its body:
+// the tombstone body to store in redact mode (nil in delete mode) and
+// memory.forgotten, which names the tombstone's digest.
+type Forget struct {
+	RedactedBody []byte
+	Event        events.MemoryForgotten
+}
+
+// PlanForget decides forgetting memory id in mode (events.ForgetDelete or
+// events.ForgetRedact) for reason, which is kept only as a digest and a
+// character count.
+func PlanForget(id, mode, reason string, t ForgetTarget) (Forget, error) {
+	switch {
+	case !t.Found && t.Streamed:
+		return Forget{}, refused("memory_deleted", "memory %s was already deleted", id)
+	case !t.Found:
+		return Forget{}, refused("memory_not_found", "memory %s not found", id)
+	case t.Redacted && mode == events.ForgetRedact:
+		return Forget{}, refused("memory_redacted", "memory %s is already redacted", id)
+	}
+	sum := sha256.Sum256([]byte(reason))
+	f := Forget{Event: events.MemoryForgotten{MemoryID: id, Mode: mode, ReasonSHA256: hex.EncodeToString(sum[:]), ReasonChars: utf8.RuneCountInString(reason)}}
+	if mode == events.ForgetRedact {
+		f.RedactedBody = RedactedBody(id)
+		d := sha256.Sum256(f.RedactedBody)
+		f.Event.RedactedSHA256 = hex.EncodeToString(d[:])
+	}
+	return f, nil
+}
+
+// Exported reports whether an export includes a memory: superseded ones
+// only with includeSuperseded, and only normal sensitivity unless
+// includeSensitive (redaction tombstones are private).
+func Exported(rec *Record, superseded, includeSensitive, includeSuperseded bool) bool {
+	return (!superseded || includeSuperseded) && (rec.Sensitivity == SensitivityNormal || includeSensitive)
+}
+
+// SortForExport orders memories as an export lists them: by created_at,
+// then id.
+func SortForExport(recs []Record) {
+	slices.SortFunc(recs, func(a, b Record) int {
+		if c := strings.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// NewExportHeader returns the header line of an export of count memories
+// written at now by pluginVersion.
+func NewExportHeader(pluginVersion string, now time.Time, count int, sensitiveIncluded bool) ExportHeader {
+	return ExportHeader{
+		Type: ExportHeaderType, SchemaVersion: 1, PluginVersion: pluginVersion,
+		CreatedAt: events.FormatMemoryTime(now), MemoryCount: count, SensitiveIncluded: sensitiveIncluded,
+	}
+}
