@@ -22,8 +22,7 @@ const oPath = 0x200000
 // bridge file) is refused instead of followed, and a rename of an ancestor
 // cannot redirect writes. Safe for concurrent use; Close when done.
 type ProjectRoot struct {
-	fd   int
-	path string
+	fd int
 	// FailSync is a test seam: when set it is called with the
 	// project-relative directory before each directory fsync, and a non-nil
 	// result is treated as that fsync's failure.
@@ -37,11 +36,8 @@ func OpenProjectRoot(canonical string) (*ProjectRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open project root: %w", err)
 	}
-	return &ProjectRoot{fd: fd, path: canonical}, nil
+	return &ProjectRoot{fd: fd}, nil
 }
-
-// Path is the canonical absolute path the root was opened at.
-func (r *ProjectRoot) Path() string { return r.path }
 
 // Close releases the directory descriptor.
 func (r *ProjectRoot) Close() error { return syscall.Close(r.fd) }

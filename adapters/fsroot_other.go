@@ -19,9 +19,6 @@ var errPlatform = errors.New("create-only bridge publication is not supported on
 // OpenProjectRoot fails on this platform.
 func OpenProjectRoot(string) (*ProjectRoot, error) { return nil, errPlatform }
 
-// Path is empty on this platform.
-func (r *ProjectRoot) Path() string { return "" }
-
 // Close does nothing on this platform.
 func (r *ProjectRoot) Close() error { return nil }
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -38,13 +38,10 @@ const benchStreams = 1000
 // They are built without the Factory (whose validation would dominate the
 // setup), in the exact form the Factory produces.
 func benchEnvelopes(n int) []events.Envelope {
-	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clock, ids := eventstest.Clock(eventstest.Epoch, time.Millisecond), eventstest.IDs(0)
 	out := make([]events.Envelope, n)
 	for i := range out {
-		at := base.Add(time.Duration(i) * time.Millisecond)
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(at))
-		binary.BigEndian.PutUint64(id[8:], uint64(i))
+		at, id := clock(), ids()
 		run := strconv.Itoa(i % benchStreams)
 		payload, _ := json.Marshal(testRunPayload(run, i))
 		out[i] = events.Envelope{

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/fold"
 )
 
@@ -52,18 +51,9 @@ func crashChild(path string) {
 			fail(err)
 		}
 	}
-	var n uint64
-	f := &events.Factory{
-		Now: func() time.Time { return time.Date(2026, 11, 1, 12, 0, 0, int(n), time.UTC) },
-		NewID: func() ulid.ULID {
-			n++
-			var id ulid.ULID
-			binary.BigEndian.PutUint32(id[4:], uint32(round+1))
-			binary.BigEndian.PutUint64(id[8:], n)
-			return id
-		},
-		Actor: "crash",
-	}
+	// Each round's ids carry its marker, so a retry in the next round never
+	// collides with what an earlier one appended.
+	f := &events.Factory{Now: eventstest.Clock(eventstest.Epoch, time.Nanosecond), NewID: eventstest.IDs(uint32(round + 1)), Actor: "crash"}
 	out := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
 		stream := events.RunStream(fmt.Sprintf("r%d-%d", round, i%3))

@@ -9,47 +9,31 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
 )
 
 var bg = context.Background()
 
-// factory mints envelopes with a fixed clock and sequential ids; safe for
-// concurrent use.
+// factory mints envelopes with a fixed clock (one millisecond per event)
+// and sequential ids; safe for concurrent use.
 type factory struct {
-	mu sync.Mutex
-	n  uint64
-	t  time.Time
+	now func() time.Time
+	ids func() ulid.ULID
 }
 
-func newFactory() *factory { return &factory{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
+func newFactory() *factory {
+	return &factory{now: eventstest.Clock(eventstest.Epoch, time.Millisecond), ids: eventstest.IDs(0)}
+}
 
 func (f *factory) events() *events.Factory {
-	return &events.Factory{
-		Now: func() time.Time {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.t = f.t.Add(time.Millisecond)
-			return f.t
-		},
-		NewID: func() ulid.ULID {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.n++
-			var id ulid.ULID
-			_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
-			binary.BigEndian.PutUint64(id[8:], f.n)
-			return id
-		},
-		Actor: "test",
-	}
+	return &events.Factory{Now: f.now, NewID: f.ids, Actor: "test"}
 }
 
 // run mints a run.started event on stream run/<name>.

@@ -222,7 +222,7 @@ func ValidMemoryID(id string) error {
 		return fmt.Errorf("memory id is %d bytes, limit 190", len(id))
 	}
 	if id == "." || id == ".." {
-		return errors.New("memory id must not be . or ..")
+		return errors.New(`memory id must not be "." or ".."`)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]

@@ -26,21 +26,12 @@ type Spec struct {
 // NewPayload returns a pointer to a fresh zero payload of this type.
 func (s Spec) NewPayload() any { return reflect.New(s.payload).Interface() }
 
-// Upcaster turns the payload of (type, from) into the payload of version from+1.
-type Upcaster func(json.RawMessage) (json.RawMessage, error)
-
-type upKey struct {
-	typ  string
-	from int
-}
-
 var (
 	regMu sync.RWMutex
 	// registry is written only by register, from this package's init, so
 	// it is read without the lock (package initialization happens before
 	// any other goroutine reads it); replay looks types up per event.
-	registry  = map[string]Spec{}
-	upcasters = map[upKey]Upcaster{}
+	registry = map[string]Spec{}
 )
 
 // register declares an event type whose payload is P. Called only from this
@@ -53,14 +44,6 @@ func register[P any](typ string, version int, streamPrefix string) {
 		panic("events: duplicate registration of " + typ)
 	}
 	registry[typ] = Spec{Type: typ, SchemaVersion: version, StreamPrefix: streamPrefix, payload: reflect.TypeFor[P]()}
-}
-
-// RegisterUpcaster installs the migration of a type's payload from schema
-// version from to from+1. Upcasters run on read; stored bytes never change.
-func RegisterUpcaster(typ string, from int, fn Upcaster) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	upcasters[upKey{typ, from}] = fn
 }
 
 // Lookup returns the spec of a registered type.
@@ -92,33 +75,22 @@ type UnknownTypeError struct{ Type string }
 
 func (e *UnknownTypeError) Error() string { return fmt.Sprintf("unknown event type %q", e.Type) }
 
-// Upcast returns the payload of e migrated to the type's current schema
-// version, applying registered upcasters in order.
-func Upcast(e *Envelope) (json.RawMessage, error) {
+// CurrentPayload returns e's payload after checking that its type is
+// registered and its schema_version is the type's current one. Every type
+// is at its first schema version; when one moves on, its older payloads
+// are migrated on read here (stored bytes never change).
+func CurrentPayload(e *Envelope) (json.RawMessage, error) {
 	spec, ok := Lookup(e.Type)
 	if !ok {
 		return nil, &UnknownTypeError{Type: e.Type}
 	}
-	if e.SchemaVersion < 1 || e.SchemaVersion > spec.SchemaVersion {
+	if e.SchemaVersion != spec.SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d not supported (current %d)", e.Type, e.SchemaVersion, spec.SchemaVersion)
 	}
-	p := e.Payload
-	for v := e.SchemaVersion; v < spec.SchemaVersion; v++ {
-		regMu.RLock()
-		up := upcasters[upKey{e.Type, v}]
-		regMu.RUnlock()
-		if up == nil {
-			return nil, fmt.Errorf("%s: no upcaster from schema_version %d", e.Type, v)
-		}
-		var err error
-		if p, err = up(p); err != nil {
-			return nil, fmt.Errorf("upcast %s v%d: %w", e.Type, v, err)
-		}
-	}
-	return p, nil
+	return e.Payload, nil
 }
 
-// DecodePayload strictly decodes e's payload (upcast to the current schema)
+// DecodePayload strictly decodes e's payload (at the current schema version)
 // into a pointer to its registered struct, and checks the stream family.
 func DecodePayload(e *Envelope) (any, error) {
 	spec, ok := Lookup(e.Type)
@@ -129,7 +101,7 @@ func DecodePayload(e *Envelope) (any, error) {
 		spec.StreamPrefix != StoreStream && (len(e.Stream) <= len(spec.StreamPrefix) || !strings.HasPrefix(e.Stream, spec.StreamPrefix)) {
 		return nil, fmt.Errorf("%s does not belong on stream %q", e.Type, e.Stream)
 	}
-	raw, err := Upcast(e)
+	raw, err := CurrentPayload(e)
 	if err != nil {
 		return nil, err
 	}
@@ -160,18 +132,13 @@ func Payload[P any](e *Envelope) (*P, error) {
 }
 
 // Factory mints envelopes with an injected clock and id source, so tests
-// are deterministic. The zero value is not usable; see NewFactory.
+// are deterministic. The zero value is not usable: cmd builds one on the
+// wall clock and ulid.Make, tests on events/eventstest.
 // A Factory is safe for concurrent use if its Now and NewID are.
 type Factory struct {
 	Now   func() time.Time
 	NewID func() ulid.ULID
 	Actor string
-}
-
-// NewFactory returns a Factory on the wall clock and ulid.Make (a locked
-// monotonic source: ids minted by one process are strictly increasing).
-func NewFactory(actor string) *Factory {
-	return &Factory{Now: time.Now, NewID: ulid.Make, Actor: actor}
 }
 
 // New builds an unsealed envelope of type typ on stream with payload p, at

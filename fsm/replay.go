@@ -49,13 +49,13 @@ func (s *Step) Reason() string {
 		return s.note
 	}
 	// The payload was validated strictly before replay (see Replayer.Apply);
-	// for display, plain decoding (after upcasting) is enough and much faster.
+	// for display, plain decoding (at the current schema version) is enough and much faster.
 	e := events.Envelope{Stream: s.stream, Type: s.Type, SchemaVersion: s.schema, Payload: s.raw}
 	spec, ok := events.Lookup(s.Type)
 	if !ok {
 		return ""
 	}
-	raw, err := events.Upcast(&e)
+	raw, err := events.CurrentPayload(&e)
 	if err != nil {
 		return "payload does not decode: " + clean(err.Error())
 	}
@@ -174,9 +174,6 @@ type Replayer struct {
 func NewReplayer(at time.Time) *Replayer {
 	return &Replayer{at: at.UTC(), hs: map[string]*History{}}
 }
-
-// At is the replay's instant.
-func (r *Replayer) At() time.Time { return r.at }
 
 // Apply folds one envelope. It checks, in order: positions strictly
 // increase; a harness stream starts at version 1 and has no gap; the payload

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
 var t0 = time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)
@@ -21,22 +22,18 @@ const day = 24 * time.Hour
 type log struct {
 	t    testing.TB
 	now  time.Time
-	n    uint64
+	n    uint64 // events appended
+	ids  func() ulid.ULID
 	ver  map[string]uint64
 	envs []events.Envelope
 }
 
-func newLog(t testing.TB) *log { return &log{t: t, now: t0, ver: map[string]uint64{}} }
+func newLog(t testing.TB) *log {
+	return &log{t: t, now: t0, ids: eventstest.IDs(0), ver: map[string]uint64{}}
+}
 
 func (l *log) factory() *events.Factory {
-	return &events.Factory{Now: func() time.Time { return l.now }, NewID: func() ulid.ULID {
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(l.now))
-		id[15] = byte(l.n + 1)
-		id[14] = byte((l.n + 1) >> 8)
-		id[13] = byte((l.n + 1) >> 16)
-		return id
-	}, Actor: "test"}
+	return &events.Factory{Now: func() time.Time { return l.now }, NewID: l.ids, Actor: "test"}
 }
 
 func (l *log) add(stream, typ string, p any) *events.Envelope {

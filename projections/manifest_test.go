@@ -4,20 +4,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
-func factory() *events.Factory {
-	var n byte
-	return &events.Factory{
-		Now:   func() time.Time { return time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC) },
-		NewID: func() ulid.ULID { n++; var id ulid.ULID; id[15] = n; id[0] = 1; return id },
-		Actor: "test",
-	}
-}
+func factory() *events.Factory { return eventstest.Factory("test") }
 
 func foldAll(t *testing.T, p Projection, kv KV, evs ...events.Envelope) {
 	t.Helper()

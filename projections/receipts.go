@@ -136,7 +136,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 
 // plainPayload decodes a payload that was validated strictly on append
 // (plain decoding is several times faster, and this fold runs on the hook
-// path); older schema versions go through the upcasters.
+// path); another schema version goes through events.DecodePayload.
 func plainPayload(e *events.Envelope) (any, error) {
 	spec, ok := events.Lookup(e.Type)
 	if !ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -19,14 +20,15 @@ import (
 type ledger struct {
 	t        *testing.T
 	now      time.Time
-	n        uint64
+	ids      func() ulid.ULID
+	receipts int // receipts recorded so far
 	versions map[string]uint64
 	envs     []events.Envelope
 	kv       map[string]*MemKV
 }
 
 func newLedger(t *testing.T, start time.Time) *ledger {
-	l := &ledger{t: t, now: start, versions: map[string]uint64{}, kv: map[string]*MemKV{}}
+	l := &ledger{t: t, now: start, ids: eventstest.IDs(0), versions: map[string]uint64{}, kv: map[string]*MemKV{}}
 	for _, p := range All() {
 		l.kv[p.Name()] = NewMemKV()
 	}
@@ -34,13 +36,7 @@ func newLedger(t *testing.T, start time.Time) *ledger {
 }
 
 func (l *ledger) factory(actor string) *events.Factory {
-	return &events.Factory{Now: func() time.Time { return l.now }, Actor: actor, NewID: func() ulid.ULID {
-		l.n++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(l.now))
-		copy(id[8:], fmt.Appendf(nil, "%08d", l.n))
-		return id
-	}}
+	return &events.Factory{Now: func() time.Time { return l.now }, Actor: actor, NewID: l.ids}
 }
 
 // append assigns positions and versions in order and folds every
@@ -99,7 +95,8 @@ func (l *ledger) preflight(h, worker string) bool {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	id := fmt.Sprintf("receipt-%08d", l.n+1)
+	l.receipts++
+	id := fmt.Sprintf("receipt-%08d", l.receipts)
 	wk := strings.Repeat(worker, 64)[:64]
 	f := l.factory(h)
 	by := map[string][]events.Envelope{}
@@ -240,8 +237,11 @@ func TestReceiptIndexRetention(t *testing.T) {
 	if len(mine) != 100 {
 		t.Fatalf("%d receipts retained, want 100", len(mine))
 	}
-	if _, ok, _ := ReceiptByID(rkv, "receipt-00000004"); ok {
+	if _, ok, _ := ReceiptByID(rkv, "receipt-00000002"); ok {
 		t.Error("the oldest codex receipt is still indexed")
+	}
+	if _, ok, _ := ReceiptByID(rkv, "receipt-00000003"); !ok {
+		t.Error("the second oldest codex receipt was pruned")
 	}
 	if all, _ := HarnessReceipts(rkv, "codex"); len(all) != 100 || all[0].RecordedAt < all[99].RecordedAt {
 		t.Errorf("harness receipts not newest first")

@@ -89,7 +89,7 @@ func (Runs) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	}
 	// Stored payloads were strictly decoded and checked on append (and are
 	// again by verify); the fold only needs the values.
-	raw, err := events.Upcast(e)
+	raw, err := events.CurrentPayload(e)
 	if err != nil {
 		return err
 	}

@@ -8,26 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
 // runFixture mints run events on a fixed clock and id source.
 type runFixture struct {
 	f   *events.Factory
-	n   uint64
 	now time.Time
 }
 
 func newRunFixture() *runFixture {
 	r := &runFixture{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	r.f = &events.Factory{Now: func() time.Time { r.now = r.now.Add(time.Second); return r.now }, Actor: "cli", NewID: func() ulid.ULID {
-		r.n++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
-		copy(id[8:], []byte{0, 0, 0, 0, byte(r.n >> 24), byte(r.n >> 16), byte(r.n >> 8), byte(r.n)})
-		return id
-	}}
+	clock := eventstest.Clock(r.now, time.Second)
+	r.f = &events.Factory{Now: func() time.Time { r.now = clock(); return r.now }, Actor: "cli", NewID: eventstest.IDs(0)}
 	return r
 }
 

@@ -494,8 +494,3 @@ func (p *Plan) manifestEvent() (Pending, bool) {
 		Path: adapters.ManifestPath, SHA256: adapters.SHA256Hex(raw), Harnesses: ids, CLIVersion: cli, Adopted: p.Action == ManifestAdopt,
 	}}, true
 }
-
-// String names a kind for messages.
-func (k Kind) String() string {
-	return [...]string{"", "unchanged", "publish", "review", "unsupported"}[k]
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +67,12 @@ func TestValidateRules(t *testing.T) {
 	r := validRecord()
 	r.Summary = "multi\nline\tsummary"
 	r.CreatedAt = "2026-11-01T13:00:00+01:00"
-	r.Salience = -0.0
+	r.Salience = math.Copysign(0, -1)
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if math.Signbit(r.Salience) {
+		t.Error("salience -0 kept its sign: equal scores would order differently")
 	}
 	if r.CreatedAt != "2026-11-01T12:00:00.000000Z" {
 		t.Errorf("created_at not normalized: %s", r.CreatedAt)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections"
 	"github.com/tree-ring/tree-ring/projections/recall"
@@ -62,16 +62,7 @@ func dataset(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	var seq uint64
-	f := &events.Factory{Now: func() time.Time { return benchNow }, NewID: func() ulid.ULID {
-		seq++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(benchNow))
-		for i := 0; i < 8; i++ {
-			id[15-i] = byte(seq >> (8 * i))
-		}
-		return id
-	}, Actor: "bench"}
+	f := &events.Factory{Now: func() time.Time { return benchNow }, NewID: eventstest.IDs(0), Actor: "bench"}
 	start := time.Now()
 	const chunk = 5000
 	for lo := 0; lo < n; lo += chunk {

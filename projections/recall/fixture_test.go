@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/memory"
 )
 
@@ -60,17 +60,8 @@ type fixture struct {
 var now = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 func newFixture(t *testing.T) *fixture {
-	var seq uint64
 	return &fixture{t: t, kv: newMemKV(), bodies: bodyMap{}, f: &events.Factory{
-		Now: func() time.Time { return now },
-		NewID: func() ulid.ULID {
-			seq++
-			var id ulid.ULID
-			_ = id.SetTime(ulid.Timestamp(now))
-			id[15], id[14], id[13] = byte(seq), byte(seq>>8), byte(seq>>16)
-			return id
-		},
-		Actor: "test",
+		Now: func() time.Time { return now }, NewID: eventstest.IDs(0), Actor: "test",
 	}}
 }
 

@@ -262,16 +262,6 @@ func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limi
 	return out, nil
 }
 
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // cascade runs the AND searches in order and stops at the first non-empty
 // one; if all are empty it runs the OR fallback.
 func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]posting, error) {
