@@ -11,7 +11,9 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// testFactory mints envelopes with a fixed clock and sequential ids.
+// testFactory mints envelopes with a fixed clock and sequential ids: the
+// same instants and ids as eventstest.Factory, which this package's own
+// tests cannot import (eventstest imports events).
 func testFactory() *Factory {
 	t := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	var n byte
