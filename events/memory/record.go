@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -386,33 +387,9 @@ func SameWriteIntent(a, b *Record) bool {
 		eq(a.SessionID, b.SessionID) && eq(a.OperationID, b.OperationID) &&
 		a.Scope == b.Scope && a.Ring == b.Ring && a.EventType == b.EventType &&
 		a.Summary == b.Summary && a.Details == b.Details && a.Source == b.Source &&
-		slicesEqual(a.Tags, b.Tags) && a.Salience == b.Salience && a.Confidence == b.Confidence &&
+		slices.Equal(a.Tags, b.Tags) && a.Salience == b.Salience && a.Confidence == b.Confidence &&
 		a.Sensitivity == b.Sensitivity && a.Retention == b.Retention && eq(a.ExpiresAt, b.ExpiresAt) &&
-		slicesEqual(a.Supersedes, b.Supersedes) && linksEqual(a.Links, b.Links)
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func linksEqual(a, b []Link) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		slices.Equal(a.Supersedes, b.Supersedes) && slices.Equal(a.Links, b.Links)
 }
 
 // OperationClaim is the published idempotency key of an operation id in its
