@@ -45,35 +45,7 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 		return err
 	}
 	defer st.Close()
-	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		stream := events.MemoryStream(id)
-		kv := tx.Projection(recall.Name)
-		_, state, ok, err := recall.Lookup(kv, tx, id)
-		if err != nil {
-			return err
-		}
-		plan, err := memory.PlanForget(id, o.Mode, o.Reason, memory.ForgetTarget{Found: ok, Streamed: tx.StreamVersion(stream) != 0, Redacted: state.Redacted})
-		if err != nil {
-			return err
-		}
-		if err := tx.DeleteBody(recall.BodyDigest(kv, id)); err != nil {
-			return err
-		}
-		if plan.RedactedBody != nil {
-			if d, err := tx.PutBody(plan.RedactedBody); err != nil {
-				return err
-			} else if d != plan.Event.RedactedSHA256 {
-				return errors.New("redacted body digest mismatch")
-			}
-		}
-		e, err := g.Factory("cli").New(stream, events.TypeMemoryForgotten, &plan.Event)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Append(stream, int64(tx.StreamVersion(stream)), e)
-		return err
-	})
-	if err != nil {
+	if err := st.Update(ctx, func(tx *bolt.Tx) error { return forgetIn(g, tx, id, o) }); err != nil {
 		return err
 	}
 	if g.JSON {
@@ -88,5 +60,37 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 		return err
 	}
 	_, err = fmt.Fprintf(g.Stdout, "Tree Ring Memory forget complete: %s\n", id)
+	return err
+}
+
+// forgetIn plans forgetting memory id (memory.PlanForget) and applies it
+// in tx: the body is deleted, a redaction's tombstone stored, and
+// memory.forgotten appended.
+func forgetIn(g *Globals, tx *bolt.Tx, id string, o *forgetOptions) error {
+	stream := events.MemoryStream(id)
+	kv := tx.Projection(recall.Name)
+	_, state, ok, err := recall.Lookup(kv, tx, id)
+	if err != nil {
+		return err
+	}
+	plan, err := memory.PlanForget(id, o.Mode, o.Reason, memory.ForgetTarget{Found: ok, Streamed: tx.StreamVersion(stream) != 0, Redacted: state.Redacted})
+	if err != nil {
+		return err
+	}
+	if err := tx.DeleteBody(recall.BodyDigest(kv, id)); err != nil {
+		return err
+	}
+	if plan.RedactedBody != nil {
+		if d, err := tx.PutBody(plan.RedactedBody); err != nil {
+			return err
+		} else if d != plan.Event.RedactedSHA256 {
+			return errors.New("redacted body digest mismatch")
+		}
+	}
+	e, err := g.Factory("cli").New(stream, events.TypeMemoryForgotten, &plan.Event)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Append(stream, int64(tx.StreamVersion(stream)), e)
 	return err
 }

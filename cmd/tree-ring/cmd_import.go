@@ -192,16 +192,15 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		return err
 	}
 	defer st.Close()
+	im := &importer{g: g, st: st, scope: scope, plan: memory.NewImportPlanner()}
 	// A recorded run (docs/runs.md), started inside the first transaction
 	// that inserts a memory: refused input or an import of duplicates only
 	// changes nothing, not even a run record.
-	var run *Run
 	defer func() {
-		if run != nil {
-			run.End(ctx, &err)
+		if im.run != nil {
+			im.run.End(ctx, &err)
 		}
 	}()
-	p := memory.NewImportPlanner()
 	var progress func(int)
 	if g.StdoutTerminal && !g.JSON {
 		progress = func(n int) { fmt.Fprintf(g.Stdout, "\rimported %d/%d memories", n, len(recs)) }
@@ -210,40 +209,9 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 	var inserted []*memory.Record
 	for start := 0; start < len(recs); start += importChunk {
 		end := min(start+importChunk, len(recs))
-		var ins []*memory.Record
-		var skipped int
-		var started *Run
-		err := st.Update(ctx, func(tx *bolt.Tx) error {
-			ins, skipped, started = ins[:0], 0, nil
-			idx := txIndex(tx)
-			for i := start; i < end; i++ {
-				rec := &recs[i]
-				ok, err := p.Decide(idx, rec)
-				if err != nil {
-					return fmt.Errorf("memory %s: %w", rec.ID, err)
-				}
-				if !ok {
-					skipped++
-					continue
-				}
-				if run == nil && started == nil {
-					if started, err = g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdImport, Scope: scope, Stage: "append"}); err != nil {
-						return err
-					}
-				}
-				w := memory.NewWrite(rec, events.OriginImport, memoryNonce)
-				if err := appendWrite(g, tx, rec.ID, &w); err != nil {
-					return err
-				}
-				ins = append(ins, rec)
-			}
-			return nil
-		})
+		ins, skipped, err := im.chunk(ctx, recs[start:end])
 		if err != nil {
 			return err
-		}
-		if started != nil {
-			run = started
 		}
 		inserted = append(inserted, ins...)
 		res.Inserted += len(ins)
@@ -252,23 +220,72 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 			progress(end)
 		}
 	}
-	// Supersession after all rows, as published: a row's supersedes list
-	// marks each target that exists (in the store or in this import) and
-	// is not already marked by this row.
 	if len(inserted) == 0 {
 		return nil
 	}
-	run.SetItems(int64(res.Inserted))
-	return st.Update(ctx, func(tx *bolt.Tx) error {
+	im.run.SetItems(int64(res.Inserted))
+	return im.supersede(ctx, inserted)
+}
+
+// importer is one import's store, planner and run record.
+type importer struct {
+	g     *Globals
+	st    *bolt.Store
+	scope string
+	plan  *memory.ImportPlanner
+	run   *Run // started with the first inserted memory
+}
+
+// chunk imports recs in one write transaction, starting the run record
+// with the first memory it inserts.
+func (im *importer) chunk(ctx context.Context, recs []memory.Record) (ins []*memory.Record, skipped int, err error) {
+	var started *Run
+	err = im.st.Update(ctx, func(tx *bolt.Tx) error {
+		ins, skipped, started = ins[:0], 0, nil
+		idx := txIndex(tx)
+		for i := range recs {
+			rec := &recs[i]
+			ok, err := im.plan.Decide(idx, rec)
+			if err != nil {
+				return fmt.Errorf("memory %s: %w", rec.ID, err)
+			}
+			if !ok {
+				skipped++
+				continue
+			}
+			if im.run == nil && started == nil {
+				if started, err = im.g.StartRunIn(tx, im.st, RunSpec{Command: events.RunCmdImport, Scope: im.scope, Stage: "append"}); err != nil {
+					return err
+				}
+			}
+			w := memory.NewWrite(rec, events.OriginImport, memoryNonce)
+			if err := appendWrite(im.g, tx, rec.ID, &w); err != nil {
+				return err
+			}
+			ins = append(ins, rec)
+		}
+		return nil
+	})
+	if err == nil && started != nil {
+		im.run = started
+	}
+	return ins, skipped, err
+}
+
+// supersede applies the supersedes lists after all rows, as published
+// (memory.ImportSupersessions), and finishes the run record in the same
+// transaction.
+func (im *importer) supersede(ctx context.Context, inserted []*memory.Record) error {
+	return im.st.Update(ctx, func(tx *bolt.Tx) error {
 		sup, err := memory.ImportSupersessions(txIndex(tx), inserted)
 		if err != nil {
 			return err
 		}
 		for i := range sup {
-			if err := appendSuperseded(g, tx, &sup[i]); err != nil {
+			if err := appendSuperseded(im.g, tx, &sup[i]); err != nil {
 				return err
 			}
 		}
-		return run.FinishIn(tx, nil)
+		return im.run.FinishIn(tx, nil)
 	})
 }
