@@ -1,26 +1,64 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
 )
 
 // ManifestName is the bucket of the manifest projection: what
-// .tree-ring/activation.json states, as events-level values (the adapters
-// package turns them into the wire manifest). It stores only its own and
-// events' structs, so that editing the wire struct cannot change these
-// bytes.
+// .tree-ring/activation.json states, read back as events-level values (the
+// adapters package turns them into the wire manifest). It stores only its
+// own structs, so that editing the wire struct cannot change these bytes;
+// a test pins them.
 //
-// Keys: "store" (ManifestStore), "record/<harness>" (events.BridgeRecord),
+// Keys: "store" (ManifestStore), "record/<harness>" (storedRecord),
 // "published" (PublishedManifest).
 const ManifestName = "manifest"
 
-// manifestVersion is 2 since the records are events.BridgeRecord (version
-// 1 stored the manifest's wire record).
-const manifestVersion = 2
+// storedRecord is a harness's record as the projection stores it. Its
+// layout is the one version 1 has always written (it matched the
+// manifest's wire record, which the projection used to store directly):
+// keeping it keeps every existing ledger's bytes and Version() unchanged.
+// Files and blocks are in fingerprint order.
+type storedRecord struct {
+	Published bool `json:"published"`
+	Record    struct {
+		State             string               `json:"state"`
+		AdapterVersion    string               `json:"adapter_version"`
+		AdapterCapability string               `json:"adapter_capability"`
+		BridgeFingerprint string               `json:"bridge_fingerprint,omitempty"`
+		BridgePath        string               `json:"bridge_path,omitempty"`
+		OwnedFiles        []events.FileDigest  `json:"owned_files,omitempty"`
+		ManagedBlocks     []events.BlockDigest `json:"managed_blocks,omitempty"`
+	} `json:"record"`
+}
+
+func storeRecord(r events.BridgeRecord) storedRecord {
+	var s storedRecord
+	c := r.Contract
+	s.Published = r.Published
+	s.Record.State, s.Record.AdapterVersion, s.Record.AdapterCapability = c.RecordState, c.AdapterVersion, c.Capability
+	s.Record.BridgeFingerprint, s.Record.BridgePath = c.BridgeFingerprint, c.BridgePath
+	s.Record.OwnedFiles = slices.Clone(c.OwnedFiles)
+	s.Record.ManagedBlocks = slices.Clone(c.ManagedBlocks)
+	slices.SortStableFunc(s.Record.OwnedFiles, func(a, b events.FileDigest) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(s.Record.ManagedBlocks, func(a, b events.BlockDigest) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.BlockID, b.BlockID))
+	})
+	return s
+}
+
+func (s storedRecord) bridgeRecord() events.BridgeRecord {
+	return events.BridgeRecord{Published: s.Published, Contract: events.BridgeContract{
+		AdapterVersion: s.Record.AdapterVersion, Capability: s.Record.AdapterCapability, BridgeFingerprint: s.Record.BridgeFingerprint,
+		BridgePath: s.Record.BridgePath, OwnedFiles: s.Record.OwnedFiles, ManagedBlocks: s.Record.ManagedBlocks, RecordState: s.Record.State,
+	}}
+}
 
 // ManifestStore is the store identity the manifest states.
 type ManifestStore struct {
@@ -47,7 +85,7 @@ type manifestProjection struct{}
 func init() { register(manifestProjection{}) }
 
 func (manifestProjection) Name() string { return ManifestName }
-func (manifestProjection) Version() int { return manifestVersion }
+func (manifestProjection) Version() int { return 1 }
 
 func (manifestProjection) Handles(t string) bool {
 	switch t {
@@ -76,7 +114,7 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return put("published", PublishedManifest{SHA256: p.SHA256, CLIVersion: p.CLIVersion, Harnesses: p.Harnesses})
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
-		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), r)
+		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))
 	}
 	return nil
 }
@@ -87,11 +125,11 @@ func ManifestRecordOf(kv KV, id string) (events.BridgeRecord, bool, error) {
 	if raw == nil {
 		return events.BridgeRecord{}, false, nil
 	}
-	var r events.BridgeRecord
+	var r storedRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return events.BridgeRecord{}, false, fmt.Errorf("manifest record %s: %w", id, err)
 	}
-	return r, true, nil
+	return r.bridgeRecord(), true, nil
 }
 
 // LastPublished returns the last manifest.published, if any.
@@ -120,11 +158,11 @@ func ManifestOf(kv KV) (m ManifestState, ok bool, err error) {
 	}
 	m.Records = map[string]events.BridgeRecord{}
 	err = kv.ForEach([]byte("record/"), func(k, v []byte) error {
-		var r events.BridgeRecord
+		var r storedRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("manifest record %s: %w", k, err)
 		}
-		m.Records[string(k[len("record/"):])] = r
+		m.Records[string(k[len("record/"):])] = r.bridgeRecord()
 		return nil
 	})
 	return m, err == nil, err

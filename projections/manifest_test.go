@@ -37,7 +37,10 @@ func TestManifestProjection(t *testing.T) {
 	storeID, rootFP := "01234567-89ab-4def-8123-456789abcdef", strings.Repeat("a", 64)
 	cc := events.BridgeContract{AdapterVersion: "4", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("c", 64),
 		BridgePath: ".codex/hooks.json", OwnedFiles: []events.FileDigest{{Path: ".codex/hooks.json", SHA256: strings.Repeat("d", 64)}},
-		ManagedBlocks: []events.BlockDigest{{Path: "AGENTS.md", BlockID: "tree-ring-memory", SHA256: strings.Repeat("e", 64)}}}
+		ManagedBlocks: []events.BlockDigest{
+			{Path: "AGENTS.md", BlockID: "tree-ring-z", SHA256: strings.Repeat("f", 64), LeadingSeparator: "\n"},
+			{Path: "AGENTS.md", BlockID: "tree-ring-memory", SHA256: strings.Repeat("e", 64)},
+		}}
 	lc := events.BridgeContract{AdapterVersion: "3", Capability: "native-preflight", BridgeFingerprint: strings.Repeat("1", 64),
 		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{{Path: ".claude/settings.json", BlockID: "tree-ring", SHA256: strings.Repeat("2", 64)}},
 		RecordState: "configured-awaiting-proof"}
@@ -62,13 +65,13 @@ func TestManifestProjection(t *testing.T) {
 	}
 	kv := NewMemKV()
 	foldAll(t, find(ManifestName), kv, evs...)
-	// The stored bytes are the projection's own and events' structs: they
-	// change only with the fold (and then Version changes too), never with
-	// the manifest's wire type.
+	// The stored bytes are the projection's own struct, in the layout
+	// version 1 has always written: they change only with the fold (and then
+	// Version changes too), never with the manifest's wire type.
 	want := map[string]string{
 		"store":              `{"store_id":"01234567-89ab-4def-8123-456789abcdef","project_root_fingerprint":"` + rootFP + `"}`,
-		"record/codex":       `{"published":true,"contract":{"adapter_version":"4","capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("c", 64) + `","bridge_path":".codex/hooks.json","owned_files":[{"path":".codex/hooks.json","sha256":"` + strings.Repeat("d", 64) + `"}],"managed_blocks":[{"path":"AGENTS.md","block_id":"tree-ring-memory","sha256":"` + strings.Repeat("e", 64) + `"}],"record_state":"configured-awaiting-proof"}}`,
-		"record/claude-code": `{"published":false,"contract":{"adapter_version":"3","capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("1", 64) + `","owned_files":[],"managed_blocks":[{"path":".claude/settings.json","block_id":"tree-ring","sha256":"` + strings.Repeat("2", 64) + `"}],"record_state":"configured-awaiting-proof"}}`,
+		"record/codex":       `{"published":true,"record":{"state":"configured-awaiting-proof","adapter_version":"4","adapter_capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("c", 64) + `","bridge_path":".codex/hooks.json","owned_files":[{"path":".codex/hooks.json","sha256":"` + strings.Repeat("d", 64) + `"}],"managed_blocks":[{"path":"AGENTS.md","block_id":"tree-ring-memory","sha256":"` + strings.Repeat("e", 64) + `"},{"path":"AGENTS.md","block_id":"tree-ring-z","sha256":"` + strings.Repeat("f", 64) + `","leading_separator":"\n"}]}}`,
+		"record/claude-code": `{"published":false,"record":{"state":"configured-awaiting-proof","adapter_version":"3","adapter_capability":"native-preflight","bridge_fingerprint":"` + strings.Repeat("1", 64) + `","managed_blocks":[{"path":".claude/settings.json","block_id":"tree-ring","sha256":"` + strings.Repeat("2", 64) + `"}]}}`,
 		"published":          `{"sha256":"` + strings.Repeat("b", 64) + `","cli_version":"0.1.0","harnesses":["claude-code","codex"]}`,
 	}
 	if kv.Len() != len(want) {
@@ -83,7 +86,11 @@ func TestManifestProjection(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
+	// Read back: the record state a pre-record_state event implies, files
+	// and blocks in fingerprint order, empty lists absent.
 	cc.RecordState = "configured-awaiting-proof"
+	cc.ManagedBlocks = []events.BlockDigest{cc.ManagedBlocks[1], cc.ManagedBlocks[0]}
+	lc.OwnedFiles = nil
 	if m.StoreID != storeID || m.ProjectRootFingerprint != rootFP || len(m.Records) != 2 ||
 		!reflect.DeepEqual(m.Records["codex"], events.BridgeRecord{Published: true, Contract: cc}) ||
 		!reflect.DeepEqual(m.Records["claude-code"], events.BridgeRecord{Contract: lc}) {
