@@ -87,6 +87,24 @@ type Adapter struct {
 	ManagedBlocks []BlockTarget
 	// Stdin is the input contract the preflight and hook commands enforce.
 	Stdin StdinContract
+	// Capabilities the commands branch on, so that adding a harness never
+	// edits cmd (DESIGN.md section 3).
+	//
+	// (The hook events it answers are HookEvents, from its stdin contract.)
+	//
+	// PluginDescriptor: a separate plugin proves the harness, so preflight
+	// and status require its live descriptor (DescriptorEnv), and the
+	// harness rests in needs-plugin rather than needs-trust.
+	PluginDescriptor bool
+	// PassiveBinding: the only record this harness may publish is the
+	// passive binding document; any other record needs review.
+	PassiveBinding bool
+	// TrustGate: the host can skip our hooks until the user trusts the
+	// project, so needs-trust is a state its preflight may prove from.
+	TrustGate bool
+	// DirectPreflight: `integrations preflight` may run in direct mode
+	// (identity flags, JSON output) for this harness.
+	DirectPreflight bool
 	// material builds the bridge this adapter publishes; nil for
 	// guidance-only adapters.
 	material func(Context) Material
@@ -96,6 +114,16 @@ type Adapter struct {
 type Context struct {
 	StoreID                string
 	ProjectRootFingerprint string
+}
+
+// HookEvents are the lifecycle hook events `integrations hook` answers for
+// this harness; nil when the host has no such hook (the harness runs
+// `integrations preflight` from an extension or a plugin instead).
+func (a *Adapter) HookEvents() []string {
+	if a.Stdin.Mode != LifecycleHook {
+		return nil
+	}
+	return a.Stdin.Events
 }
 
 // Publishes reports whether the adapter has bridge material to publish.

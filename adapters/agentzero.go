@@ -11,6 +11,7 @@ const agentZeroBinding = ".tree-ring/activation/agent-zero.json"
 func init() {
 	register(&Adapter{
 		ID: "agent-zero", Name: "Agent Zero", Version: "1", Capability: NativePreflight, Support: PassiveOnly,
+		PluginDescriptor: true, PassiveBinding: true,
 		Executable:   "agent-zero",
 		RestingState: fsm.NeedsPlugin,
 		BridgePath:   agentZeroBinding,

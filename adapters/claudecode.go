@@ -25,6 +25,7 @@ func init() {
 	contract.ContextFormats = []string{"claude-session-start"}
 	register(&Adapter{
 		ID: "claude-code", Name: "Claude Code", Version: "4", Capability: NativePreflight, Support: Maintained,
+		TrustGate:      true,
 		Executable:     "claude",
 		ProjectMarkers: []string{".claude", "CLAUDE.md"},
 		HomeMarkers:    []string{".claude"},

@@ -19,6 +19,7 @@ const (
 func init() {
 	register(&Adapter{
 		ID: "codex", Name: "Codex", Version: "4", Capability: NativePreflight, Support: Maintained,
+		TrustGate: true, DirectPreflight: true,
 		Executable:     "codex",
 		ProjectMarkers: []string{".codex", "AGENTS.md"},
 		HomeMarkers:    []string{".codex"},

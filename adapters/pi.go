@@ -11,6 +11,7 @@ const piExtension = ".pi/extensions/tree-ring-memory.ts"
 func init() {
 	register(&Adapter{
 		ID: "pi", Name: "Pi", Version: "1", Capability: NativePreflight, Support: Maintained,
+		TrustGate:      true,
 		Executable:     "pi",
 		ProjectMarkers: []string{".pi", "pi.toml"},
 		HomeMarkers:    []string{".pi"},

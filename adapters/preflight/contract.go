@@ -102,17 +102,27 @@ func Current(a *adapters.Adapter, rec adapters.Record) bool {
 }
 
 // Eligible reports whether a harness in state s may run preflight: the
-// published configured-awaiting-proof, needs-trust, active and
-// active-isolated, and for Agent Zero (whose resting state is needs-plugin
-// until its plugin proves it) needs-plugin instead of needs-trust.
+// published configured-awaiting-proof, active and active-isolated, plus
+// needs-trust for a harness behind a trust gate and needs-plugin for one a
+// separate plugin proves (Agent Zero, whose resting state is needs-plugin
+// until its plugin proves it).
 func Eligible(harness string, s fsm.State) bool {
-	ok := []fsm.State{fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated}
-	if harness == "agent-zero" {
-		ok = append(ok, fsm.NeedsPlugin)
-	} else {
-		ok = append(ok, fsm.NeedsTrust)
+	switch s {
+	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated:
+		return true
 	}
-	return slices.Contains(ok, s)
+	a, ok := adapters.Lookup(harness)
+	return ok && (s == fsm.NeedsTrust && a.TrustGate || s == fsm.NeedsPlugin && a.PluginDescriptor)
+}
+
+// Admit refuses, before the ledger is opened, a harness that a plugin
+// proves when there is no live descriptor, and a passive-binding harness
+// whose record is anything but the exact binding.
+func Admit(c Checked, plugin *Descriptor) error {
+	if c.Adapter.PluginDescriptor && plugin == nil || c.Adapter.PassiveBinding && !PassiveBinding(c.Record) {
+		return ErrNotPassive
+	}
+	return nil
 }
 
 // PassiveBinding reports whether rec is exactly Agent Zero's passive

@@ -147,12 +147,12 @@ var ErrContract = errors.New("invalid preflight harness contract")
 var ErrDirectFlags = errors.New("direct preflight requires --agent-profile, --workflow-id, and --session-id")
 
 // CheckContract validates a preflight invocation's mode and format:
-// direct flags only for codex with json; adapter stdin only for the
+// direct flags only for a harness with DirectPreflight (codex) with json; adapter stdin only for the
 // published pairs (claude-code with claude-session-start, pi with
 // pi-before-agent-start, agent-zero with json).
 func CheckContract(harness string, stdin bool, format string) error {
 	if !stdin {
-		if harness == "codex" && format == FormatJSON {
+		if a, ok := adapters.Lookup(harness); ok && a.DirectPreflight && format == FormatJSON {
 			return nil
 		}
 		return ErrContract

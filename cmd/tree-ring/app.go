@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
@@ -50,8 +51,13 @@ type Globals struct {
 	IO
 	Now   func() time.Time
 	NewID func() ulid.ULID
-	Log   zerolog.Logger
+	// Entropy is the random source of receipt ids (crypto/rand when nil).
+	Entropy io.Reader
+	Log     zerolog.Logger
 }
+
+// NewReceiptID mints a receipt id from the injected entropy.
+func (g *Globals) NewReceiptID() (string, error) { return preflight.NewReceiptID(g.Entropy) }
 
 // AddFlags registers the global flags.
 func (g *Globals) AddFlags(fs *pflag.FlagSet) {
@@ -151,14 +157,15 @@ func Main(ctx context.Context, argv []string, stdio IO) int {
 	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: ulid.Make})
 }
 
-// deps are the injected clock and id source.
+// deps are the injected clock and id sources.
 type deps struct {
-	Now   func() time.Time
-	NewID func() ulid.ULID
+	Now     func() time.Time
+	NewID   func() ulid.ULID
+	Entropy io.Reader // nil: crypto/rand
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy}
 	err := run(ctx, g, argv)
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
 		if errors.Is(err, errSilent) {

@@ -91,22 +91,11 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 // as a start (manifest, record, registry, bridge on disk) and an eligible
 // record state. A stop writes nothing, so the ledger is not opened.
 func checkStop(loc storeLoc, a *adapters.Adapter) error {
-	root, err := adapters.OpenProjectRoot(loc.project)
+	root, _, checked, err := loadContract(loc, a)
 	if err != nil {
-		return fmt.Errorf("project root: %w", unwrapPath(err))
+		return err
 	}
 	defer root.Close()
-	m, _, exists, err := adapters.LoadManifest(root)
-	switch {
-	case err != nil:
-		return err
-	case !exists:
-		return fmt.Errorf("no activation manifest at %s; run `tree-ring init` first", adapters.ManifestPath)
-	}
-	checked, err := preflight.Check(root, m, a, adapters.ProjectRootFingerprint(loc.project))
-	if err != nil {
-		return err
-	}
 	if !preflight.Eligible(a.ID, fsm.State(checked.Record.State)) {
 		return preflight.ErrNotEligible
 	}

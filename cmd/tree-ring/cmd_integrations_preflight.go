@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
@@ -102,7 +99,7 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 		}
 		job.isolated = true
 	}
-	if a.ID == "agent-zero" {
+	if a.PluginDescriptor {
 		d, err := preflight.LoadDescriptor(g.Getenv(preflight.DescriptorEnv), loc.project)
 		if err != nil {
 			return err
@@ -262,39 +259,25 @@ const hookLockTimeout = 8 * time.Second
 
 // deliver runs a preflight and records it: verify the activation contract
 // on disk, then, holding the ledger's exclusive lock for the whole of it,
-// in ONE write transaction: check the manifest against the ledger, take the
-// harness's state at now (the recorded state with the 30-day expiry),
-// require eligibility, render the scoped recall, decide the transition with
-// fsm.Decide, append preflight.succeeded and receipt.recorded (and
-// plugin.descriptor_found for Agent Zero's first proof, and receipt.pruned
-// for what retention drops), and write the receipt file create-only. The
-// file is written inside the transaction, before its commit: if the write
-// fails nothing is committed; if the commit fails the file is removed
-// (and a file left by a crash between the two has no index entry, proves
-// nothing, and is removed by the next write in its directory). Files of
-// pruned receipts are removed after the commit. Only then does the caller
-// print: a failure at any step prints nothing and leaves no receipt.
+// in ONE write transaction, apply the plan preflight.Decide returns (the
+// ledger checks, eligibility, recall, the FSM transition, the events and
+// the retention decision): append its events, and write the receipt file
+// create-only. The file is written inside the transaction, before its
+// commit: if the write fails nothing is committed; if the commit fails the
+// file is removed (and a file left by a crash between the two has no index
+// entry, proves nothing, and is removed by the next write in its
+// directory). Files of pruned receipts are removed after the commit. Only
+// then does the caller print: a failure at any step prints nothing and
+// leaves no receipt.
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ delivered, err error) {
 	start := g.Now()
-	a := d.adapter
-	root, err := adapters.OpenProjectRoot(loc.project)
+	root, m, checked, err := loadContract(loc, d.adapter)
 	if err != nil {
-		return delivered{}, fmt.Errorf("project root: %w", unwrapPath(err))
+		return delivered{}, err
 	}
 	defer root.Close()
-	m, _, exists, err := adapters.LoadManifest(root)
-	switch {
-	case err != nil:
+	if err := preflight.Admit(checked, d.plugin); err != nil {
 		return delivered{}, err
-	case !exists:
-		return delivered{}, fmt.Errorf("no activation manifest at %s; run `tree-ring init` first", adapters.ManifestPath)
-	}
-	checked, err := preflight.Check(root, m, a, adapters.ProjectRootFingerprint(loc.project))
-	if err != nil {
-		return delivered{}, err
-	}
-	if a.ID == "agent-zero" && (d.plugin == nil || !preflight.PassiveBinding(checked.Record)) {
-		return delivered{}, preflight.ErrNotPassive
 	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
 		return delivered{}, fmt.Errorf("no Tree Ring ledger under --root; run `tree-ring init` first")
@@ -320,188 +303,126 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 	}
 	defer run.End(ctx, &err)
 
-	var out delivered
+	job := preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
+		TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin}
+	deps := preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}
+	var plan preflight.Plan
 	var wrote bool
-	var path string
-	var removals []string
-	worker := preflight.WorkerKeyFingerprint(a.ID, d.identity.AgentProfile)
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		now := g.Now().UTC().Truncate(time.Second)
-		mkv := tx.Projection(projections.ManifestName)
-		lm, ok, err := projections.ManifestOf(mkv)
+		p, err := preflight.Decide(txLedger{ctx: ctx, tx: tx}, job, deps)
 		if err != nil {
 			return err
 		}
-		lr, recOK, err := projections.ManifestRecordOf(mkv, a.ID)
-		if err != nil {
-			return err
-		}
-		if !ok || lm.StoreID != m.StoreID || lm.ProjectRootFingerprint != m.ProjectRootFingerprint ||
-			!recOK || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(checked.Record) {
-			return preflight.ErrLedgerMismatch
-		}
-		rkv := tx.Projection(projections.ReceiptsName)
-		cur, err := projections.StateAt(tx.Projection(projections.HarnessesName), rkv, a.ID, now)
-		if err != nil {
-			return err
-		}
-		if !preflight.Eligible(a.ID, cur) {
-			return preflight.ErrNotEligible
-		}
-		name, alias := preflight.ProjectName(loc.project)
-		brief, err := recall.Brief(ctx, tx.Projection(recall.Name), tx, recall.BriefQuery{
-			Scope: recall.Scope{Project: name, ProjectAlias: alias, AgentProfile: d.identity.AgentProfile,
-				WorkflowID: d.identity.WorkflowID, SessionID: d.identity.SessionID},
-			TaskHint: d.taskHint,
-		}, now)
-		if err != nil {
-			return fmt.Errorf("preflight recall: %w", err)
-		}
-
-		stream := events.HarnessStream(a.ID)
-		f := &events.Factory{Now: func() time.Time { return now }, NewID: g.NewID, Actor: a.ID}
-		byStream := map[string][]events.Envelope{}
-		add := func(stream, typ string, p any) error {
-			e, err := f.New(stream, typ, p)
-			if err == nil {
-				byStream[stream] = append(byStream[stream], e)
-			}
-			return err
-		}
-		from := cur
-		if a.ID == "agent-zero" && cur == fsm.NeedsPlugin {
-			// The live descriptor is the plugin found: needs-plugin ->
-			// configured-awaiting-proof, then the proof below.
-			to, err := fsm.Decide(cur, fsm.FindPlugin)
-			if err != nil {
-				return err
-			}
-			if err := add(stream, events.TypePluginDescriptorFound, &events.PluginDescriptorFound{
-				Transition: events.Transition{From: string(cur), To: string(to)}, HarnessID: a.ID, PluginVersion: d.plugin.PluginVersion,
-			}); err != nil {
-				return err
-			}
-			from = to
-		}
-		prove := fsm.Prove
-		if d.isolated {
-			prove = fsm.ProveIsolated
-		}
-		to, err := fsm.Decide(from, prove)
-		if err != nil {
-			return err
-		}
-		receiptID, err := preflight.NewReceiptID(nil)
-		if err != nil {
-			return err
-		}
-		rc := preflight.Receipt{
-			SchemaVersion: preflight.ReceiptSchemaVersion, ProtocolVersion: m.ProtocolVersion, ReceiptID: receiptID,
-			HarnessID: a.ID, AdapterVersion: checked.Record.AdapterVersion, BridgeFingerprint: checked.Record.BridgeFingerprint,
-			StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint, WorkerKeyFingerprint: worker,
-			Session: d.identity, State: string(to), QueryClass: brief.QueryClass, ResultCount: brief.ResultCount,
-			SelectedMemoryIDsSHA256: brief.SelectedMemoryIDsSHA256,
-			DurationMS:              max(0, g.Now().Sub(start).Milliseconds()),
-			Status:                  preflight.StatusSuccess, RecordedAt: preflight.FormatTime(now),
-		}
-		body := rc.Encode()
-		sum := sha256.Sum256(body)
-		succeeded := &events.PreflightSucceeded{
-			Transition: events.Transition{From: string(from), To: string(to)}, HarnessID: a.ID,
-			WorkerKeyFingerprint: worker, ReceiptID: receiptID, QueryClass: rc.QueryClass, ResultCount: rc.ResultCount,
-			SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: rc.DurationMS,
-		}
-		if hint, class := recall.SafeQuery(d.taskHint); class == recall.QueryClassTaskHint {
-			// A digest and a length, never the hint (docs/preflight.md).
-			hs := sha256.Sum256([]byte(hint))
-			succeeded.TaskHintSHA256, succeeded.TaskHintChars = hex.EncodeToString(hs[:]), utf8.RuneCountInString(hint)
-		}
-		if err := add(stream, events.TypePreflightSucceeded, succeeded); err != nil {
-			return err
-		}
-		session := events.ReceiptSession(d.identity)
-		if err := add(stream, events.TypeReceiptRecorded, &events.ReceiptRecorded{
-			HarnessID: a.ID, ReceiptID: receiptID, ProtocolVersion: rc.ProtocolVersion, AdapterVersion: rc.AdapterVersion,
-			BridgeFingerprint: rc.BridgeFingerprint, StoreID: rc.StoreID, ProjectRootFingerprint: rc.ProjectRootFingerprint,
-			WorkerKeyFingerprint: worker, State: rc.State, QueryClass: rc.QueryClass, ResultCount: rc.ResultCount,
-			SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: rc.DurationMS, Status: rc.Status,
-			SHA256: hex.EncodeToString(sum[:]), RecordedAt: rc.RecordedAt, Session: &session, Path: rc.Path(),
-		}); err != nil {
-			return err
-		}
-
-		// Retention, decided at this writer's clock.
-		expired, err := projections.ReceiptsRecordedBy(rkv, preflight.FormatTime(now.Add(-preflight.RetentionAge)))
-		if err != nil {
-			return err
-		}
-		// Only the receipts beyond the newest 99 are read: the index
-		// keeps a count per worker and its entries in age order.
-		beyond, err := projections.OldestWorkerReceipts(rkv, a.ID, worker, preflight.Beyond(projections.WorkerReceiptCount(rkv, a.ID, worker)))
-		if err != nil {
-			return err
-		}
-		for _, p := range preflight.Retain(now, indexed(expired), indexed(beyond)) {
-			if err := add(events.HarnessStream(p.HarnessID), events.TypeReceiptPruned, &events.ReceiptPruned{
-				HarnessID: p.HarnessID, WorkerKeyFingerprint: p.Worker, ReceiptID: p.ReceiptID, Reason: p.Reason,
-			}); err != nil {
-				return err
-			}
-			if p.Path != "" {
-				removals = append(removals, p.Path)
-			}
-		}
-		streams := make([]string, 0, len(byStream))
-		for s := range byStream {
-			streams = append(streams, s)
-		}
-		slices.Sort(streams)
-		for _, s := range streams {
-			if _, err := tx.Append(s, int64(tx.StreamVersion(s)), byStream[s]...); err != nil {
-				return fmt.Errorf("append %s: %w", s, err)
-			}
-		}
-		run.SetRecall(brief.QueryClass, brief.ResultCount)
-		run.SetReceipt(receiptID)
-		if err := run.FinishIn(tx, nil); err != nil {
-			return err
-		}
-		// Strays in this worker's directory: receipt files the index (as
-		// of this transaction, prunes applied) does not hold.
-		dir := preflight.WorkerDir(a.ID, d.identity.AgentProfile)
-		if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil {
-			for _, n := range names {
-				if id, ok := strings.CutSuffix(n, ".json"); ok && preflight.ValidReceiptID(id) && !projections.Indexed(rkv, id) && id != receiptID {
-					removals = append(removals, dir+"/"+n)
-				}
-			}
-		}
-		// Deliver before acknowledging: the file is created (O_EXCL,
-		// O_NOFOLLOW, fsync, directory fsync) before the commit.
-		path = rc.Path()
-		if err := root.CreateFile(path, body, preflight.FilePerm, preflight.DirPerm); err != nil {
-			var de *adapters.DurabilityError
-			wrote = errors.As(err, &de)
-			return fmt.Errorf("write the receipt: %w", err)
-		}
-		wrote = true
-		out = delivered{context: brief.Text, receipt: rc}
-		return nil
+		plan = p
+		wrote, err = applyPlan(tx, root, run, &plan)
+		return err
 	})
 	if err != nil {
 		if wrote {
 			// Nothing was committed: the file must not outlive it.
-			_, _ = root.RemoveFile(path)
+			_, _ = root.RemoveFile(plan.Receipt.Path())
 		}
 		return delivered{}, pathless(err)
 	}
 	// Retention on disk (the lock is still held): files of pruned receipts
 	// and strays. Best effort: a file left behind has no index entry, never
 	// proves anything, and the next write in its directory removes it.
-	for _, p := range removals {
+	for _, p := range plan.Removals {
 		_, _ = root.RemoveFile(p)
 	}
-	return out, nil
+	return delivered{context: plan.Context, receipt: plan.Receipt}, nil
+}
+
+// applyPlan appends a preflight plan's events in tx, finishes the run in
+// the same commit, adds the worker directory's strays to the plan's
+// removals, and creates the receipt file (O_EXCL, O_NOFOLLOW, fsync,
+// directory fsync) before the commit: deliver before acknowledging. wrote
+// reports whether the file may exist.
+func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *preflight.Plan) (wrote bool, err error) {
+	for _, a := range plan.Appends {
+		if _, err := tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...); err != nil {
+			return false, fmt.Errorf("append %s: %w", a.Stream, err)
+		}
+	}
+	rc := plan.Receipt
+	run.SetRecall(rc.QueryClass, rc.ResultCount)
+	run.SetReceipt(rc.ReceiptID)
+	if err := run.FinishIn(tx, nil); err != nil {
+		return false, err
+	}
+	// Strays in this worker's directory, against the index as of this
+	// transaction (prunes applied).
+	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
+	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil {
+		rkv := tx.Projection(projections.ReceiptsName)
+		retained := func(id string) bool { return projections.Indexed(rkv, id) }
+		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
+	}
+	if err := root.CreateFile(rc.Path(), plan.Body, preflight.FilePerm, preflight.DirPerm); err != nil {
+		var de *adapters.DurabilityError
+		return errors.As(err, &de), fmt.Errorf("write the receipt: %w", err)
+	}
+	return true, nil
+}
+
+// txLedger is preflight.Ledger over a write transaction's projections.
+type txLedger struct {
+	ctx context.Context
+	tx  *bolt.Tx
+}
+
+func (l txLedger) ManifestStore() (string, string, bool, error) {
+	m, ok, err := projections.ManifestOf(l.tx.Projection(projections.ManifestName))
+	return m.StoreID, m.ProjectRootFingerprint, ok, err
+}
+
+func (l txLedger) ManifestRecord(harness string) (adapters.Record, bool, bool, error) {
+	r, ok, err := projections.ManifestRecordOf(l.tx.Projection(projections.ManifestName), harness)
+	return adapters.RecordOf(r.Contract), r.Published, ok, err
+}
+
+func (l txLedger) StateAt(harness string, now time.Time) (fsm.State, error) {
+	return projections.StateAt(l.tx.Projection(projections.HarnessesName), l.tx.Projection(projections.ReceiptsName), harness, now)
+}
+
+func (l txLedger) Brief(q recall.BriefQuery, now time.Time) (recall.Context, error) {
+	return recall.Brief(l.ctx, l.tx.Projection(recall.Name), l.tx, q, now)
+}
+
+func (l txLedger) RecordedBy(cutoff string) ([]preflight.Indexed, error) {
+	es, err := projections.ReceiptsRecordedBy(l.tx.Projection(projections.ReceiptsName), cutoff)
+	return indexed(es), err
+}
+
+func (l txLedger) WorkerReceipts(harness, worker string) int {
+	return projections.WorkerReceiptCount(l.tx.Projection(projections.ReceiptsName), harness, worker)
+}
+
+func (l txLedger) OldestWorkerReceipts(harness, worker string, n int) ([]preflight.Indexed, error) {
+	es, err := projections.OldestWorkerReceipts(l.tx.Projection(projections.ReceiptsName), harness, worker, n)
+	return indexed(es), err
+}
+
+// loadContract opens the project root and verifies harness a's activation
+// contract there: the manifest exists and preflight.Check passes. The
+// caller closes root.
+func loadContract(loc storeLoc, a *adapters.Adapter) (root *adapters.ProjectRoot, m adapters.Manifest, checked preflight.Checked, err error) {
+	root, err = adapters.OpenProjectRoot(loc.project)
+	if err != nil {
+		return nil, m, checked, fmt.Errorf("project root: %w", unwrapPath(err))
+	}
+	m, _, exists, err := adapters.LoadManifest(root)
+	if err == nil && !exists {
+		err = fmt.Errorf("no activation manifest at %s; run `tree-ring init` first", adapters.ManifestPath)
+	}
+	if err == nil {
+		checked, err = preflight.Check(root, m, a, adapters.ProjectRootFingerprint(loc.project))
+	}
+	if err != nil {
+		root.Close()
+		return nil, m, checked, err
+	}
+	return root, m, checked, nil
 }
 
 func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
