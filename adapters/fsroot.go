@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -66,4 +67,16 @@ func splitRel(rel string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(rel, "/"), nil
+}
+
+// IsRootRefusal reports the pinned root's typed refusals of a path (a
+// symlink, something other than a regular file, a parent that is not a
+// directory, a file over its bound): what is there is invalid rather than
+// unreadable.
+func IsRootRefusal(err error) bool {
+	var sl *SymlinkError
+	var nr *NotRegularError
+	var nd *NotDirError
+	var tl *TooLargeError
+	return errors.As(err, &sl) || errors.As(err, &nr) || errors.As(err, &nd) || errors.As(err, &tl)
 }

@@ -111,9 +111,9 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 		}
 		rep.Records = append(rep.Records, c.certRecord)
 		evidence = append(evidence, c)
-		r := events.CertificationResult{HarnessID: h.adapter.ID, Status: c.Status, State: string(h.state)}
+		r := events.CertificationResult{HarnessID: h.adapter.ID, Status: c.Status, State: string(h.State)}
 		if c.Status == certPass {
-			r.ReceiptID = h.receipt.ReceiptID
+			r.ReceiptID = h.Receipt.ReceiptID
 		}
 		results = append(results, r)
 	}
@@ -182,19 +182,22 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 func certify(h *harnessEval, ev *evaluation) certEvidence {
 	var c certEvidence
 	c.certRecord = certRecord{
-		HarnessID: h.adapter.ID, Name: h.adapter.Name, Activation: string(h.state), Markers: h.markers, NextStep: h.next,
+		HarnessID: h.adapter.ID, Name: h.adapter.Name, Activation: string(h.State), Markers: h.markers, NextStep: h.Next,
 	}
 	if c.Markers == nil {
 		c.Markers = []string{}
 	}
 	x := &c.Evidence
-	x.Manifest, x.Record, x.LedgerState = ev.manifest, h.hasRecord, string(h.ledger)
-	x.Bridge, x.BridgeFingerprint, x.RecomputedOnDisk, x.ChangedPaths = h.bridge, h.record.BridgeFingerprint, h.recomputed, h.changed
-	x.Plugin, x.RejectedReceipts = h.plugin, h.rejected
+	x.Manifest, x.Record, x.LedgerState = ev.manifest, h.Record != nil, string(h.LedgerState)
+	x.Bridge, x.RecomputedOnDisk, x.ChangedPaths = h.Bridge, h.Recomputed, h.Changed
+	if h.Record != nil {
+		x.BridgeFingerprint = h.Record.BridgeFingerprint
+	}
+	x.Plugin, x.RejectedReceipts = h.Plugin, h.Rejected
 	switch {
-	case h.receipt != nil && fsm.Proven(h.state):
+	case h.Receipt != nil && fsm.Proven(h.State):
 		c.Status = certPass
-		c.Summary = fmt.Sprintf("verified receipt %s (%s, %d results) matches the manifest, the bridge on disk and store %s", h.receipt.ReceiptID, h.receipt.QueryClass, h.receipt.ResultCount, h.receipt.StoreID)
+		c.Summary = fmt.Sprintf("verified receipt %s (%s, %d results) matches the manifest, the bridge on disk and store %s", h.Receipt.ReceiptID, h.Receipt.QueryClass, h.Receipt.ResultCount, h.Receipt.StoreID)
 		x.Receipt = &struct {
 			ReceiptID            string `json:"receipt_id"`
 			RecordedAt           string `json:"recorded_at"`
@@ -204,17 +207,17 @@ func certify(h *harnessEval, ev *evaluation) certEvidence {
 			QueryClass           string `json:"query_class"`
 			ResultCount          int    `json:"result_count"`
 			RulesPassed          int    `json:"rules_passed"`
-		}{h.receipt.ReceiptID, h.receipt.RecordedAt, h.receipt.WorkerKeyFingerprint, h.receipt.StoreID, h.receipt.State, h.receipt.QueryClass, h.receipt.ResultCount, 8}
-	case len(h.markers) == 0 && !h.hasRecord && !h.events:
+		}{h.Receipt.ReceiptID, h.Receipt.RecordedAt, h.Receipt.WorkerKeyFingerprint, h.Receipt.StoreID, h.Receipt.State, h.Receipt.QueryClass, h.Receipt.ResultCount, 8}
+	case len(h.markers) == 0 && h.Record == nil && !h.Events:
 		c.Status, c.Summary = certSkip, "not installed here: no marker, manifest record or ledger event"
-	case h.adapter.Support == adapters.Unsupported && !h.hasRecord:
+	case h.adapter.Support == adapters.Unsupported && h.Record == nil:
 		c.Status, c.Summary = certSkip, "guidance-only adapter: detected ("+strings.Join(h.markers, ", ")+") but no maintained adapter can prove it"
-	case h.adapter.ID == "agent-zero" && h.state == fsm.NeedsPlugin:
+	case h.adapter.PluginDescriptor && h.State == fsm.NeedsPlugin:
 		c.Status, c.Summary = certSkip, "the separate tree_ring_memory plugin is not available to this command"
-	case len(h.markers) > 0 && !h.hasRecord:
+	case len(h.markers) > 0 && h.Record == nil:
 		c.Status, c.Summary = certFail, "marker only ("+strings.Join(h.markers, ", ")+"): no bridge and no receipt"
 	default:
-		c.Status, c.Summary = certFail, "no verified receipt tuple: state "+string(h.state)
+		c.Status, c.Summary = certFail, "no verified receipt tuple: state "+string(h.State)
 	}
 	c.certRecord.Status = c.Status
 	return c

@@ -108,304 +108,210 @@ func printStatus(w io.Writer, rep statusReport) {
 // evaluation is the read-only assessment status and certify share.
 type evaluation struct {
 	storeID   string
-	ledger    bool // a ledger exists
-	manifest  string
+	ledger    bool   // a ledger exists
+	manifest  string // activation.Manifest*
 	harnesses []*harnessEval
 }
 
-// Manifest conditions on disk.
-const (
-	manifestPresent  = "present"
-	manifestMissing  = "missing"
-	manifestInvalid  = "invalid"
-	manifestMismatch = "mismatch" // another project root or another store than the ledger's
-)
-
 // harnessEval is one harness's state with its evidence.
 type harnessEval struct {
-	adapter    *adapters.Adapter
-	state      fsm.State
-	next       string
-	markers    []string
-	ledger     fsm.State // the FSM state at the instant (the recorded state, with expiry)
-	events     bool      // the harness stream has events
-	hasRecord  bool      // the manifest on disk has a record
-	record     adapters.Record
-	bridge     string // "", "match", "changed", "stale"
-	changed    []string
-	recomputed string
-	receipt    *preflight.Receipt // the newest valid receipt
-	age        int64
-	rejected   int    // receipts looked at and rejected before the valid one
-	plugin     string // agent-zero: "" or the descriptor refusal
+	adapter *adapters.Adapter
+	markers []string
+	activation.Evidence
+	activation.Status
 }
 
 func (h *harnessEval) entry(verbose bool) statusEntry {
-	e := statusEntry{ID: h.adapter.ID, Name: h.adapter.Name, State: string(h.state), Capability: string(h.adapter.Capability), NextStep: h.next}
+	e := statusEntry{ID: h.adapter.ID, Name: h.adapter.Name, State: string(h.State), Capability: string(h.adapter.Capability), NextStep: h.Next}
 	if !verbose {
 		return e
 	}
-	if h.hasRecord && h.state != fsm.Unsupported {
-		e.ManagedPaths = h.record.Paths()
+	if h.Record != nil && h.State != fsm.Unsupported {
+		e.ManagedPaths = h.Record.Paths()
 	}
-	if h.receipt != nil {
-		age, n := h.age, h.receipt.ResultCount
-		e.ReceiptAgeSeconds, e.LastRecallResultCount, e.LastRecallQueryClass = &age, &n, h.receipt.QueryClass
+	if h.Receipt != nil {
+		age, n := h.Age, h.Receipt.ResultCount
+		e.ReceiptAgeSeconds, e.LastRecallResultCount, e.LastRecallQueryClass = &age, &n, h.Receipt.QueryClass
 	}
 	return e
 }
 
-// nextInit is the step of a harness in a project without a store.
-const nextInit = "Run `tree-ring init` to create the project store and publish the detected harnesses' bridges."
-
-func nextActivate(id string) string {
-	return "Run `tree-ring integrations activate --harness " + id + "` to publish its bridge, then open a new session."
+// ledgerView is what status reads from the ledger, in one read
+// transaction.
+type ledgerView struct {
+	storeID, projectFP string
+	versions           map[string]uint64
+	records            map[string]events.BridgeRecord
+	receipts           map[string][]projections.ReceiptEntry
+	proofs             map[string]projections.ReceiptProof
+	states             map[string]fsm.State
 }
 
-// evaluate assesses every harness that is detected, recorded in the
-// manifest or the ledger (and Agent Zero always) at instant now. It never
-// writes: the ledger is opened read-only (and not at all when there is
-// none), files are only read. The state is:
-//
-//   - the ledger's FSM state at now (replay of the harness stream, which
-//     derives the 30-day expiry), for blocked states (needs-user-review,
-//     needs-trust, failed, needs-project-mount, unsupported);
-//   - needs-user-review when the manifest on disk is missing, invalid,
-//     names another root or store, or its record differs from the ledger's,
-//     or the record is stale, or the bridge fingerprint recomputed from the
-//     bytes on disk differs (a tampered hook file), even with a receipt;
-//   - for a proven FSM state, the state of the newest receipt that passes
-//     the eight verification rules (its file's bytes must also be the ones
-//     the ledger recorded), else configured-awaiting-proof;
-//   - Agent Zero: needs-plugin without a valid plugin descriptor in
-//     TREE_RING_AGENT_ZERO_PLUGIN_MANIFEST, needs-user-review unless its
-//     record is the exact passive binding, else as above.
+// evaluate assesses every harness activation.Listed names at instant now
+// with the status rule (activation.Assess). It never writes: the ledger is
+// opened read-only (and not at all when there is none), files are only
+// read.
 func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*evaluation, error) {
 	ev := &evaluation{}
 	dets := detectionsByID(adapters.Detect(pr.canonical, g.Getenv("HOME")))
 	m, _, exists, merr := adapters.LoadManifest(pr.root)
 	var mfe *adapters.ManifestError
 	switch {
-	case merr != nil && !errors.As(merr, &mfe) && !isFSTyped(merr):
+	case merr != nil && !errors.As(merr, &mfe) && !adapters.IsRootRefusal(merr):
 		return nil, fmt.Errorf("read %s: %w", adapters.ManifestPath, merr)
 	case merr != nil:
-		ev.manifest = manifestInvalid
+		ev.manifest = activation.ManifestInvalid
 	case !exists:
-		ev.manifest = manifestMissing
+		ev.manifest = activation.ManifestMissing
 	case m.ProjectRootFingerprint != pr.fingerprint:
-		ev.manifest = manifestMismatch
+		ev.manifest = activation.ManifestMismatch
 	default:
-		ev.manifest = manifestPresent
+		ev.manifest = activation.ManifestPresent
 	}
 	ledger, err := pr.hasLedger()
 	if err != nil {
 		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
 	}
 	ev.ledger = ledger
-	states := map[string]fsm.State{}
-	versions := map[string]uint64{}
-	var lm adapters.Manifest
-	lrecs := map[string]events.BridgeRecord{}
-	receipts := map[string][]projections.ReceiptEntry{}
-	proofs := map[string]projections.ReceiptProof{}
+	lv := &ledgerView{}
 	if ledger {
-		st, err := g.OpenStore(true)
-		if err != nil {
+		if lv, err = readLedgerView(ctx, g, now); err != nil {
 			return nil, err
 		}
-		defer st.Close()
-		err = st.View(func(r *bolt.Reader) error {
-			mkv, rkv := r.Projection(projections.ManifestName), r.Projection(projections.ReceiptsName)
-			var err error
-			fm, _, err := projections.ManifestOf(mkv)
-			if err != nil {
-				return err
-			}
-			lm = adapters.ManifestOf(fm.StoreID, fm.ProjectRootFingerprint, Version, fm.Records)
-			for _, a := range adapters.All() {
-				versions[a.ID] = r.StreamVersion(events.HarnessStream(a.ID))
-				if rec, ok, err := projections.ManifestRecordOf(mkv, a.ID); err != nil {
-					return err
-				} else if ok {
-					lrecs[a.ID] = rec
-				}
-				if receipts[a.ID], err = projections.HarnessReceipts(rkv, a.ID); err != nil {
-					return err
-				}
-				if proofs[a.ID], err = projections.ReceiptProofOf(rkv, a.ID); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		ev.storeID = lm.StoreID
-		if ev.manifest == manifestPresent && (m.StoreID != lm.StoreID || m.ProjectRootFingerprint != lm.ProjectRootFingerprint) {
-			ev.manifest = manifestMismatch
-		}
-		for id, v := range versions {
-			if v == 0 {
-				continue
-			}
-			// The recorded state from the FSM: replay of the harness stream
-			// at now (fsm.StateAt), which derives the 30-day expiry.
-			rp := fsm.NewReplayer(now)
-			if err := st.ReadStream(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
-				return nil, fmt.Errorf("replay %s: %w", id, err)
-			}
-			states[id] = fsm.Initial
-			for _, h := range rp.Finish() {
-				if h.Harness == id {
-					states[id] = h.State
-				}
-			}
+		ev.storeID = lv.storeID
+		if ev.manifest == activation.ManifestPresent && (m.StoreID != lv.storeID || m.ProjectRootFingerprint != lv.projectFP) {
+			ev.manifest = activation.ManifestMismatch
 		}
 	}
 	for _, a := range adapters.All() {
 		d := dets[a.ID]
-		h := &harnessEval{adapter: a, markers: d.MarkerPaths(), ledger: fsm.Initial, events: versions[a.ID] > 0}
-		if s, ok := states[a.ID]; ok {
-			h.ledger = s
+		h := &harnessEval{adapter: a, markers: d.MarkerPaths(), Evidence: activation.Evidence{
+			Adapter: a, Ledger: ledger, Manifest: ev.manifest, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial,
+		}}
+		if s, ok := lv.states[a.ID]; ok {
+			h.LedgerState = s
 		}
-		if ev.manifest == manifestPresent {
-			h.record, h.hasRecord = m.Harnesses[a.ID]
+		if rec, ok := m.Harnesses[a.ID]; ok && ev.manifest == activation.ManifestPresent {
+			h.Record = &rec
 		}
-		if !d.Detected() && !h.hasRecord && !h.events && a.ID != "agent-zero" {
+		if lr, ok := lv.records[a.ID]; ok {
+			h.LedgerRecord = &activation.LedgerRecord{Record: adapters.RecordOf(lr.Contract), Published: lr.Published}
+		}
+		if !activation.Listed(d.Detected(), h.Evidence) {
 			continue
 		}
 		ev.harnesses = append(ev.harnesses, h)
-		if !ledger {
-			h.state, h.next = fsm.Initial, nextInit
-			continue
-		}
-		if a.Support == adapters.Unsupported {
-			h.state = fsm.Unsupported
-			h.next = activation.NextFor(a, h.state, false)
-			continue
-		}
-		h.assess(g, pr, ev, m, lrecs, receipts[a.ID], proofs[a.ID], now)
+		h.Status = activation.Assess(h.Evidence, &liveEvidence{g: g, pr: pr, m: m, a: a,
+			entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now})
 	}
 	return ev, nil
 }
 
-// assess resolves a maintained (or passive) adapter's state.
-func (h *harnessEval) assess(g *Globals, pr *project, ev *evaluation, m adapters.Manifest,
-	lrecs map[string]events.BridgeRecord, entries []projections.ReceiptEntry, proof projections.ReceiptProof, now time.Time) {
-	a := h.adapter
-	set := func(s fsm.State, next string) { h.state, h.next = s, next }
-	if a.ID == "agent-zero" {
-		if _, err := preflight.LoadDescriptor(g.Getenv(preflight.DescriptorEnv), pr.canonical); err != nil {
-			h.plugin = err.Error()
-			set(fsm.NeedsPlugin, activation.NextNeedsPlugin)
-			return
+// readLedgerView reads the manifest projection, the receipt index and,
+// by replaying each harness stream at now (fsm.StateAt, which derives the
+// 30-day expiry), the recorded states.
+func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
+	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
+		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{}}
+	st, err := g.OpenStore(true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	err = st.View(func(r *bolt.Reader) error {
+		mkv, rkv := r.Projection(projections.ManifestName), r.Projection(projections.ReceiptsName)
+		lm, _, err := projections.ManifestOf(mkv)
+		if err != nil {
+			return err
+		}
+		lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
+		for _, a := range adapters.All() {
+			lv.versions[a.ID] = r.StreamVersion(events.HarnessStream(a.ID))
+			if rec, ok, err := projections.ManifestRecordOf(mkv, a.ID); err != nil {
+				return err
+			} else if ok {
+				lv.records[a.ID] = rec
+			}
+			if lv.receipts[a.ID], err = projections.HarnessReceipts(rkv, a.ID); err != nil {
+				return err
+			}
+			if lv.proofs[a.ID], err = projections.ReceiptProofOf(rkv, a.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for id, v := range lv.versions {
+		if v == 0 {
+			continue
+		}
+		rp := fsm.NewReplayer(now)
+		if err := st.ReadStream(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", id, err)
+		}
+		lv.states[id] = fsm.Initial
+		for _, h := range rp.Finish() {
+			if h.Harness == id {
+				lv.states[id] = h.State
+			}
 		}
 	}
-	if !h.events && !h.hasRecord {
-		set(fsm.Initial, nextActivate(a.ID))
-		return
-	}
-	blocked := func() bool {
-		switch h.ledger {
-		case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated:
-			return false
-		case fsm.NeedsPlugin:
-			return a.ID != "agent-zero"
-		}
-		return true
-	}
-	if ev.manifest != manifestPresent || !h.hasRecord {
-		if blocked() {
-			set(h.ledger, activation.NextFor(a, h.ledger, false))
-			return
-		}
-		why := adapters.ManifestPath + " is " + ev.manifest
-		switch ev.manifest {
-		case manifestPresent:
-			why = adapters.ManifestPath + " has no record for this harness"
-		case manifestMismatch:
-			why = adapters.ManifestPath + " names another project root or store"
-		}
-		set(fsm.NeedsUserReview, activation.NextReview(a.ID)+" "+why+".")
-		return
-	}
-	if !preflight.Current(a, h.record) {
-		h.bridge = "stale"
-		set(fsm.NeedsUserReview, activation.NextStale)
-		return
-	}
-	if lr, ok := lrecs[a.ID]; !ok || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(h.record) {
-		if blocked() {
-			set(h.ledger, activation.NextFor(a, h.ledger, false))
-			return
-		}
-		set(fsm.NeedsUserReview, activation.NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's.")
-		return
-	}
-	if a.ID == "agent-zero" && !preflight.PassiveBinding(h.record) {
-		set(fsm.NeedsUserReview, activation.NextReview(a.ID))
-		return
-	}
-	disk, changed, err := adapters.DiskRecord(pr.root, a.ID, h.record)
-	h.recomputed, h.changed = disk.BridgeFingerprint, preflight.ChangedPaths(h.record, disk, changed)
-	if err != nil || disk.BridgeFingerprint != h.record.BridgeFingerprint {
-		h.bridge = "changed"
-		next := activation.NextReview(a.ID)
-		if len(h.changed) > 0 {
-			next += " Changed on disk: " + strings.Join(h.changed, ", ") + "."
-		}
-		set(fsm.NeedsUserReview, next)
-		return
-	}
-	h.bridge = "match"
-	if blocked() {
-		set(h.ledger, activation.NextFor(a, h.ledger, false))
-		return
-	}
-	if fsm.Proven(h.ledger) {
-		h.newestValid(pr, m, entries, proof, now)
-	}
-	if h.receipt != nil {
-		s := fsm.State(h.receipt.State)
-		set(s, activation.NextFor(a, s, false))
-		return
-	}
-	set(fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof)
+	return lv, nil
 }
 
-// newestValid finds the newest receipt, among those the index retains
+// liveEvidence is activation.Live over the project's files.
+type liveEvidence struct {
+	g       *Globals
+	pr      *project
+	m       adapters.Manifest
+	a       *adapters.Adapter
+	entries []projections.ReceiptEntry // newest first
+	proof   projections.ReceiptProof
+	now     time.Time
+}
+
+func (l *liveEvidence) Plugin() error {
+	_, err := preflight.LoadDescriptor(l.g.Getenv(preflight.DescriptorEnv), l.pr.canonical)
+	return err
+}
+
+func (l *liveEvidence) Bridge(rec adapters.Record) (string, []string, error) {
+	disk, changed, err := adapters.DiskRecord(l.pr.root, l.a.ID, rec)
+	return disk.BridgeFingerprint, preflight.ChangedPaths(rec, disk, changed), err
+}
+
+// NewestReceipt finds the newest receipt, among those the index retains
 // since the harness last entered the proven states, whose file holds the
 // bytes the ledger recorded and passes the eight verification rules.
-func (h *harnessEval) newestValid(pr *project, m adapters.Manifest, entries []projections.ReceiptEntry, proof projections.ReceiptProof, now time.Time) {
-	for _, e := range entries { // newest first
-		if e.Position <= proof.Epoch || e.Path == "" {
+func (l *liveEvidence) NewestReceipt(recomputed string) activation.Found {
+	var f activation.Found
+	for _, e := range l.entries {
+		if e.Position <= l.proof.Epoch || e.Path == "" {
 			continue
 		}
-		f, err := pr.root.ReadFile(e.Path, preflight.MaxReceiptBytes)
-		if err != nil || !f.Exists {
-			h.rejected++
-			continue
+		if r, ok := l.verified(e, recomputed); ok {
+			at, _ := time.Parse(preflight.TimeFormat, r.RecordedAt)
+			f.Receipt, f.Age = &r, int64(l.now.Sub(at)/time.Second)
+			return f
 		}
-		sum := sha256.Sum256(f.Data)
-		r, err := preflight.DecodeReceipt(f.Data)
-		if err != nil || hex.EncodeToString(sum[:]) != e.SHA256 || r.ReceiptID != e.ReceiptID || r.WorkerKeyFingerprint != e.Worker ||
-			preflight.Verify(r, m, h.adapter.ID, h.recomputed, now) != nil {
-			h.rejected++
-			continue
-		}
-		at, _ := time.Parse(preflight.TimeFormat, r.RecordedAt)
-		h.receipt, h.age = &r, int64(now.Sub(at)/time.Second)
-		return
+		f.Rejected++
 	}
+	return f
 }
 
-// isFSTyped reports the typed refusals of the pinned root (a symlink, a
-// directory in place of the manifest...): the manifest is then invalid.
-func isFSTyped(err error) bool {
-	var sl *adapters.SymlinkError
-	var nr *adapters.NotRegularError
-	var nd *adapters.NotDirError
-	var tl *adapters.TooLargeError
-	return errors.As(err, &sl) || errors.As(err, &nr) || errors.As(err, &nd) || errors.As(err, &tl)
+// verified reads e's receipt file and checks it against the index entry
+// and the eight rules.
+func (l *liveEvidence) verified(e projections.ReceiptEntry, recomputed string) (preflight.Receipt, bool) {
+	f, err := l.pr.root.ReadFile(e.Path, preflight.MaxReceiptBytes)
+	if err != nil || !f.Exists {
+		return preflight.Receipt{}, false
+	}
+	sum := sha256.Sum256(f.Data)
+	r, err := preflight.DecodeReceipt(f.Data)
+	ok := err == nil && hex.EncodeToString(sum[:]) == e.SHA256 && r.ReceiptID == e.ReceiptID && r.WorkerKeyFingerprint == e.Worker &&
+		preflight.Verify(r, l.m, l.a.ID, recomputed, l.now) == nil
+	return r, ok
 }

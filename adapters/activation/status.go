@@ -1,0 +1,209 @@
+package activation
+
+import (
+	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// Conditions of the activation manifest on disk, as status reports them.
+const (
+	ManifestPresent  = "present"
+	ManifestMissing  = "missing"
+	ManifestInvalid  = "invalid"
+	ManifestMismatch = "mismatch" // another project root or another store than the ledger's
+)
+
+// Bridge conditions status reports.
+const (
+	BridgeMatch   = "match"
+	BridgeChanged = "changed"
+	BridgeStale   = "stale"
+)
+
+// NextInit is the step of a harness in a project without a store.
+const NextInit = "Run `tree-ring init` to create the project store and publish the detected harnesses' bridges."
+
+// NextActivate is the step of a harness nothing has been published for.
+func NextActivate(id string) string {
+	return "Run `tree-ring integrations activate --harness " + id + "` to publish its bridge, then open a new session."
+}
+
+// Evidence is the recorded side of one harness's status: what the ledger
+// and the manifest on disk say, read before the rule runs.
+type Evidence struct {
+	Adapter  *adapters.Adapter
+	Ledger   bool   // the project has a ledger
+	Manifest string // the manifest on disk: ManifestPresent, ...
+	// Record is the harness's record in the manifest on disk (nil: the
+	// manifest is not present or has none).
+	Record *adapters.Record
+	Events bool // the harness stream has events
+	// LedgerState is the FSM state at the instant (the recorded state with
+	// the 30-day receipt expiry).
+	LedgerState fsm.State
+	// LedgerRecord is the ledger's manifest record (nil: none).
+	LedgerRecord *LedgerRecord
+}
+
+// LedgerRecord is a harness's record in the ledger's manifest projection.
+type LedgerRecord struct {
+	Record    adapters.Record
+	Published bool
+}
+
+// Live is the evidence status reads from outside the ledger, only when
+// the rule reaches it (it costs file reads).
+type Live interface {
+	// Plugin is the refusal of the live plugin descriptor, nil when it is
+	// valid (asked only of a harness with PluginDescriptor).
+	Plugin() error
+	// Bridge recomputes rec's bridge from the bytes on disk: the
+	// fingerprint, the paths that differ, and an error when the material
+	// cannot be read.
+	Bridge(rec adapters.Record) (fingerprint string, changed []string, err error)
+	// NewestReceipt is the newest retained receipt since the harness last
+	// entered the proven states that passes the eight verification rules
+	// against the recomputed bridge fingerprint.
+	NewestReceipt(recomputed string) Found
+}
+
+// Found is the receipt search's result.
+type Found struct {
+	Receipt  *preflight.Receipt // nil: no valid receipt
+	Age      int64              // seconds since the receipt's recorded_at
+	Rejected int                // receipts looked at and rejected before it
+}
+
+// Status is one harness's state, its next step, and the evidence that
+// decided it.
+type Status struct {
+	State      fsm.State
+	Next       string
+	Bridge     string   // "", BridgeMatch, BridgeChanged, BridgeStale
+	Recomputed string   // the bridge fingerprint on disk, when inspected
+	Changed    []string // paths that differ on disk, when inspected
+	Plugin     string   // the descriptor's refusal, for a plugin-proven harness
+	Found
+}
+
+// Listed reports whether status lists a harness: detected, recorded in the
+// manifest on disk or the ledger, or proven by a plugin (which may be
+// installed where no marker shows it).
+func Listed(detected bool, e Evidence) bool {
+	return detected || e.Record != nil || e.Events || e.Adapter.PluginDescriptor
+}
+
+// Assess is the status rule: the recorded state plus live evidence give
+// one of the nine states and the next step.
+//
+//   - no ledger: unsupported (the initial state), run init;
+//   - a guidance-only adapter: unsupported;
+//   - a plugin-proven harness without a valid live descriptor: needs-plugin;
+//   - nothing published or recorded: the initial state, activate;
+//   - the ledger's blocked states (needs-user-review, needs-trust,
+//     failed, needs-project-mount, unsupported, and needs-plugin for a
+//     harness no plugin proves) stand as recorded, except that a stale
+//     record or a changed bridge is needs-user-review;
+//   - needs-user-review when the manifest on disk is missing, invalid,
+//     names another root or store, has no record, its record differs from
+//     the ledger's, is stale, is not the passive binding a passive harness
+//     must publish, or the bridge recomputed from disk differs;
+//   - for a proven FSM state, the state of the newest valid receipt, else
+//     configured-awaiting-proof.
+func Assess(e Evidence, live Live) Status {
+	a := e.Adapter
+	switch {
+	case !e.Ledger:
+		return Status{State: fsm.Initial, Next: NextInit}
+	case a.Support == adapters.Unsupported:
+		return Status{State: fsm.Unsupported, Next: NextFor(a, fsm.Unsupported, false)}
+	}
+	var s Status
+	if a.PluginDescriptor {
+		if err := live.Plugin(); err != nil {
+			s.Plugin = err.Error()
+			return s.set(fsm.NeedsPlugin, NextNeedsPlugin)
+		}
+	}
+	if !e.Events && e.Record == nil {
+		return s.set(fsm.Initial, NextActivate(a.ID))
+	}
+	if e.Manifest != ManifestPresent || e.Record == nil {
+		if blocked(e) {
+			return s.recorded(e)
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+".")
+	}
+	rec := *e.Record
+	if !preflight.Current(a, rec) {
+		s.Bridge = BridgeStale
+		return s.set(fsm.NeedsUserReview, NextStale)
+	}
+	if lr := e.LedgerRecord; lr == nil || !lr.Published || !lr.Record.Equal(rec) {
+		if blocked(e) {
+			return s.recorded(e)
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's.")
+	}
+	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
+	}
+	fp, changed, err := live.Bridge(rec)
+	s.Recomputed, s.Changed = fp, changed
+	if err != nil || fp != rec.BridgeFingerprint {
+		s.Bridge = BridgeChanged
+		next := NextReview(a.ID)
+		if len(changed) > 0 {
+			next += " Changed on disk: " + strings.Join(changed, ", ") + "."
+		}
+		return s.set(fsm.NeedsUserReview, next)
+	}
+	s.Bridge = BridgeMatch
+	if blocked(e) {
+		return s.recorded(e)
+	}
+	if fsm.Proven(e.LedgerState) {
+		s.Found = live.NewestReceipt(fp)
+	}
+	if s.Receipt != nil {
+		st := fsm.State(s.Receipt.State)
+		return s.set(st, NextFor(a, st, false))
+	}
+	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof)
+}
+
+func (s Status) set(st fsm.State, next string) Status {
+	s.State, s.Next = st, next
+	return s
+}
+
+// recorded keeps the ledger's blocked state.
+func (s Status) recorded(e Evidence) Status {
+	return s.set(e.LedgerState, NextFor(e.Adapter, e.LedgerState, false))
+}
+
+// blocked reports whether the ledger's state stands whatever the files
+// say: anything but the states preflight proves from and, for a harness a
+// plugin proves, needs-plugin.
+func blocked(e Evidence) bool {
+	switch e.LedgerState {
+	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated:
+		return false
+	case fsm.NeedsPlugin:
+		return !e.Adapter.PluginDescriptor
+	}
+	return true
+}
+
+func manifestWhy(e Evidence) string {
+	switch e.Manifest {
+	case ManifestPresent:
+		return adapters.ManifestPath + " has no record for this harness"
+	case ManifestMismatch:
+		return adapters.ManifestPath + " names another project root or store"
+	}
+	return adapters.ManifestPath + " is " + e.Manifest
+}

@@ -1,0 +1,170 @@
+package activation_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// fakeLive is the live evidence of one case; it records what the rule
+// asked for, so a case can assert the rule did not read more than it must.
+type fakeLive struct {
+	plugin   error
+	fp       string // "" means: the record's own fingerprint (a match)
+	changed  []string
+	bridge   error
+	found    activation.Found
+	asked    []string
+	recorded string
+}
+
+func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
+
+func (f *fakeLive) Bridge(rec adapters.Record) (string, []string, error) {
+	f.asked = append(f.asked, "bridge")
+	if f.fp == "" {
+		return rec.BridgeFingerprint, nil, f.bridge
+	}
+	return f.fp, f.changed, f.bridge
+}
+
+func (f *fakeLive) NewestReceipt(recomputed string) activation.Found {
+	f.asked = append(f.asked, "receipt")
+	f.recorded = recomputed
+	return f.found
+}
+
+func lookup(t *testing.T, id string) *adapters.Adapter {
+	t.Helper()
+	a, ok := adapters.Lookup(id)
+	if !ok {
+		t.Fatalf("no adapter %s", id)
+	}
+	return a
+}
+
+// current is a's record as it publishes it: current, with a consistent
+// bridge fingerprint.
+func current(a *adapters.Adapter) *adapters.Record {
+	r := a.Record(a.Material(adapters.Context{StoreID: "00000000-0000-4000-8000-000000000000"}))
+	return &r
+}
+
+func TestAssessEveryState(t *testing.T) {
+	codex, az, goose := lookup(t, "codex"), lookup(t, "agent-zero"), lookup(t, "goose")
+	rec := current(codex)
+	stale := *rec
+	stale.AdapterVersion = "0"
+	azRec := current(az)
+	azNotPassive := *azRec
+	azNotPassive.State = string(fsm.Active)
+	other := *rec
+	other.BridgePath = "elsewhere"
+	published := func(r *adapters.Record) *activation.LedgerRecord {
+		return &activation.LedgerRecord{Record: *r, Published: true}
+	}
+	// ok is the evidence of a codex bridge that matches everywhere.
+	ok := func(ledger fsm.State) activation.Evidence {
+		return activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, Record: rec,
+			Events: true, LedgerState: ledger, LedgerRecord: published(rec)}
+	}
+	with := func(e activation.Evidence, f func(*activation.Evidence)) activation.Evidence { f(&e); return e }
+	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
+	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
+
+	cases := []struct {
+		name   string
+		ev     activation.Evidence
+		live   fakeLive
+		state  fsm.State
+		next   string // a prefix of the next step
+		bridge string
+		asked  string
+	}{
+		{"no ledger", activation.Evidence{Adapter: codex}, fakeLive{}, fsm.Unsupported, activation.NextInit, "", ""},
+		{"guidance-only adapter", activation.Evidence{Adapter: goose, Ledger: true}, fakeLive{}, fsm.Unsupported, activation.NextUnsupported, "", ""},
+		{"nothing published", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, LedgerState: fsm.Initial},
+			fakeLive{}, fsm.Unsupported, activation.NextActivate("codex"), "", ""},
+		{"plugin descriptor refused", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
+			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{plugin: errors.New("no descriptor")}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "", "plugin"},
+		{"manifest missing", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMissing, nil }),
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json is missing.", "", ""},
+		{"manifest names another store", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMismatch, nil }),
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json names another project root or store.", "", ""},
+		{"manifest without the record", with(ok(fsm.ConfiguredAwaitingProof), func(e *activation.Evidence) { e.Record = nil }),
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json has no record for this harness.", "", ""},
+		{"failed stands without a manifest", with(ok(fsm.Failed), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestInvalid, nil }),
+			fakeLive{}, fsm.Failed, activation.NextFailed, "", ""},
+		{"stale record", with(ok(fsm.Active), func(e *activation.Evidence) { e.Record = &stale }),
+			fakeLive{}, fsm.NeedsUserReview, activation.NextStale, activation.BridgeStale, ""},
+		{"ledger record differs", with(ok(fsm.Active), func(e *activation.Evidence) { e.LedgerRecord = published(&other) }),
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " Its record", "", ""},
+		{"ledger record unpublished, trust stands", with(ok(fsm.NeedsTrust), func(e *activation.Evidence) { e.LedgerRecord = nil }),
+			fakeLive{}, fsm.NeedsTrust, activation.NextTrust("Codex"), "", ""},
+		{"not the passive binding", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: &azNotPassive, Events: true,
+			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(&azNotPassive)}, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "", "plugin"},
+		{"bridge changed on disk", ok(fsm.Active), fakeLive{fp: "changed", changed: []string{".codex/hooks.json"}},
+			fsm.NeedsUserReview, activation.NextReview("codex") + " Changed on disk: .codex/hooks.json.", activation.BridgeChanged, "bridge"},
+		{"bridge unreadable", ok(fsm.Active), fakeLive{bridge: errors.New("denied")},
+			fsm.NeedsUserReview, activation.NextReview("codex"), activation.BridgeChanged, "bridge"},
+		{"needs-trust stands", ok(fsm.NeedsTrust), fakeLive{}, fsm.NeedsTrust, activation.NextTrust("Codex"), activation.BridgeMatch, "bridge"},
+		{"needs-project-mount stands", ok(fsm.NeedsProjectMount), fakeLive{}, fsm.NeedsProjectMount, activation.NextMount, activation.BridgeMatch, "bridge"},
+		{"needs-plugin is blocked for a harness no plugin proves", ok(fsm.NeedsPlugin), fakeLive{}, fsm.NeedsPlugin, activation.NextNeedsPlugin, activation.BridgeMatch, "bridge"},
+		{"awaiting proof", ok(fsm.ConfiguredAwaitingProof), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge"},
+		{"proven without a valid receipt", ok(fsm.Active), fakeLive{found: activation.Found{Rejected: 2}},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge receipt"},
+		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge receipt"},
+		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge receipt"},
+		{"plugin found, awaiting its proof", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
+			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "plugin bridge"},
+	}
+	seen := map[fsm.State]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			live := c.live
+			got := activation.Assess(c.ev, &live)
+			if got.State != c.state || !strings.HasPrefix(got.Next, c.next) || got.Bridge != c.bridge {
+				t.Errorf("got %s %q bridge %q; want %s %q... bridge %q", got.State, got.Next, got.Bridge, c.state, c.next, c.bridge)
+			}
+			if asked := strings.Join(live.asked, " "); asked != c.asked {
+				t.Errorf("live evidence read: %q, want %q", asked, c.asked)
+			}
+			if c.live.found.Receipt != nil && (got.Receipt != c.live.found.Receipt || got.Age != c.live.found.Age) {
+				t.Errorf("receipt not reported: %+v", got.Found)
+			}
+			if strings.Contains(c.asked, "receipt") && live.recorded != c.ev.Record.BridgeFingerprint {
+				t.Errorf("receipts verified against %q, want the recomputed fingerprint", live.recorded)
+			}
+		})
+		seen[c.state] = true
+	}
+	for _, s := range fsm.States {
+		if !seen[s] {
+			t.Errorf("no case ends in %s", s)
+		}
+	}
+}
+
+func TestListed(t *testing.T) {
+	codex, az := lookup(t, "codex"), lookup(t, "agent-zero")
+	for _, c := range []struct {
+		detected bool
+		ev       activation.Evidence
+		want     bool
+	}{
+		{false, activation.Evidence{Adapter: codex}, false},
+		{true, activation.Evidence{Adapter: codex}, true},
+		{false, activation.Evidence{Adapter: codex, Events: true}, true},
+		{false, activation.Evidence{Adapter: codex, Record: current(codex)}, true},
+		{false, activation.Evidence{Adapter: az}, true},
+	} {
+		if got := activation.Listed(c.detected, c.ev); got != c.want {
+			t.Errorf("Listed(%v, %+v) = %v", c.detected, c.ev, got)
+		}
+	}
+}
