@@ -14,7 +14,6 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
-	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
 // Ledger is what a preflight plan reads from the ledger's projections. The
@@ -32,8 +31,8 @@ type Ledger interface {
 	// StateAt is harness's FSM state at now: the recorded state with the
 	// 30-day receipt expiry.
 	StateAt(harness string, now time.Time) (fsm.State, error)
-	// Brief renders the scoped recall.
-	Brief(q recall.BriefQuery, now time.Time) (recall.Context, error)
+	// Recall renders the scoped recall (projections/recall.Brief).
+	Recall(q RecallQuery, now time.Time) (Recall, error)
 	// RecordedBy lists the retained receipts recorded at or before cutoff
 	// (receipt time format), any harness or worker.
 	RecordedBy(cutoff string) ([]Indexed, error)
@@ -41,6 +40,25 @@ type Ledger interface {
 	WorkerReceipts(harness, worker string) int
 	// OldestWorkerReceipts lists the n oldest receipts of harness/worker.
 	OldestWorkerReceipts(harness, worker string, n int) ([]Indexed, error)
+}
+
+// RecallQuery is the scoped recall of one preflight: the project's name and
+// alias (ProjectName) and the session's identity select what is visible.
+type RecallQuery struct {
+	Project, ProjectAlias               string
+	AgentProfile, WorkflowID, SessionID string
+	TaskHint                            string // raw; classified by recall, never stored
+}
+
+// Recall is a rendered recall as a receipt states it.
+type Recall struct {
+	Text                    string // what the harness receives
+	QueryClass              string // task_hint or startup_fallback
+	ResultCount             int
+	SelectedMemoryIDsSHA256 string
+	// Hint is the safe task hint recall searched with ("" for the startup
+	// brief): the plan records its digest and length, never the hint.
+	Hint string
 }
 
 // Job is one preflight to plan: the contract checked on disk and the
@@ -102,11 +120,8 @@ func Decide(l Ledger, j Job, d Deps) (Plan, error) {
 		return Plan{}, ErrNotEligible
 	}
 	name, alias := ProjectName(j.Project)
-	brief, err := l.Brief(recall.BriefQuery{
-		Scope: recall.Scope{Project: name, ProjectAlias: alias, AgentProfile: j.Identity.AgentProfile,
-			WorkflowID: j.Identity.WorkflowID, SessionID: j.Identity.SessionID},
-		TaskHint: j.TaskHint,
-	}, now)
+	brief, err := l.Recall(RecallQuery{Project: name, ProjectAlias: alias, AgentProfile: j.Identity.AgentProfile,
+		WorkflowID: j.Identity.WorkflowID, SessionID: j.Identity.SessionID, TaskHint: j.TaskHint}, now)
 	if err != nil {
 		return Plan{}, fmt.Errorf("preflight recall: %w", err)
 	}
@@ -139,7 +154,7 @@ func Decide(l Ledger, j Job, d Deps) (Plan, error) {
 		Status:                  StatusSuccess, RecordedAt: FormatTime(now),
 	}
 	p := Plan{Receipt: rc, Body: rc.Encode(), Context: brief.Text}
-	if err := b.record(stream, p, from, j.TaskHint); err != nil {
+	if err := b.record(stream, p, from, brief.Hint); err != nil {
 		return Plan{}, err
 	}
 	if err := b.retain(l, &p, now); err != nil {
@@ -199,7 +214,7 @@ func (b *builder) findPlugin(j Job, cur fsm.State) (fsm.State, error) {
 }
 
 // record adds preflight.succeeded and receipt.recorded for p's receipt.
-func (b *builder) record(stream string, p Plan, from fsm.State, taskHint string) error {
+func (b *builder) record(stream string, p Plan, from fsm.State, hint string) error {
 	rc := p.Receipt
 	sum := sha256.Sum256(p.Body)
 	succeeded := &events.PreflightSucceeded{
@@ -207,7 +222,7 @@ func (b *builder) record(stream string, p Plan, from fsm.State, taskHint string)
 		WorkerKeyFingerprint: rc.WorkerKeyFingerprint, ReceiptID: rc.ReceiptID, QueryClass: rc.QueryClass, ResultCount: rc.ResultCount,
 		SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: rc.DurationMS,
 	}
-	if hint, class := recall.SafeQuery(taskHint); class == recall.QueryClassTaskHint {
+	if hint != "" {
 		// A digest and a length, never the hint (docs/preflight.md).
 		hs := sha256.Sum256([]byte(hint))
 		succeeded.TaskHintSHA256, succeeded.TaskHintChars = hex.EncodeToString(hs[:]), utf8.RuneCountInString(hint)

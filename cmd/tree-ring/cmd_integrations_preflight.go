@@ -385,8 +385,17 @@ func (l txLedger) StateAt(harness string, now time.Time) (fsm.State, error) {
 	return projections.StateAt(l.tx.Projection(projections.HarnessesName), l.tx.Projection(projections.ReceiptsName), harness, now)
 }
 
-func (l txLedger) Brief(q recall.BriefQuery, now time.Time) (recall.Context, error) {
-	return recall.Brief(l.ctx, l.tx.Projection(recall.Name), l.tx, q, now)
+func (l txLedger) Recall(q preflight.RecallQuery, now time.Time) (preflight.Recall, error) {
+	c, err := recall.Brief(l.ctx, l.tx.Projection(recall.Name), l.tx, recall.BriefQuery{
+		Scope: recall.Scope{Project: q.Project, ProjectAlias: q.ProjectAlias, AgentProfile: q.AgentProfile,
+			WorkflowID: q.WorkflowID, SessionID: q.SessionID},
+		TaskHint: q.TaskHint,
+	}, now)
+	r := preflight.Recall{Text: c.Text, QueryClass: c.QueryClass, ResultCount: c.ResultCount, SelectedMemoryIDsSHA256: c.SelectedMemoryIDsSHA256}
+	if hint, class := recall.SafeQuery(q.TaskHint); class == recall.QueryClassTaskHint {
+		r.Hint = hint
+	}
+	return r, err
 }
 
 func (l txLedger) RecordedBy(cutoff string) ([]preflight.Indexed, error) {
