@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -53,8 +56,41 @@ type Globals struct {
 	NewID func() ulid.ULID
 	// Entropy is the random source of receipt ids (crypto/rand when nil).
 	Entropy io.Reader
-	Log     zerolog.Logger
+	// PID is the pid run records carry (os.Getpid when nil).
+	PID func() int
+	Log zerolog.Logger
+
+	rec *runrec.Recorder // this invocation's run recorder, made on first use
 }
+
+// Run and RunSpec are the run recorder's (docs/runs.md).
+type (
+	Run     = runrec.Run
+	RunSpec = runrec.Spec
+)
+
+// recorder is the invocation's run recorder on the injected clock, ids and
+// pid, with the error table's diagnostic codes.
+func (g *Globals) recorder() *runrec.Recorder {
+	if g.rec == nil {
+		g.rec = &runrec.Recorder{Now: g.Now, NewID: g.NewID, PID: g.PID, Log: g.Log, Diagnose: diagnostic}
+	}
+	return g.rec
+}
+
+// StartRun records run.started in its own commit (runrec.Recorder.Start).
+func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*Run, error) {
+	return g.recorder().Start(ctx, st, spec)
+}
+
+// StartRunIn records run.started in tx (runrec.Recorder.StartIn).
+func (g *Globals) StartRunIn(tx *bolt.Tx, st *bolt.Store, spec RunSpec) (*Run, error) {
+	return g.recorder().StartIn(tx, st, spec)
+}
+
+// CLIScope is the run scope of a CLI invocation: derived from the canonical
+// (absolute, symlink-free) --source-root. The path itself is never stored.
+func (g *Globals) CLIScope() (string, error) { return runrec.CLIScope(g.SourceRoot) }
 
 // NewReceiptID mints a receipt id from the injected entropy.
 func (g *Globals) NewReceiptID() (string, error) { return preflight.NewReceiptID(g.Entropy) }
@@ -126,6 +162,9 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// Diagnostic is the run diagnostic of a usage error after the run started.
+func (e *usageError) Diagnostic() string { return "usage" }
+
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // Exit codes; docs/exit-codes.md explains each.
@@ -136,19 +175,136 @@ const (
 	exitCanceled = 130
 )
 
-// exitCode is the one place errors become exit codes.
-func exitCode(err error) int {
-	var verr *bolt.VerifyError
-	switch {
-	case err == nil, errors.Is(err, pflag.ErrHelp):
-		return exitOK
-	case errors.As(err, &verr):
-		return exitVerify
-	case errors.Is(err, context.Canceled):
-		return exitCanceled
-	default:
-		return exitError
+// errorRow is one row of the error table: the errors it matches, the exit
+// code they end a command with, the diagnostic code a run records for
+// them (docs/runs.md), and, for the ledger's errors that name an absolute
+// path, the path-free message a hook or preflight prints instead (public).
+type errorRow struct {
+	match  func(error) bool
+	exit   int
+	code   string
+	public func(error) string
+}
+
+// errorTable is the one place errors become exit codes, diagnostic codes
+// and public messages: the first matching row wins; an error no row
+// matches exits 2 with diagnostic "error". Typed errors that carry their
+// own code (a Diagnostic() string method: usage errors, *events.ScopeError)
+// match the Diagnostic row; the rows after it name the typed errors of
+// packages that do not know about runs.
+var errorTable = []errorRow{
+	{match: is(pflag.ErrHelp), exit: exitOK, code: "usage"},
+	{match: as[*bolt.VerifyError], exit: exitVerify, code: "verify_failed"},
+	// A cancelled run is recorded aborted, without a diagnostic.
+	{match: is(context.Canceled), exit: exitCanceled, code: "error"},
+	{match: as[diagnoser], exit: exitError},
+	{match: as[*bolt.LockedError], exit: exitError, code: "ledger_locked", public: func(err error) string {
+		return fmt.Sprintf("the ledger is locked by another process (waited %s)", target[*bolt.LockedError](err).Timeout)
+	}},
+	{match: as[*bolt.CorruptError], exit: exitError, code: "ledger_corrupt", public: func(err error) string {
+		return fmt.Sprintf("the ledger is corrupt (run `tree-ring audit verify`): %v", unwrapPath(target[*bolt.CorruptError](err).Err))
+	}},
+	{match: as[*bolt.WrongExpectedVersionError], exit: exitError, code: "concurrent_write"},
+	{match: as[*bolt.IDConflictError], exit: exitError, code: "id_conflict"},
+	{match: as[*bolt.NotFoundError], exit: exitError, code: "no_ledger", public: func(error) string {
+		return "no Tree Ring ledger under --root; run `tree-ring init` first"
+	}},
+	{match: as[*bolt.InvalidRootError], exit: exitError, code: "invalid_root", public: func(err error) string {
+		return "the ledger: " + target[*bolt.InvalidRootError](err).Reason
+	}},
+	{match: as[*events.UnknownKeyError], exit: exitError, code: "input_unknown_key"},
+	{match: as[*events.DuplicateKeyError], exit: exitError, code: "input_duplicate_key"},
+	{match: as[*events.UnknownTypeError], exit: exitError, code: "input_unknown_event_type"},
+	{match: as[*events.HashMismatchError], exit: exitError, code: "input_hash_mismatch"},
+	{match: is(context.DeadlineExceeded), exit: exitError, code: "timeout"},
+	{match: is(fs.ErrNotExist), exit: exitError, code: "not_found"},
+	{match: is(fs.ErrPermission), exit: exitError, code: "permission_denied"},
+	{match: is(syscall.ENOSPC), exit: exitError, code: "disk_full", public: func(error) string { return "no space left on device" }},
+}
+
+// diagnoser is a typed error that carries its own diagnostic code.
+type diagnoser interface {
+	error
+	Diagnostic() string
+}
+
+func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
+
+func as[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
+
+// target is the error of type T in err's chain (the row matched it).
+func target[T error](err error) T {
+	var t T
+	errors.As(err, &t)
+	return t
+}
+
+// rowOf is err's row of the error table (nil: none).
+func rowOf(err error) *errorRow {
+	for i := range errorTable {
+		if errorTable[i].match(err) {
+			return &errorTable[i]
+		}
 	}
+	return nil
+}
+
+// exitCode is the exit code of a command's error.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if r := rowOf(err); r != nil {
+		return r.exit
+	}
+	return exitError
+}
+
+// diagnostic is the bounded code a failed run records: never the error's
+// text, which may carry input.
+func diagnostic(err error) string {
+	r := rowOf(err)
+	switch {
+	case r == nil:
+		return "error"
+	case r.code == "":
+		return target[diagnoser](err).Diagnostic()
+	}
+	return r.code
+}
+
+// pathless replaces the ledger's errors, which name absolute paths, by
+// their public message, for a hook (whose stderr the host may log). The
+// result still wraps err, so its exit and diagnostic codes are err's.
+func pathless(err error) error {
+	for _, r := range errorTable {
+		if r.public != nil && r.match(err) {
+			return &publicError{msg: r.public(err), err: err}
+		}
+	}
+	return err
+}
+
+// publicError is an error shown by its path-free message.
+type publicError struct {
+	msg string
+	err error
+}
+
+func (e *publicError) Error() string { return e.msg }
+func (e *publicError) Unwrap() error { return e.err }
+
+// unwrapPath drops the path of an *fs.PathError, keeping its cause, for
+// messages that must not name an absolute path.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Main runs one invocation and returns its exit code. Handled errors print
@@ -157,33 +313,22 @@ func Main(ctx context.Context, argv []string, stdio IO) int {
 	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: ulid.Make})
 }
 
-// deps are the injected clock and id sources.
+// deps are the injected clock, id and entropy sources and pid.
 type deps struct {
 	Now     func() time.Time
 	NewID   func() ulid.ULID
-	Entropy io.Reader // nil: crypto/rand
+	Entropy io.Reader  // nil: crypto/rand
+	PID     func() int // nil: os.Getpid
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID}
 	err := run(ctx, g, argv)
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		if errors.Is(err, errSilent) {
-			return exitCode(errors.Unwrap(err))
-		}
 		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(err.Error()))
 	}
 	return exitCode(err)
 }
-
-// errSilent wraps an error whose message the command already printed.
-var errSilent = errors.New("silent")
-
-type silentError struct{ err error }
-
-func (e *silentError) Error() string   { return e.err.Error() }
-func (e *silentError) Unwrap() error   { return e.err }
-func (e *silentError) Is(t error) bool { return t == errSilent }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 

@@ -83,7 +83,7 @@ func runAuditRuns(ctx context.Context, g *Globals, o *auditRunsOptions, args []s
 	sort.Slice(recs, func(i, j int) bool { return runNewer(recs[i], recs[j]) })
 	views := make([]runView, len(recs))
 	for i, r := range recs {
-		views[i] = viewOf(r)
+		views[i] = viewOf(g, r)
 	}
 	if g.JSON {
 		type filters struct {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -50,7 +51,7 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		}
 		r = f
 	}
-	meter := newInputMeter()
+	meter := runrec.NewMeter()
 	envs, lines, err := readEnvelopes(io.TeeReader(r, meter), name, maxImportBytes)
 	if err != nil {
 		return err

@@ -130,15 +130,6 @@ func resolveProject(g *Globals) (*project, error) {
 	return &project{canonical: canonical, fingerprint: adapters.ProjectRootFingerprint(canonical), storeRoot: abs, root: root}, nil
 }
 
-// unwrapPath drops the absolute path from *fs.PathError messages.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func (pr *project) hasLedger() (bool, error) {
 	_, err := os.Lstat(filepath.Join(pr.storeRoot, bolt.LedgerFile))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -60,7 +60,7 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	}
 	id := preflight.HookIdentity(a.ID, in)
 	if in.Start() {
-		scope, err := SessionScope(a.ID, in.SessionID)
+		scope, err := events.SessionScope(a.ID, in.SessionID)
 		if err != nil {
 			return err
 		}

@@ -380,7 +380,7 @@ func benchStartRuns(b *testing.B, dir string) []time.Duration {
 	d := make([]time.Duration, 0, n)
 	runs := make([]*Run, 0, n)
 	for i := 0; i < n; i++ {
-		scope, err := SessionScope("codex", fmt.Sprintf("bench-run-%d", i))
+		scope, err := events.SessionScope("codex", fmt.Sprintf("bench-run-%d", i))
 		if err != nil {
 			b.Fatal(err)
 		}

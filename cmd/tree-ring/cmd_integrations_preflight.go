@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
@@ -90,7 +90,7 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 		return err
 	}
 	job := delivery{adapter: a, identity: req.Identity, taskHint: req.TaskHint, runCmd: events.RunCmdIntegrationsPreflight}
-	if job.scope, err = SessionScope(a.ID, req.Identity.SessionID); err != nil {
+	if job.scope, err = events.SessionScope(a.ID, req.Identity.SessionID); err != nil {
 		return err
 	}
 	if o.CanonicalProjectRoot != "" {
@@ -293,7 +293,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 	// The run: run.started is the hook path's one extra commit; its
 	// outcome rides the receipt transaction below (FinishIn), or End
 	// records a failure on the way out.
-	sha, chars := InputDigest(d.input)
+	sha, chars := runrec.InputDigest(d.input)
 	if d.input == nil {
 		sha, chars = "", 0
 	}
@@ -445,25 +445,3 @@ func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 // maxWorkerFiles bounds a receipt directory listing (a directory filled
 // beyond it by someone else is left alone).
 const maxWorkerFiles = 4096
-
-// pathless drops absolute paths from the ledger's errors, which a hook
-// prints on stderr.
-func pathless(err error) error {
-	var le *bolt.LockedError
-	var nf *bolt.NotFoundError
-	var ir *bolt.InvalidRootError
-	var ce *bolt.CorruptError
-	switch {
-	case errors.As(err, &le):
-		return fmt.Errorf("the ledger is locked by another process (waited %s)", le.Timeout)
-	case errors.As(err, &nf):
-		return errors.New("no Tree Ring ledger under --root; run `tree-ring init` first")
-	case errors.As(err, &ir):
-		return fmt.Errorf("the ledger: %s", ir.Reason)
-	case errors.As(err, &ce):
-		return fmt.Errorf("the ledger is corrupt (run `tree-ring audit verify`): %v", unwrapPath(ce.Err))
-	case errors.Is(err, syscall.ENOSPC):
-		return errors.New("no space left on device")
-	}
-	return err
-}

@@ -44,10 +44,10 @@ type runView struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-func viewOf(r projections.RunRecord) runView {
+func viewOf(g *Globals, r projections.RunRecord) runView {
 	v := runView{RunRecord: r}
 	if r.Status == events.RunStatusRunning {
-		v.Stale = !processAlive(r.RunID, r.PID)
+		v.Stale = !g.recorder().Alive(r.RunID, r.PID)
 	}
 	return v
 }
@@ -71,7 +71,7 @@ func runRuns(ctx context.Context, g *Globals, o *runsOptions, args []string) err
 	case o.Harness == "" && o.SessionID == "":
 		scope, err = g.CLIScope()
 	case o.Harness != "" && o.SessionID != "":
-		scope, err = SessionScope(o.Harness, o.SessionID)
+		scope, err = events.SessionScope(o.Harness, o.SessionID)
 	default:
 		return usagef("runs: --harness and --session-id go together")
 	}
@@ -95,7 +95,7 @@ func runRuns(ctx context.Context, g *Globals, o *runsOptions, args []string) err
 	}
 	views := make([]runView, len(recs))
 	for i, r := range recs {
-		views[i] = viewOf(r)
+		views[i] = viewOf(g, r)
 	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -142,7 +143,7 @@ func TestRunSucceeded(t *testing.T) {
 		got.DurationMS == nil || got.EndedAt == "" || got.PID != os.Getpid() || got.Diagnostic != "" {
 		t.Fatalf("record: %+v", got)
 	}
-	if want, _ := CLIScope(src); out.ScopeKey != want || got.ScopeKey != want {
+	if want, _ := runrec.CLIScope(src); out.ScopeKey != want || got.ScopeKey != want {
 		t.Fatalf("scope %s, record %s, want %s", out.ScopeKey, got.ScopeKey, want)
 	}
 	if v := s.run(t, "", "--root", root, "audit", "verify"); v.code != 0 {
@@ -242,7 +243,7 @@ func TestRunsArgsAndHumanOutput(t *testing.T) {
 		t.Fatalf("runs 2: %v %s", err, two.stdout)
 	}
 	h := s.run(t, "", "--root", root, "--source-root", src, "runs")
-	scope, _ := CLIScope(src)
+	scope, _ := runrec.CLIScope(src)
 	golden(t, "runs.txt", []byte(strings.ReplaceAll(h.stdout, scope, "<scope>")))
 }
 
@@ -488,19 +489,12 @@ func sleeper(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-// withPID makes the recorder write pid into the runs it starts.
-func withPID(t *testing.T, pid int) {
-	t.Helper()
-	old := getpid
-	getpid = func() int { return pid }
-	t.Cleanup(func() { getpid = old })
-}
-
 // startOrphan starts a run in scope as process pid and never ends it, as a
 // process that is still working (or died) would leave it.
 func startOrphan(t *testing.T, s *cliSession, root, src string, pid int) string {
 	t.Helper()
 	g := s.globals(root, src)
+	g.PID = func() int { return pid }
 	_ = g.setupLog()
 	st, err := g.OpenStore(false)
 	if err != nil {
@@ -511,14 +505,12 @@ func startOrphan(t *testing.T, s *cliSession, root, src string, pid int) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := getpid
-	getpid = func() int { return pid }
-	defer func() { getpid = old }()
+	// Its recorder is not the later commands': the run belongs to process
+	// pid, not to them.
 	run, err := g.StartRun(context.Background(), st, RunSpec{Command: events.RunCmdCapture, Scope: scope})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ownRuns.Delete(run.ID()) // it belongs to process pid, not to this one
 	return run.ID()
 }
 
@@ -600,7 +592,7 @@ func TestRunScopeIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sess := range []string{"session-1", "session-2", "session-2"} {
-		scope, err := SessionScope("claude-code", sess)
+		scope, err := events.SessionScope("claude-code", sess)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -666,13 +658,13 @@ func TestRunScopeFailsClosed(t *testing.T) {
 		{"claude-code", strings.Repeat("é", 257)}, {"claude-code", "trcap_v1_abc"}, {"claude-code", "\xff"},
 	}
 	for _, c := range cases {
-		_, err := SessionScope(c.harness, c.session)
-		var se *ScopeError
+		_, err := events.SessionScope(c.harness, c.session)
+		var se *events.ScopeError
 		if !errors.As(err, &se) || (c.session != "" && strings.Contains(err.Error(), c.session)) {
-			t.Errorf("SessionScope(%q, %q) = %v", c.harness, c.session, err)
+			t.Errorf("events.SessionScope(%q, %q) = %v", c.harness, c.session, err)
 		}
 	}
-	if k, err := SessionScope("claude-code", strings.Repeat("é", 256)); err != nil || events.ValidScopeKey(k) != nil {
+	if k, err := events.SessionScope("claude-code", strings.Repeat("é", 256)); err != nil || events.ValidScopeKey(k) != nil {
 		t.Fatalf("256 characters: %q %v", k, err)
 	}
 	if r := s.run(t, "", "--root", root, "runs", "--harness", "claude-code"); r.code != exitError {
@@ -747,7 +739,12 @@ func storeEvent(f *events.Factory) events.Envelope {
 // openRecorded opens a store and starts a run the way a command does.
 func openRecorded(t testing.TB, s *cliSession, root, src string) (*Globals, *bolt.Store, *Run) {
 	t.Helper()
-	g := s.globals(root, src)
+	return openRecordedAs(t, s.globals(root, src))
+}
+
+// openRecordedAs is openRecorded with g's recorder.
+func openRecordedAs(t testing.TB, g *Globals) (*Globals, *bolt.Store, *Run) {
+	t.Helper()
 	_ = g.setupLog()
 	st, err := g.OpenStore(false)
 	if err != nil {
@@ -812,7 +809,7 @@ func TestRunFinishInRidesTheCommandsCommit(t *testing.T) {
 	// records the failure on its own.
 	_, st, run = openRecorded(t, s, root, src)
 	defer st.Close()
-	boom := withDiagnostic("receipt_write", errors.New("disk said no"))
+	boom := &codedError{code: "receipt_write", err: errors.New("disk said no")}
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
 		if err := run.FinishIn(tx, nil); err != nil {
 			return err
@@ -830,6 +827,15 @@ func TestRunFinishInRidesTheCommandsCommit(t *testing.T) {
 	}
 }
 
+// codedError is a typed error that names its own diagnostic code.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string      { return e.err.Error() }
+func (e *codedError) Diagnostic() string { return e.code }
+
 // A run marked interrupted by another process (which took its pid for
 // dead) still records its own outcome when it ends: the outcome wins.
 func TestRunLateFinishAfterInterrupted(t *testing.T) {
@@ -839,22 +845,25 @@ func TestRunLateFinishAfterInterrupted(t *testing.T) {
 	gone := sleeper(t)
 	_ = gone.Process.Kill()
 	_ = gone.Wait()
-	withPID(t, gone.Process.Pid)
-	_, st, run := openRecorded(t, s, root, src)
-	st.Close()
-	getpid = os.Getpid
-	if r := s.run(t, "", "--root", root, "--source-root", src, "events", "import", emptyFile(t)); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	if out := listRuns(t, s, "--root", root, "--source-root", src); out.Runs[1].Status != events.RunStatusInterrupted {
-		t.Fatalf("%+v", out.Runs)
-	}
-	g := s.globals(root, src)
-	st, err := g.OpenStore(false)
+	dead := s.globals(root, src)
+	dead.PID = func() int { return gone.Process.Pid }
+	_, st, run := openRecordedAs(t, dead)
+	defer st.Close()
+	// Another process's command (its own recorder, its own pid) starts in
+	// the same scope and takes the run for dead.
+	other := s.globals(root, src)
+	_ = other.setupLog()
+	scope, _ := other.CLIScope()
+	next, err := other.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.st = st
+	if err := next.Finish(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, last := countType(t, st, events.TypeRunInterrupted); n != 1 || last.Stream != events.RunStream(run.ID()) {
+		t.Fatalf("run.interrupted: %d, last %+v", n, last)
+	}
 	run.SetItems(3)
 	if err := run.Finish(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -896,7 +905,7 @@ func TestRunPrivacyCanary(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	_, st, run := openRecorded(t, s, root, src)
-	scope, err := SessionScope("pi", "/home/u/.pi/sessions/"+canary+".jsonl")
+	scope, err := events.SessionScope("pi", "/home/u/.pi/sessions/"+canary+".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -905,7 +914,7 @@ func TestRunPrivacyCanary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srun.SetInput(InputDigest([]byte("task hint: " + canary)))
+	srun.SetInput(runrec.InputDigest([]byte("task hint: " + canary)))
 	srun.SetRecall(events.QueryClassTaskHint, 2)
 	srun.SetReceipt("receipt-01")
 	if err := srun.Finish(context.Background(), errors.New("recall failed near "+canary)); err != nil {
@@ -1021,40 +1030,6 @@ func BenchmarkRunRecorder(b *testing.B) {
 	}
 }
 
-// FuzzSessionScope: a session identity from a harness either yields a
-// well-formed scope key (the same one every time) or a *ScopeError whose
-// message is made of fixed words (never the identity).
-func FuzzSessionScope(f *testing.F) {
-	f.Add("claude-code", "session-01")
-	f.Add("pi", "/home/u/.pi/sessions/a.jsonl")
-	f.Add("codex", " padded ")
-	f.Add("codex", "trcap_v1_deadbeef")
-	f.Add("x", "\x00")
-	f.Fuzz(func(t *testing.T, harness, session string) {
-		k, err := SessionScope(harness, session)
-		if err != nil {
-			var se *ScopeError
-			if !errors.As(err, &se) {
-				t.Fatalf("untyped error %v", err)
-			}
-			// The message is built from fixed words only.
-			fixed := map[string]bool{"missing": true, "not a harness id": true, "not valid UTF-8": true,
-				"containing a control character": true, "padded with whitespace": true,
-				"longer than 256 characters": true, "carrying a capability token": true}
-			if se.What != "harness" && se.What != "session id" || !fixed[se.Reason] {
-				t.Fatalf("message carries more than fixed words: %v", err)
-			}
-			return
-		}
-		if events.ValidScopeKey(k) != nil {
-			t.Fatalf("bad key %q", k)
-		}
-		if k2, _ := SessionScope(harness, session); k2 != k {
-			t.Fatal("not deterministic")
-		}
-	})
-}
-
 // The setters take program-chosen values; a wrong one panics in tests
 // instead of failing a command's final commit.
 func TestRunSettersRejectProgrammingErrors(t *testing.T) {
@@ -1121,26 +1096,4 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// Only ESRCH means dead: EPERM (another user's live process) and unknown
-// errors keep a run running.
-func TestProcessAliveClassification(t *testing.T) {
-	old := killProbe
-	t.Cleanup(func() { killProbe = old })
-	for _, c := range []struct {
-		err   error
-		alive bool
-	}{{nil, true}, {syscall.EPERM, true}, {syscall.EINVAL, true}, {syscall.ESRCH, false}} {
-		killProbe = func(int, syscall.Signal) error { return c.err }
-		if got := processAlive("01M6A6FT000000000000000001", 4242); got != c.alive {
-			t.Errorf("kill error %v: alive %v, want %v", c.err, got, c.alive)
-		}
-	}
-	killProbe = func(int, syscall.Signal) error { t.Fatal("own pid probed with kill"); return nil }
-	ownRuns.Store("01M6A6FT000000000000000002", struct{}{})
-	defer ownRuns.Delete("01M6A6FT000000000000000002")
-	if !processAlive("01M6A6FT000000000000000002", os.Getpid()) || processAlive("01M6A6FT000000000000000003", os.Getpid()) {
-		t.Fatal("own pid: alive only for this process's own runs")
-	}
 }

@@ -1,12 +1,10 @@
-package main
-
-// The run recorder: every execution command brackets its work with
-// run.started and a terminal run event (docs/runs.md). It is a library for
-// commands; wiring one is a few lines:
+// Package runrec is the run recorder: every execution command brackets its
+// work with run.started and a terminal run event (docs/runs.md). Wiring one
+// into a command is a few lines:
 //
 //	func runX(ctx context.Context, g *Globals, o *xOptions, args []string) (err error) {
 //		// ... validate args (usage errors are not runs) ...
-//		scope, err := g.CLIScope() // or SessionScope(harness, sessionID)
+//		scope, err := g.CLIScope() // or events.SessionScope(harness, sessionID)
 //		if err != nil {
 //			return err
 //		}
@@ -15,7 +13,7 @@ package main
 //			return err
 //		}
 //		defer st.Close()
-//		run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdX, Scope: scope})
+//		run, err := g.StartRun(ctx, st, runrec.Spec{Command: events.RunCmdX, Scope: scope})
 //		if err != nil {
 //			return err
 //		}
@@ -26,6 +24,12 @@ package main
 //			return run.FinishIn(tx, nil) // run.finished rides this commit
 //		})
 //	}
+//
+// It writes the ledger (bolt), reads the run ledger projection and logs
+// with zerolog, so it sits at the command layer: only cmd/tree-ring
+// imports it. The scope keys themselves are pure and live beside the run
+// events (events.SessionScope, events.CLIScopeKey).
+package runrec
 
 import (
 	"context"
@@ -37,122 +41,79 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/rs/zerolog"
 
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-// ScopeError reports a run scope that cannot be derived: the identity is
-// missing or unsafe. Commands fail closed on it; the message never
-// contains the identity itself.
-type ScopeError struct {
-	What   string // "source root", "session id", "harness"
-	Reason string // "missing", "not a directory", "control character", ...
+// Recorder starts runs with the process's injected clock, id source, pid
+// and logger. One Recorder serves one process (one command invocation):
+// it remembers the runs it started and has not ended, so that a running
+// record carrying its own pid is recognized as its own. It is safe for
+// concurrent use; each Run belongs to one goroutine.
+type Recorder struct {
+	Now   func() time.Time
+	NewID func() ulid.ULID
+	// PID is the pid written into run records (os.Getpid when nil).
+	PID func() int
+	Log zerolog.Logger
+	// Diagnose maps a failure to its bounded diagnostic code (the
+	// command's error table); never the error's text.
+	Diagnose func(error) string
+
+	// own are the runs this recorder started and has not ended: a running
+	// record carrying our own pid is ours only if it is here; otherwise
+	// the process that wrote it is gone and the pid was reused by us.
+	own sync.Map
 }
 
-func (e *ScopeError) Error() string {
-	return fmt.Sprintf("run scope: %s is %s; refusing to record or list runs without a safe identity", e.What, e.Reason)
-}
-
-// scopeDomain separates scope digests from every other SHA-256 we compute.
-const scopeDomain = "tree-ring.run-scope.v1\x00"
-
-func scopeKey(parts ...string) string {
-	h := sha256.New()
-	h.Write([]byte(scopeDomain))
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+func (rc *Recorder) pid() int {
+	if rc.PID == nil {
+		return os.Getpid()
 	}
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:events.RunScopeKeyLen/2])
+	return rc.PID()
 }
-
-// CLIScope is the run scope of a CLI invocation: derived from the canonical
-// (absolute, symlink-free) --source-root. The path itself is never stored.
-func (g *Globals) CLIScope() (string, error) { return CLIScope(g.SourceRoot) }
 
 // CLIScope derives the scope key of a project root. The root must exist and
 // be a directory; a path with control characters or invalid UTF-8 is unsafe.
+// The path itself is never stored.
 func CLIScope(sourceRoot string) (string, error) {
 	if sourceRoot == "" {
-		return "", &ScopeError{What: "source root", Reason: "missing"}
+		return "", &events.ScopeError{What: "source root", Reason: "missing"}
 	}
-	if reason := unsafeText(sourceRoot); reason != "" {
-		return "", &ScopeError{What: "source root", Reason: reason}
+	if reason := events.UnsafeScopeText(sourceRoot); reason != "" {
+		return "", &events.ScopeError{What: "source root", Reason: reason}
 	}
 	abs, err := filepath.Abs(sourceRoot)
 	if err != nil {
-		return "", &ScopeError{What: "source root", Reason: "not resolvable"}
+		return "", &events.ScopeError{What: "source root", Reason: "not resolvable"}
 	}
 	canon, err := filepath.EvalSymlinks(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", &ScopeError{What: "source root", Reason: "missing"}
+		return "", &events.ScopeError{What: "source root", Reason: "missing"}
 	case err != nil:
-		return "", &ScopeError{What: "source root", Reason: "not resolvable"}
+		return "", &events.ScopeError{What: "source root", Reason: "not resolvable"}
 	}
 	fi, err := os.Stat(canon)
 	if err != nil || !fi.IsDir() {
-		return "", &ScopeError{What: "source root", Reason: "not a directory"}
+		return "", &events.ScopeError{What: "source root", Reason: "not a directory"}
 	}
-	return scopeKey("cli", canon), nil
+	return events.CLIScopeKey(canon), nil
 }
 
-// maxSessionChars bounds a session identity (the protocol's identity bound).
-const maxSessionChars = 256
-
-// SessionScope derives the run scope of one harness session from the
-// authoritative session identity the harness supplied (hook stdin, the
-// preflight's session id). The identity is never stored.
-func SessionScope(harness, sessionID string) (string, error) {
-	if harness == "" {
-		return "", &ScopeError{What: "harness", Reason: "missing"}
-	}
-	if events.ValidHarnessID(harness) != nil {
-		return "", &ScopeError{What: "harness", Reason: "not a harness id"}
-	}
-	if sessionID == "" {
-		return "", &ScopeError{What: "session id", Reason: "missing"}
-	}
-	if reason := unsafeText(sessionID); reason != "" {
-		return "", &ScopeError{What: "session id", Reason: reason}
-	}
-	switch {
-	case strings.TrimSpace(sessionID) != sessionID:
-		return "", &ScopeError{What: "session id", Reason: "padded with whitespace"}
-	case utf8.RuneCountInString(sessionID) > maxSessionChars:
-		return "", &ScopeError{What: "session id", Reason: fmt.Sprintf("longer than %d characters", maxSessionChars)}
-	case strings.Contains(sessionID, "trcap_v1_"):
-		return "", &ScopeError{What: "session id", Reason: "carrying a capability token"}
-	}
-	return scopeKey("session", harness, sessionID), nil
-}
-
-func unsafeText(s string) string {
-	if !utf8.ValidString(s) {
-		return "not valid UTF-8"
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return "containing a control character"
-		}
-	}
-	return ""
-}
-
-// RunSpec describes a run about to start.
-type RunSpec struct {
+// Spec describes a run about to start.
+type Spec struct {
 	// Command is one of the events.RunCmd* names.
 	Command string
-	// Scope is a key from CLIScope or SessionScope.
+	// Scope is a key from CLIScope or events.SessionScope.
 	Scope string
 	// Harness is set by hook and preflight runs.
 	Harness string
@@ -165,9 +126,9 @@ type RunSpec struct {
 }
 
 // Run is one recorded execution. It is used by one goroutine (the
-// command's) and lives from StartRun to its terminal event.
+// command's) and lives from Start to its terminal event.
 type Run struct {
-	g       *Globals
+	rc      *Recorder
 	st      *bolt.Store
 	f       *events.Factory
 	id      string
@@ -185,23 +146,15 @@ type Run struct {
 	done    bool
 }
 
-// runMaxRecover bounds how many running runs of a scope one start examines.
-const runMaxRecover = projections.MaxRunsPerScope
+// maxRecover bounds how many running runs of a scope one start examines.
+const maxRecover = projections.MaxRunsPerScope
 
-// getpid is the pid written into run records; tests substitute it.
-var getpid = os.Getpid
-
-// ownRuns are the runs this process started and has not ended: a running
-// record carrying our own pid is ours only if it is here; otherwise the
-// process that wrote it is gone and the pid was reused by us.
-var ownRuns sync.Map
-
-// StartRun records run.started for spec in one commit (the run's one extra
+// Start records run.started for spec in one commit (the run's one extra
 // commit), together with run.interrupted for every running run of the same
 // scope whose process is dead. It returns the run to end with FinishIn,
 // Finish or End.
-func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*Run, error) {
-	r, started, err := g.newRun(st, spec)
+func (rc *Recorder) Start(ctx context.Context, st *bolt.Store, spec Spec) (*Run, error) {
+	r, started, err := rc.newRun(st, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -214,31 +167,31 @@ func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
 	}
-	ownRuns.Store(r.id, struct{}{})
-	g.Log.Debug().Str("run_id", r.id).Str("command", spec.Command).Str("scope", spec.Scope).
+	rc.own.Store(r.id, struct{}{})
+	rc.Log.Debug().Str("run_id", r.id).Str("command", spec.Command).Str("scope", spec.Scope).
 		Int("interrupted_recovered", recovered).Msg("run started")
 	return r, nil
 }
 
-// StartRunIn records run.started inside the caller's transaction, for a
+// StartIn records run.started inside the caller's transaction, for a
 // command whose whole work is that one transaction (capture): the run and
 // its work commit together or not at all, so the record costs no commit of
 // its own and a command that ends up writing nothing (an exact retry)
 // leaves no record. End it with FinishIn on the same tx.
-func (g *Globals) StartRunIn(tx *bolt.Tx, st *bolt.Store, spec RunSpec) (*Run, error) {
-	r, started, err := g.newRun(st, spec)
+func (rc *Recorder) StartIn(tx *bolt.Tx, st *bolt.Store, spec Spec) (*Run, error) {
+	r, started, err := rc.newRun(st, spec)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := r.appendStart(tx, started); err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
 	}
-	ownRuns.Store(r.id, struct{}{})
+	rc.own.Store(r.id, struct{}{})
 	return r, nil
 }
 
 // newRun mints the run and its run.started event.
-func (g *Globals) newRun(st *bolt.Store, spec RunSpec) (*Run, events.Envelope, error) {
+func (rc *Recorder) newRun(st *bolt.Store, spec Spec) (*Run, events.Envelope, error) {
 	if spec.Stage == "" {
 		spec.Stage = "start"
 	}
@@ -247,15 +200,15 @@ func (g *Globals) newRun(st *bolt.Store, spec RunSpec) (*Run, events.Envelope, e
 		actor = spec.Harness
 	}
 	r := &Run{
-		g: g, st: st, f: g.Factory(actor), scope: spec.Scope, stage: spec.Stage,
+		rc: rc, st: st, f: &events.Factory{Now: rc.Now, NewID: rc.NewID, Actor: actor}, scope: spec.Scope, stage: spec.Stage,
 	}
-	r.id = g.NewID().String()
+	r.id = rc.NewID().String()
 	r.stream = events.RunStream(r.id)
 	r.input.sha, r.input.chars = spec.InputSHA256, spec.InputChars
-	r.started = g.Now()
+	r.started = rc.Now()
 	started, err := r.f.New(r.stream, events.TypeRunStarted, &events.RunStarted{
 		RunID: r.id, ScopeKey: spec.Scope, Command: spec.Command, Harness: spec.Harness,
-		Stage: spec.Stage, PID: getpid(), StartedAt: events.FormatRunTime(r.started),
+		Stage: spec.Stage, PID: rc.pid(), StartedAt: events.FormatRunTime(r.started),
 		InputSHA256: spec.InputSHA256, InputChars: spec.InputChars,
 	})
 	if err != nil {
@@ -267,14 +220,14 @@ func (g *Globals) newRun(st *bolt.Store, spec RunSpec) (*Run, events.Envelope, e
 // appendStart appends run.interrupted for the scope's dead running runs and
 // then started; it returns how many runs it closed.
 func (r *Run) appendStart(tx *bolt.Tx, started events.Envelope) (int, error) {
-	pid := getpid()
+	pid := r.rc.pid()
 	recovered := 0
-	running, err := projections.RunningRuns(tx.Projection(projections.RunsName), r.scope, runMaxRecover)
+	running, err := projections.RunningRuns(tx.Projection(projections.RunsName), r.scope, maxRecover)
 	if err != nil {
 		return 0, err
 	}
 	for _, rr := range running {
-		if processAlive(rr.RunID, rr.PID) {
+		if r.rc.processAlive(rr.RunID, rr.PID) {
 			continue
 		}
 		stream := events.RunStream(rr.RunID)
@@ -283,7 +236,7 @@ func (r *Run) appendStart(tx *bolt.Tx, started events.Envelope) (int, error) {
 		}
 		ev, err := r.f.New(stream, events.TypeRunInterrupted, &events.RunInterrupted{
 			RunID: rr.RunID, ScopeKey: r.scope, PID: rr.PID,
-			DetectedAt: events.FormatRunTime(r.g.Now()), DetectedByPID: pid,
+			DetectedAt: events.FormatRunTime(r.rc.Now()), DetectedByPID: pid,
 		})
 		if err != nil {
 			return 0, fmt.Errorf("interrupt run %s: %w", rr.RunID, err)
@@ -297,16 +250,20 @@ func (r *Run) appendStart(tx *bolt.Tx, started events.Envelope) (int, error) {
 	return recovered, err
 }
 
+// Alive reports whether the process of a running record (run id, pid) is
+// alive, as a start decides before interrupting it.
+func (rc *Recorder) Alive(runID string, pid int) bool { return rc.processAlive(runID, pid) }
+
 // processAlive is kill(pid, 0): only ESRCH means dead. EPERM (someone
 // else's live process) and any other error count as alive: a false-live
 // record is preferred over interrupting a possibly live run. A pid equal to
 // ours is alive only if this process started that run.
-func processAlive(runID string, pid int) bool {
+func (rc *Recorder) processAlive(runID string, pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	if pid == getpid() {
-		_, ours := ownRuns.Load(runID)
+	if pid == rc.pid() {
+		_, ours := rc.own.Load(runID)
 		return ours
 	}
 	err := killProbe(pid, 0)
@@ -331,7 +288,7 @@ func (r *Run) SetStage(stage string) {
 }
 
 // SetInput records the digest and character count of the command's input
-// (see InputDigest and inputMeter).
+// (see InputDigest and Meter).
 func (r *Run) SetInput(sha256hex string, chars int64) {
 	must(events.CheckRunInput(sha256hex, chars))
 	r.input.sha, r.input.chars = sha256hex, chars
@@ -419,7 +376,7 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 		return fmt.Errorf("finish run %s: %w", r.id, err)
 	}
 	r.end()
-	r.g.Log.Debug().Str("run_id", r.id).Msg("run finished")
+	r.rc.Log.Debug().Str("run_id", r.id).Msg("run finished")
 	return nil
 }
 
@@ -440,21 +397,21 @@ func (r *Run) End(ctx context.Context, errp *error) {
 	}
 	if r.pending && r.committed() {
 		r.end()
-		r.g.Log.Debug().Str("run_id", r.id).Msg("run finished with the command's commit")
+		r.rc.Log.Debug().Str("run_id", r.id).Msg("run finished with the command's commit")
 		return
 	}
 	if err := r.Finish(ctx, cause); err != nil {
 		if errp != nil && *errp == nil {
 			*errp = err
 		} else {
-			r.g.Log.Error().Str("run_id", r.id).Str("diagnostic", diagnosticOf(err)).Msg("recording the run outcome failed")
+			r.rc.Log.Error().Str("run_id", r.id).Str("diagnostic", r.rc.diagnose(err)).Msg("recording the run outcome failed")
 		}
 	}
 }
 
 func (r *Run) end() {
 	r.done, r.pending = true, false
-	ownRuns.Delete(r.id)
+	r.rc.own.Delete(r.id)
 }
 
 // committed reports whether the ledger already holds the run's outcome:
@@ -484,7 +441,7 @@ func (r *Run) canFinish(tx *bolt.Tx) (bool, uint64, error) {
 }
 
 func (r *Run) finishedEvent(cause error) (events.Envelope, error) {
-	now := r.g.Now()
+	now := r.rc.Now()
 	d := now.Sub(r.started).Milliseconds()
 	d = max(0, min(d, events.MaxRunDurationMS))
 	p := &events.RunFinished{
@@ -497,7 +454,7 @@ func (r *Run) finishedEvent(cause error) (events.Envelope, error) {
 	case errors.Is(cause, context.Canceled):
 		p.Status = events.RunStatusAborted
 	default:
-		p.Status, p.Diagnostic = events.RunStatusFailed, diagnosticOf(cause)
+		p.Status, p.Diagnostic = events.RunStatusFailed, r.rc.diagnose(cause)
 	}
 	if r.telSet {
 		t := r.tel
@@ -510,100 +467,28 @@ func (r *Run) finishedEvent(cause error) (events.Envelope, error) {
 	return ev, nil
 }
 
-// diagnosticError attaches a diagnostic code to an error. Commands wrap
-// errors they can name: `return withDiagnostic("receipt_write", err)`.
-type diagnosticError struct {
-	code string
-	err  error
-}
-
-func (e *diagnosticError) Error() string      { return e.err.Error() }
-func (e *diagnosticError) Unwrap() error      { return e.err }
-func (e *diagnosticError) Diagnostic() string { return e.code }
-
-// withDiagnostic tags err with a diagnostic code ([a-z][a-z0-9_-]*, at most
-// 48 bytes; an invalid code is replaced by "error").
-func withDiagnostic(code string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &diagnosticError{code: code, err: err}
-}
-
-// diagnosticOf maps an error to a bounded code: never the error's text,
-// which may carry input. The first match wins: an explicit code, then the
-// typed errors of the ledger, the codec and the filesystem.
-func diagnosticOf(err error) string {
-	var (
-		d        interface{ Diagnostic() string }
-		usage    *usageError
-		scope    *ScopeError
-		locked   *bolt.LockedError
-		corrupt  *bolt.CorruptError
-		verify   *bolt.VerifyError
-		wrongVer *bolt.WrongExpectedVersionError
-		conflict *bolt.IDConflictError
-		notFound *bolt.NotFoundError
-		badRoot  *bolt.InvalidRootError
-		unkKey   *events.UnknownKeyError
-		dupKey   *events.DuplicateKeyError
-		unkType  *events.UnknownTypeError
-		badHash  *events.HashMismatchError
-	)
-	switch {
-	case errors.As(err, &d):
-		if c := d.Diagnostic(); events.ValidDiagnostic(c) == nil {
-			return c
-		}
+// diagnose is Diagnose, "error" without one or for an invalid code.
+func (rc *Recorder) diagnose(err error) string {
+	if rc.Diagnose == nil {
 		return "error"
-	case errors.As(err, &usage):
-		return "usage"
-	case errors.As(err, &scope):
-		return "scope_unsafe"
-	case errors.As(err, &locked):
-		return "ledger_locked"
-	case errors.As(err, &corrupt):
-		return "ledger_corrupt"
-	case errors.As(err, &verify):
-		return "verify_failed"
-	case errors.As(err, &wrongVer):
-		return "concurrent_write"
-	case errors.As(err, &conflict):
-		return "id_conflict"
-	case errors.As(err, &notFound):
-		return "no_ledger"
-	case errors.As(err, &badRoot):
-		return "invalid_root"
-	case errors.As(err, &unkKey):
-		return "input_unknown_key"
-	case errors.As(err, &dupKey):
-		return "input_duplicate_key"
-	case errors.As(err, &unkType):
-		return "input_unknown_event_type"
-	case errors.As(err, &badHash):
-		return "input_hash_mismatch"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, fs.ErrNotExist):
-		return "not_found"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission_denied"
-	case errors.Is(err, syscall.ENOSPC):
-		return "disk_full"
+	}
+	if c := rc.Diagnose(err); events.ValidDiagnostic(c) == nil {
+		return c
 	}
 	return "error"
 }
 
-// inputMeter is an io.Writer that digests a command's input as it is read:
+// Meter is an io.Writer that digests a command's input as it is read:
 // SHA-256 and the UTF-8 character count (bytes that start a character).
-type inputMeter struct {
+type Meter struct {
 	sum   hash.Hash
 	chars int64
 }
 
-func newInputMeter() *inputMeter { return &inputMeter{sum: sha256.New()} }
+// NewMeter returns an empty meter.
+func NewMeter() *Meter { return &Meter{sum: sha256.New()} }
 
-func (m *inputMeter) Write(p []byte) (int, error) {
+func (m *Meter) Write(p []byte) (int, error) {
 	m.sum.Write(p)
 	for _, c := range p {
 		if c&0xC0 != 0x80 {
@@ -614,13 +499,13 @@ func (m *inputMeter) Write(p []byte) (int, error) {
 }
 
 // Digest returns the lowercase hex SHA-256 and the character count so far.
-func (m *inputMeter) Digest() (string, int64) {
+func (m *Meter) Digest() (string, int64) {
 	return hex.EncodeToString(m.sum.Sum(nil)), m.chars
 }
 
 // InputDigest digests an input held in memory (hook stdin).
 func InputDigest(b []byte) (string, int64) {
-	m := newInputMeter()
+	m := NewMeter()
 	m.Write(b)
 	return m.Digest()
 }

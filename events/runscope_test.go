@@ -1,0 +1,40 @@
+package events
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzSessionScope: a session identity from a harness either yields a
+// well-formed scope key (the same one every time) or a *ScopeError whose
+// message is made of fixed words (never the identity).
+func FuzzSessionScope(f *testing.F) {
+	f.Add("claude-code", "session-01")
+	f.Add("pi", "/home/u/.pi/sessions/a.jsonl")
+	f.Add("codex", " padded ")
+	f.Add("codex", "trcap_v1_deadbeef")
+	f.Add("x", "\x00")
+	f.Fuzz(func(t *testing.T, harness, session string) {
+		k, err := SessionScope(harness, session)
+		if err != nil {
+			var se *ScopeError
+			if !errors.As(err, &se) {
+				t.Fatalf("untyped error %v", err)
+			}
+			// The message is built from fixed words only.
+			fixed := map[string]bool{"missing": true, "not a harness id": true, "not valid UTF-8": true,
+				"containing a control character": true, "padded with whitespace": true,
+				"longer than 256 characters": true, "carrying a capability token": true}
+			if se.What != "harness" && se.What != "session id" || !fixed[se.Reason] {
+				t.Fatalf("message carries more than fixed words: %v", err)
+			}
+			return
+		}
+		if ValidScopeKey(k) != nil {
+			t.Fatalf("bad key %q", k)
+		}
+		if k2, _ := SessionScope(harness, session); k2 != k {
+			t.Fatal("not deterministic")
+		}
+	})
+}
