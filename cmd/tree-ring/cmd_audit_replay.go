@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -25,7 +26,7 @@ type auditReplayOptions struct {
 }
 
 func (o *auditReplayOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Harness, "harness", "", "only this harness (for example codex)")
+	fs.StringVar(&o.Harness, "harness", "", "only this harness (one of: "+strings.Join(adapters.IDs(), ", ")+")")
 	fs.StringVar(&o.At, "at", "", "the instant to replay at, RFC3339 (default now)")
 	fs.StringVar(&o.FromFile, "from-file", "", "replay this NDJSON event file (- for stdin) instead of the ledger; no ledger is opened")
 }

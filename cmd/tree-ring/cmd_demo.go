@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
 )
 
 type demoOptions struct {
@@ -33,11 +34,15 @@ func init() {
 
 // runDemo plays what a user and Claude Code would do, with nothing faked:
 // every step runs this same binary as a separate process (or the exact
-// hook command line init wrote into .claude/settings.json, through sh -c),
-// and each printed result is that process's output.
+// hook command line init wrote into the harness's settings file, through
+// sh -c), and each printed result is that process's output.
 func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (err error) {
 	if len(args) > 0 {
 		return usagef("demo takes no arguments")
+	}
+	h, err := demoHarness()
+	if err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -55,28 +60,82 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	} else if err := os.MkdirAll(base, 0o755); err != nil {
 		return fmt.Errorf("demo: --keep %s: %w", base, err)
 	}
-	d := &demo{ctx: ctx, w: g.Stdout, self: self}
-	d.project, err = filepath.Abs(filepath.Join(base, "demo project"))
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	d.root = filepath.Join(d.project, ".tree-ring")
-	if _, err := os.Lstat(d.project); err == nil {
-		return fmt.Errorf("demo: %s already exists; choose another --keep directory", d.project)
-	}
-	for _, dir := range []string{".claude", ".codex"} {
-		if err := os.MkdirAll(filepath.Join(d.project, dir), 0o755); err != nil {
-			return fmt.Errorf("demo: %w", err)
+	d := &demo{ctx: ctx, w: g.Stdout, self: self, harness: h}
+	steps := []func() error{d.setUp(base), d.initAndRemember, d.firstSession, d.nextSession, d.audit}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
 		}
 	}
-	if git, err := exec.LookPath("git"); err == nil {
-		// The installed hook finds the project with `git rev-parse`; a
-		// repository here keeps it from finding an enclosing one.
-		_ = exec.CommandContext(ctx, git, "init", "-q", d.project).Run()
+	if o.Keep != "" {
+		fmt.Fprintf(d.w, "\nKept the project at %q.\n", d.project)
 	}
-	d.step("Created a throwaway project with Claude Code and Codex markers at %q", d.project,
-		"a path with a space, as real projects have; nothing outside it is touched")
+	return d.finalState()
+}
 
+// demoHarness is the harness the demo plays: the one whose hook commands
+// live in a settings file init manages (Claude Code), so that the demo
+// runs exactly the command line the client would.
+func demoHarness() (*adapters.Adapter, error) {
+	for _, a := range adapters.All() {
+		if len(a.HookEvents()) == 0 {
+			continue
+		}
+		for _, b := range a.ManagedBlocks {
+			if b.Format == adapters.ClaudeSettings {
+				return a, nil
+			}
+		}
+	}
+	return nil, errors.New("demo: no registered harness keeps its hook commands in a managed settings file")
+}
+
+// settings is the file holding the demo harness's hook commands.
+func (d *demo) settings() string {
+	for _, b := range d.harness.ManagedBlocks {
+		if b.Format == adapters.ClaudeSettings {
+			return b.Path
+		}
+	}
+	return ""
+}
+
+// setUp creates the throwaway project under base with the markers of every
+// harness that answers lifecycle hooks.
+func (d *demo) setUp(base string) func() error {
+	return func() error {
+		var err error
+		d.project, err = filepath.Abs(filepath.Join(base, "demo project"))
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		d.root = filepath.Join(d.project, ".tree-ring")
+		if _, err := os.Lstat(d.project); err == nil {
+			return fmt.Errorf("demo: %s already exists; choose another --keep directory", d.project)
+		}
+		var names []string
+		for _, a := range adapters.All() {
+			if len(a.HookEvents()) == 0 || len(a.ProjectMarkers) == 0 {
+				continue
+			}
+			if err := os.MkdirAll(filepath.Join(d.project, a.ProjectMarkers[0]), 0o755); err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			names = append(names, a.Name)
+		}
+		if git, err := exec.LookPath("git"); err == nil {
+			// The installed hook finds the project with `git rev-parse`; a
+			// repository here keeps it from finding an enclosing one.
+			_ = exec.CommandContext(d.ctx, git, "init", "-q", d.project).Run()
+		}
+		d.step("Created a throwaway project with "+strings.Join(names, " and ")+" markers at %q", d.project,
+			"a path with a space, as real projects have; nothing outside it is touched")
+		return nil
+	}
+}
+
+// initAndRemember runs init and remembers two project memories.
+func (d *demo) initAndRemember() error {
 	out, err := d.tree("init")
 	if err != nil {
 		return err
@@ -84,7 +143,6 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	d.step("tree-ring init published each harness's bridge create-only and recorded every step in .tree-ring/ledger.db", "",
 		"bridges are configured, not yet proven: no harness is active until a session produces a receipt")
 	d.show(out)
-
 	for _, m := range []struct{ summary, typ, ring string }{
 		{"Run the full test suite with `go test ./...` before every commit.", "preference", "heartwood"},
 		{"The payments service rejects retries without an idempotency key.", "warning", "scar"},
@@ -95,13 +153,16 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	}
 	d.step("Remembered two project memories (a preference and a warning)", "",
 		"memories are events too; their text lives in a deletable bucket, the chain keeps only digests")
+	d.hook, err = d.hookCommand()
+	return err
+}
 
-	hook, err := d.hookCommand()
-	if err != nil {
-		return err
-	}
+// firstSession plays a session start, its stop checkpoint, and the
+// checkpoint's capture line.
+func (d *demo) firstSession() error {
+	name := d.harness.Name
 	session := newDemoID()
-	start, err := d.play(hook, "SessionStart", session, map[string]any{"source": "startup", "model": "claude-sonnet-5"})
+	start, err := d.play(d.hook, "SessionStart", session, map[string]any{"source": "startup", "model": "claude-sonnet-5"})
 	if err != nil {
 		return err
 	}
@@ -109,11 +170,11 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	if err != nil {
 		return err
 	}
-	d.step("Claude Code SessionStart through the exact hook command in .claude/settings.json injected this context", "",
+	d.step(name+" SessionStart through the exact hook command in %s injected this context", d.settings(),
 		"the harness starts with the project's memory, and a privacy-safe receipt proves it happened")
 	d.show(ctxText)
 
-	stop, err := d.play(hook, "Stop", session, map[string]any{"stop_hook_active": false, "last_assistant_message": "Fixed the flaky retry test."})
+	stop, err := d.play(d.hook, "Stop", session, map[string]any{"stop_hook_active": false, "last_assistant_message": "Fixed the flaky retry test."})
 	if err != nil {
 		return err
 	}
@@ -121,7 +182,7 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	if err != nil {
 		return err
 	}
-	d.step("Claude Code Stop returned one capture checkpoint with exact strict capture command lines", "",
+	d.step(name+" Stop returned one capture checkpoint with exact strict capture command lines", "",
 		"the agent, not a transcript recorder, decides what is durable; zero to three candidates")
 	line = strings.NewReplacer(
 		`"<concise summary>"`, `"Retry tests need a fake clock; real sleeps made them flaky."`,
@@ -133,46 +194,56 @@ func runDemo(ctx context.Context, g *Globals, o *demoOptions, args []string) (er
 	}
 	d.step("Ran the checkpoint's first capture line as the agent would", "",
 		"capture is strict: agent scope, idempotent by operation id, normal sensitivity only")
+	return nil
+}
 
-	next, err := d.play(hook, "SessionStart", newDemoID(), map[string]any{"source": "startup"})
+// nextSession plays a new session, which must recall the captured lesson.
+func (d *demo) nextSession() error {
+	next, err := d.play(d.hook, "SessionStart", newDemoID(), map[string]any{"source": "startup"})
 	if err != nil {
 		return err
 	}
-	if ctxText, err = additionalContext(next); err != nil {
+	ctxText, err := additionalContext(next)
+	if err != nil {
 		return err
 	}
 	recalled := strings.Contains(ctxText, "fake clock")
-	d.step("A new Claude Code session recalls the captured lesson: %v", recalled,
+	d.step("A new "+d.harness.Name+" session recalls the captured lesson: %v", recalled,
 		"what one session learned reaches the next one, scoped to this project and agent")
 	d.show(ctxText)
 	if !recalled {
 		return errors.New("demo: the new session's context does not contain the captured memory")
 	}
+	return nil
+}
 
-	if out, err = d.tree("integrations", "status", "--verbose"); err != nil {
+// audit shows status and the harness's replay, and verifies the ledger.
+func (d *demo) audit() error {
+	out, err := d.tree("integrations", "status", "--verbose")
+	if err != nil {
 		return err
 	}
 	d.step("integrations status --verbose: recorded FSM state plus live checks of bridge bytes and receipts", "", "")
 	d.show(out)
-	if out, err = d.tree("audit", "replay", "--harness", "claude-code"); err != nil {
+	if out, err = d.tree("audit", "replay", "--harness", d.harness.ID); err != nil {
 		return err
 	}
-	d.step("audit replay --harness claude-code: how it became active, event by event", "", "")
+	d.step("audit replay --harness %s: how it became active, event by event", d.harness.ID, "")
 	d.show(out)
-	verify, err := d.tree("audit", "verify")
+	d.verify, err = d.tree("audit", "verify")
+	return err
+}
+
+// finalState prints the harness's state and requires it active.
+func (d *demo) finalState() error {
+	id := d.harness.ID
+	state, err := d.state(id)
 	if err != nil {
 		return err
 	}
-	state, err := d.state("claude-code")
-	if err != nil {
-		return err
-	}
-	if o.Keep != "" {
-		fmt.Fprintf(d.w, "\nKept the project at %q.\n", d.project)
-	}
-	fmt.Fprintf(d.w, "\nclaude-code: %s\n%s", state, verify)
+	fmt.Fprintf(d.w, "\n%s: %s\n%s", id, state, d.verify)
 	if state != "active" {
-		return fmt.Errorf("demo: claude-code is %s, not active", state)
+		return fmt.Errorf("demo: %s is %s, not active", id, state)
 	}
 	return nil
 }
@@ -182,7 +253,10 @@ type demo struct {
 	ctx           context.Context
 	w             io.Writer
 	self          string
+	harness       *adapters.Adapter
 	project, root string
+	hook          string // the SessionStart command line init installed
+	verify        string // audit verify's output
 	n             int
 }
 
@@ -229,12 +303,13 @@ func (d *demo) sh(line string, stdin []byte) (string, error) {
 	return out.String(), nil
 }
 
-// hookCommand reads the SessionStart command init wrote into
-// .claude/settings.json: the demo runs exactly what Claude Code would.
+// hookCommand reads the SessionStart command init wrote into the
+// harness's settings file: the demo runs exactly what the client would.
 func (d *demo) hookCommand() (string, error) {
-	raw, err := os.ReadFile(filepath.Join(d.project, ".claude", "settings.json"))
+	file := d.settings()
+	raw, err := os.ReadFile(filepath.Join(d.project, filepath.FromSlash(file)))
 	if err != nil {
-		return "", fmt.Errorf("demo: read .claude/settings.json: %w", err)
+		return "", fmt.Errorf("demo: read %s: %w", file, err)
 	}
 	var s struct {
 		Hooks map[string][]struct {
@@ -242,16 +317,16 @@ func (d *demo) hookCommand() (string, error) {
 		}
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("demo: .claude/settings.json: %w", err)
+		return "", fmt.Errorf("demo: %s: %w", file, err)
 	}
 	for _, m := range s.Hooks["SessionStart"] {
 		for _, h := range m.Hooks {
-			if strings.Contains(h.Command, "integrations hook --harness claude-code") {
+			if strings.Contains(h.Command, "integrations hook --harness "+d.harness.ID) {
 				return h.Command, nil
 			}
 		}
 	}
-	return "", errors.New("demo: no tree-ring SessionStart hook in .claude/settings.json")
+	return "", fmt.Errorf("demo: no tree-ring SessionStart hook in %s", file)
 }
 
 // play sends a Claude Code hook payload of the real client's shape (benign
@@ -259,7 +334,7 @@ func (d *demo) hookCommand() (string, error) {
 func (d *demo) play(hook, event, session string, extra map[string]any) (string, error) {
 	p := map[string]any{
 		"session_id":      session,
-		"transcript_path": filepath.Join(os.TempDir(), ".claude", "projects", "demo", session+".jsonl"),
+		"transcript_path": filepath.Join(os.TempDir(), d.harness.ProjectMarkers[0], "projects", "demo", session+".jsonl"),
 		"cwd":             d.project,
 		"hook_event_name": event,
 	}

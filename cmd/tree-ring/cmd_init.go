@@ -51,8 +51,9 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	defer pr.root.Close()
 	dets := adapters.Detect(pr.canonical, g.Getenv("HOME"))
-	// Plans cover detected harnesses plus Agent Zero's passive binding.
-	targets := []string{"agent-zero"}
+	// Plans cover detected harnesses plus every passive binding (Agent
+	// Zero's), which no marker announces.
+	targets := harnessIDs(func(a *adapters.Adapter) bool { return a.PassiveBinding })
 	for _, d := range dets {
 		if d.Detected() {
 			targets = append(targets, d.Adapter.ID)

@@ -28,7 +28,7 @@ type activateOptions struct {
 }
 
 func (o *activateOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Harness, "harness", "", "harness id (codex, claude-code, pi, agent-zero, ...)")
+	fs.StringVar(&o.Harness, "harness", "", "harness id (one of: "+strings.Join(adapters.IDs(), ", ")+")")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "report the plan; create nothing, not even the store")
 	fs.BoolVar(&o.Accept, "accept-managed-block", false, "adopt a Tree Ring block you added by hand to an instruction file Tree Ring did not create (AGENTS.md)")
 }
@@ -79,6 +79,20 @@ func harnessFlag(id string) (*adapters.Adapter, error) {
 	}
 	return a, nil
 }
+
+// harnessIDs lists the registered harnesses that have a capability, sorted.
+func harnessIDs(has func(*adapters.Adapter) bool) []string {
+	var out []string
+	for _, a := range adapters.All() {
+		if has(a) {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}
+
+// answersHooks is the capability of `integrations hook`.
+func answersHooks(a *adapters.Adapter) bool { return len(a.HookEvents()) > 0 }
 
 // openProjectRoot pins the project directory; tests replace it to inject
 // durability failures.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
@@ -17,7 +18,7 @@ type hookOptions struct {
 }
 
 func (o *hookOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Harness, "harness", "", "codex or claude-code")
+	fs.StringVar(&o.Harness, "harness", "", strings.Join(harnessIDs(answersHooks), " or "))
 	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the host's hook event from stdin (required)")
 }
 
@@ -36,13 +37,13 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	if len(args) > 0 {
 		return usagef("integrations hook takes no arguments")
 	}
-	if o.Harness != "codex" && o.Harness != "claude-code" {
-		return usagef("--harness must be codex or claude-code")
+	a, ok := adapters.Lookup(o.Harness)
+	if !ok || !answersHooks(a) {
+		return usagef("--harness must be %s", strings.Join(harnessIDs(answersHooks), " or "))
 	}
 	if !o.InputJSONStdin {
 		return usagef("integrations hook requires --input-json-stdin")
 	}
-	a, _ := adapters.Lookup(o.Harness)
 	loc, absent, err := locateStore(g)
 	if err != nil || absent {
 		return err

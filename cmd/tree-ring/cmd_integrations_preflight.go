@@ -34,10 +34,13 @@ type preflightOptions struct {
 }
 
 func (o *preflightOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Harness, "harness", "", "harness id (codex, claude-code, pi, agent-zero)")
-	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the adapter's identity object from stdin (claude-code, pi, agent-zero)")
+	preflights := harnessIDs(func(a *adapters.Adapter) bool { return a.Publishes() })
+	stdin := harnessIDs(func(a *adapters.Adapter) bool { return a.Publishes() && !a.DirectPreflight })
+	direct := harnessIDs(func(a *adapters.Adapter) bool { return a.DirectPreflight })
+	fs.StringVar(&o.Harness, "harness", "", "harness id ("+strings.Join(preflights, ", ")+")")
+	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the adapter's identity object from stdin ("+strings.Join(stdin, ", ")+")")
 	fs.StringVar(&o.ContextFormat, "context-format", preflight.FormatJSON, "output shape: claude-session-start, pi-before-agent-start or json")
-	fs.StringVar(&o.AgentProfile, "agent-profile", "", "direct mode (codex, json): the worker's agent profile")
+	fs.StringVar(&o.AgentProfile, "agent-profile", "", "direct mode ("+strings.Join(direct, ", ")+", json): the worker's agent profile")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "direct mode: the workflow id")
 	fs.StringVar(&o.SessionID, "session-id", "", "direct mode: the session id")
 	fs.StringVar(&o.CanonicalProjectRoot, "canonical-project-root", "", "direct mode: the canonical project whose store --root is not (the result is active-isolated; the canonical store is not touched)")
