@@ -34,52 +34,24 @@ func runAuditRuns(ctx context.Context, g *Globals, o *auditRunsOptions, args []s
 	if len(args) > 0 {
 		return usagef("audit runs takes no arguments")
 	}
-	if o.Harness != "" && events.ValidHarnessID(o.Harness) != nil {
-		return usagef("--harness: not a harness id")
-	}
-	if o.Status != "" && !events.ValidRunStatus(o.Status) {
-		return usagef("--status %q: want one of %s", o.Status, strings.Join(events.RunStatuses(), ", "))
-	}
-	if o.Limit < 0 {
-		return usagef("--limit must be 0 (all) or more")
+	if err := o.check(); err != nil {
+		return err
 	}
 	st, err := g.OpenStore(true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var (
-		newest   = &runHeap{}
-		total    int
-		examined int
-		byStatus = map[string]int{}
-		scopes   = map[string]struct{}{}
-	)
+	t := &runTally{newest: &runHeap{}, byStatus: map[string]int{}, scopes: map[string]struct{}{}}
 	err = st.View(func(r *bolt.Reader) error {
 		return projections.EachRun(r.Projection(projections.RunsName), func(rec *projections.RunRecord) error {
-			examined++
-			if examined%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if o.Harness != "" && rec.Harness != o.Harness || o.Status != "" && rec.Status != o.Status {
-				return nil
-			}
-			total++
-			byStatus[rec.Status]++
-			scopes[rec.ScopeKey] = struct{}{}
-			heap.Push(newest, *rec)
-			if o.Limit > 0 && newest.Len() > o.Limit {
-				heap.Pop(newest) // the oldest of those kept
-			}
-			return nil
+			return t.add(ctx, o, rec)
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("audit runs: %w", err)
 	}
-	recs := []projections.RunRecord(*newest)
+	recs := []projections.RunRecord(*t.newest)
 	sort.Slice(recs, func(i, j int) bool { return runNewer(recs[i], recs[j]) })
 	views := make([]runView, len(recs))
 	for i, r := range recs {
@@ -98,19 +70,66 @@ func runAuditRuns(ctx context.Context, g *Globals, o *auditRunsOptions, args []s
 			Scopes   int            `json:"scopes"`
 			ByStatus map[string]int `json:"by_status"`
 			Runs     []runView      `json:"runs"`
-		}{filters{o.Harness, o.Status, o.Limit}, examined, total, len(scopes), byStatus, views})
+		}{filters{o.Harness, o.Status, o.Limit}, t.examined, t.total, len(t.scopes), t.byStatus, views})
 	}
-	if total == 0 {
-		fmt.Fprintf(g.Stdout, "no runs match (examined %d records)\n", examined)
+	return t.print(g, views)
+}
+
+func (o *auditRunsOptions) check() error {
+	if o.Harness != "" && events.ValidHarnessID(o.Harness) != nil {
+		return usagef("--harness: not a harness id")
+	}
+	if o.Status != "" && !events.ValidRunStatus(o.Status) {
+		return usagef("--status %q: want one of %s", o.Status, strings.Join(events.RunStatuses(), ", "))
+	}
+	if o.Limit < 0 {
+		return usagef("--limit must be 0 (all) or more")
+	}
+	return nil
+}
+
+// runTally is what audit runs counts over the run ledger: the newest
+// --limit matching runs, and totals by status and scope.
+type runTally struct {
+	newest   *runHeap
+	total    int
+	examined int
+	byStatus map[string]int
+	scopes   map[string]struct{}
+}
+
+func (t *runTally) add(ctx context.Context, o *auditRunsOptions, rec *projections.RunRecord) error {
+	t.examined++
+	if t.examined%4096 == 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if o.Harness != "" && rec.Harness != o.Harness || o.Status != "" && rec.Status != o.Status {
+		return nil
+	}
+	t.total++
+	t.byStatus[rec.Status]++
+	t.scopes[rec.ScopeKey] = struct{}{}
+	heap.Push(t.newest, *rec)
+	if o.Limit > 0 && t.newest.Len() > o.Limit {
+		heap.Pop(t.newest) // the oldest of those kept
+	}
+	return nil
+}
+
+func (t *runTally) print(g *Globals, views []runView) error {
+	if t.total == 0 {
+		fmt.Fprintf(g.Stdout, "no runs match (examined %d records)\n", t.examined)
 		return nil
 	}
 	var parts []string
 	for _, s := range events.RunStatuses() {
-		if byStatus[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", s, byStatus[s]))
+		if t.byStatus[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", s, t.byStatus[s]))
 		}
 	}
-	fmt.Fprintf(g.Stdout, "%s in %s (%s); showing %d, newest first\n\n", plural(total, "run"), plural(len(scopes), "scope"), strings.Join(parts, ", "), len(views))
+	fmt.Fprintf(g.Stdout, "%s in %s (%s); showing %d, newest first\n\n", plural(t.total, "run"), plural(len(t.scopes), "scope"), strings.Join(parts, ", "), len(views))
 	return printRuns(g.Stdout, g.Now(), views, true)
 }
 

@@ -39,18 +39,11 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err != nil {
 		return err
 	}
-	var r io.Reader = g.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return fmt.Errorf("import %s: is a directory", name)
-		}
-		r = f
+	r, closeInput, err := openImport(g, name)
+	if err != nil {
+		return err
 	}
+	defer closeInput()
 	meter := runrec.NewMeter()
 	envs, lines, err := readEnvelopes(io.TeeReader(r, meter), name, maxImportBytes)
 	if err != nil {
@@ -85,6 +78,26 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err := run.Finish(ctx, nil); err != nil {
 		return err
 	}
+	return printImport(g, res)
+}
+
+// openImport opens the import FILE (stdin for "-"); close releases it.
+func openImport(g *Globals, name string) (r io.Reader, close func(), err error) {
+	if name == "-" {
+		return g.Stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("import: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("import %s: is a directory", name)
+	}
+	return f, func() { f.Close() }, nil
+}
+
+func printImport(g *Globals, res bolt.ImportResult) error {
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
@@ -143,9 +156,33 @@ func (c *lineChunk) decode(failed *atomic.Bool) {
 // "NAME:LINE: cause". Consecutive positions of one source ledger must chain
 // (prev_hash).
 func readEnvelopes(r io.Reader, name string, limit int64) ([]events.Envelope, []int, error) {
-	lr := &limitReader{r: r, left: limit}
-	sc := bufio.NewScanner(lr)
+	sc := bufio.NewScanner(&limitReader{r: r, left: limit})
 	sc.Buffer(make([]byte, 0, 64<<10), events.MaxEnvelopeBytes+1)
+	chunks, line := decodeChunks(sc)
+	n := 0
+	for _, c := range chunks {
+		if c.err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %w", name, c.errAt, c.err)
+		}
+		n += len(c.out)
+	}
+	if err := sc.Err(); err != nil {
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, events.MaxEnvelopeBytes)
+		case errors.Is(err, errTooLarge):
+			return nil, nil, fmt.Errorf("%s: input larger than %d bytes", name, limit)
+		default:
+			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		}
+	}
+	return joinChunks(chunks, name, n)
+}
+
+// decodeChunks scans the input's non-blank lines into chunks decoded by
+// one worker per core, stopping at the first failed chunk; it returns the
+// chunks in input order and the number of lines scanned.
+func decodeChunks(sc *bufio.Scanner) ([]*lineChunk, int) {
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *lineChunk, workers)
 	var failed atomic.Bool
@@ -185,23 +222,12 @@ func readEnvelopes(r io.Reader, name string, limit int64) ([]events.Envelope, []
 	}
 	close(jobs)
 	wg.Wait()
-	n := 0
-	for _, c := range chunks {
-		if c.err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", name, c.errAt, c.err)
-		}
-		n += len(c.out)
-	}
-	if err := sc.Err(); err != nil {
-		switch {
-		case errors.Is(err, bufio.ErrTooLong):
-			return nil, nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, events.MaxEnvelopeBytes)
-		case errors.Is(err, errTooLarge):
-			return nil, nil, fmt.Errorf("%s: input larger than %d bytes", name, limit)
-		default:
-			return nil, nil, fmt.Errorf("read %s: %w", name, err)
-		}
-	}
+	return chunks, line
+}
+
+// joinChunks concatenates the decoded chunks (n envelopes) with their line
+// numbers, requiring consecutive positions of one source ledger to chain.
+func joinChunks(chunks []*lineChunk, name string, n int) ([]events.Envelope, []int, error) {
 	out := make([]events.Envelope, 0, n)
 	lines := make([]int, 0, n)
 	for _, c := range chunks {

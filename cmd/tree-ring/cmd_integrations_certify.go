@@ -96,6 +96,39 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 	if !ev.ledger {
 		return fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
 	}
+	rep, evidence, results := certifyAll(ev)
+	dir := o.OutDir
+	if dir == "" {
+		dir = filepath.Join(pr.canonical, "target", "tree-ring-certification")
+	}
+	if err := writeEvidence(dir, rep, evidence, now.UTC().Format("2006-01-02T15:04:05Z")); err != nil {
+		return err
+	}
+	if err := recordCertification(ctx, g, rep, results); err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(g.Stdout, struct {
+			OK     bool       `json:"ok"`
+			Report certReport `json:"report"`
+		}{true, rep})
+	}
+	shown := o.OutDir // as the user gave it; the default relative to the source root
+	if shown == "" {
+		shown = filepath.Join("target", "tree-ring-certification")
+	}
+	fmt.Fprintf(g.Stdout, "Tree Ring harness certification: pass=%d fail=%d skip=%d evidence=%s\n", rep.PassCount, rep.FailCount, rep.SkipCount, shown)
+	for _, r := range rep.Records {
+		fmt.Fprintf(g.Stdout, "%s: %s (%s)\n  %s\n", r.Name, r.Status, r.Activation, r.Summary)
+		if r.Status != certPass {
+			printNext(g.Stdout, r.NextStep)
+		}
+	}
+	return nil
+}
+
+// certifyAll decides every assessed harness's verdict.
+func certifyAll(ev *evaluation) (certReport, []certEvidence, []events.CertificationResult) {
 	var rep certReport
 	var evidence []certEvidence
 	var results []events.CertificationResult
@@ -117,13 +150,12 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 		}
 		results = append(results, r)
 	}
-	dir := o.OutDir
-	if dir == "" {
-		dir = filepath.Join(pr.canonical, "target", "tree-ring-certification")
-	}
-	if err := writeEvidence(dir, rep, evidence, now.UTC().Format("2006-01-02T15:04:05Z")); err != nil {
-		return err
-	}
+	return rep, evidence, results
+}
+
+// recordCertification appends certification.recorded; the recorded run
+// rides the one transaction that records the verdict.
+func recordCertification(ctx context.Context, g *Globals, rep certReport, results []events.CertificationResult) error {
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
@@ -139,8 +171,7 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 	if err != nil {
 		return err
 	}
-	// The recorded run rides the one transaction that records the verdict.
-	if err := st.Update(ctx, func(tx *bolt.Tx) error {
+	return st.Update(ctx, func(tx *bolt.Tx) error {
 		run, err := g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdIntegrationsCertify, Scope: scope, Stage: "certify"})
 		if err != nil {
 			return err
@@ -150,27 +181,7 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 		}
 		run.SetItems(int64(len(results)))
 		return run.FinishIn(tx, nil)
-	}); err != nil {
-		return err
-	}
-	if g.JSON {
-		return writeJSON(g.Stdout, struct {
-			OK     bool       `json:"ok"`
-			Report certReport `json:"report"`
-		}{true, rep})
-	}
-	shown := o.OutDir // as the user gave it; the default relative to the source root
-	if shown == "" {
-		shown = filepath.Join("target", "tree-ring-certification")
-	}
-	fmt.Fprintf(g.Stdout, "Tree Ring harness certification: pass=%d fail=%d skip=%d evidence=%s\n", rep.PassCount, rep.FailCount, rep.SkipCount, shown)
-	for _, r := range rep.Records {
-		fmt.Fprintf(g.Stdout, "%s: %s (%s)\n  %s\n", r.Name, r.Status, r.Activation, r.Summary)
-		if r.Status != certPass {
-			printNext(g.Stdout, r.NextStep)
-		}
-	}
-	return nil
+	})
 }
 
 // certify decides a harness's verdict. Pass needs the verified tuple:

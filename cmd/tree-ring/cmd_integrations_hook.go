@@ -61,22 +61,34 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	}
 	id := preflight.HookIdentity(a.ID, in)
 	if in.Start() {
-		scope, err := events.SessionScope(a.ID, in.SessionID)
-		if err != nil {
-			return err
-		}
-		out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data})
-		if err != nil {
-			return err
-		}
-		_, err = g.Stdout.Write(preflight.HookOutput(in.Event, out.context))
+		return hookStart(ctx, g, loc, a, in, id, data)
+	}
+	return hookStop(g, loc, a, in, id)
+}
+
+// hookStart runs the preflight of a start event and prints its
+// hookSpecificOutput.
+func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity, data []byte) error {
+	scope, err := events.SessionScope(a.ID, in.SessionID)
+	if err != nil {
 		return err
 	}
+	out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data})
+	if err != nil {
+		return err
+	}
+	_, err = g.Stdout.Write(preflight.HookOutput(in.Event, out.context))
+	return err
+}
+
+// hookStop answers a stop event: {} on a re-run, else the capture
+// checkpoint decision.
+func hookStop(g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity) error {
 	if err := checkStop(loc, a); err != nil {
 		return err
 	}
 	if in.StopHookActive {
-		_, err = g.Stdout.Write(preflight.StopDone)
+		_, err := g.Stdout.Write(preflight.StopDone)
 		return err
 	}
 	checkpoint, err := adapters.NewStoreID(nil) // a random version-4 UUID

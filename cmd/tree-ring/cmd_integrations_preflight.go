@@ -58,14 +58,7 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(preflight.Formats, o.ContextFormat) {
-		return usagef("--context-format %q: want one of %s", o.ContextFormat, strings.Join(preflight.Formats, ", "))
-	}
-	direct := o.AgentProfile != "" || o.WorkflowID != "" || o.SessionID != "" || o.CanonicalProjectRoot != ""
-	if o.InputJSONStdin && direct {
-		return usagef("--agent-profile, --workflow-id, --session-id and --canonical-project-root are direct-mode flags; they cannot be combined with --input-json-stdin")
-	}
-	if err := preflight.CheckContract(a.ID, o.InputJSONStdin, o.ContextFormat); err != nil {
+	if err := o.check(a); err != nil {
 		return err
 	}
 	loc, absent, err := locateStore(g)
@@ -75,39 +68,13 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 	if absent {
 		return fmt.Errorf("no Tree Ring store at --root; run `tree-ring init` first")
 	}
-	var req preflight.Request
-	if o.InputJSONStdin {
-		data, err := readBounded(g.Stdin, adapters.MaxStdinBytes, "adapter preflight stdin exceeds 1 MiB")
-		if err != nil {
-			return err
-		}
-		if req, err = preflight.ParseAdapter(a.ID, data); err != nil {
-			return err
-		}
-		if req.Cwd != "" {
-			if err := checkCwd(req.Cwd, loc.project); err != nil {
-				return err
-			}
-		}
-	} else if req, err = preflight.DirectRequest(o.AgentProfile, o.WorkflowID, o.SessionID); err != nil {
+	req, err := o.request(g, a, loc)
+	if err != nil {
 		return err
 	}
-	job := delivery{adapter: a, identity: req.Identity, taskHint: req.TaskHint, runCmd: events.RunCmdIntegrationsPreflight}
-	if job.scope, err = events.SessionScope(a.ID, req.Identity.SessionID); err != nil {
+	job, err := o.delivery(g, a, loc, req)
+	if err != nil {
 		return err
-	}
-	if o.CanonicalProjectRoot != "" {
-		if err := checkIsolated(loc, o.CanonicalProjectRoot); err != nil {
-			return err
-		}
-		job.isolated = true
-	}
-	if a.PluginDescriptor {
-		d, err := preflight.LoadDescriptor(g.Getenv(preflight.DescriptorEnv), loc.project)
-		if err != nil {
-			return err
-		}
-		job.plugin = &d
 	}
 	out, err := deliver(ctx, g, loc, job)
 	if err != nil {
@@ -119,6 +86,59 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 	}
 	_, err = g.Stdout.Write(preflight.JSONOutput(out.context, out.receipt.State, out.receipt.Summary()))
 	return err
+}
+
+// check validates the flags' combination for harness a.
+func (o *preflightOptions) check(a *adapters.Adapter) error {
+	if !slices.Contains(preflight.Formats, o.ContextFormat) {
+		return usagef("--context-format %q: want one of %s", o.ContextFormat, strings.Join(preflight.Formats, ", "))
+	}
+	direct := o.AgentProfile != "" || o.WorkflowID != "" || o.SessionID != "" || o.CanonicalProjectRoot != ""
+	if o.InputJSONStdin && direct {
+		return usagef("--agent-profile, --workflow-id, --session-id and --canonical-project-root are direct-mode flags; they cannot be combined with --input-json-stdin")
+	}
+	return preflight.CheckContract(a.ID, o.InputJSONStdin, o.ContextFormat)
+}
+
+// request is the validated session: the adapter's stdin object (whose
+// cwd, when given, must be inside the project) or the direct-mode flags.
+func (o *preflightOptions) request(g *Globals, a *adapters.Adapter, loc storeLoc) (preflight.Request, error) {
+	if !o.InputJSONStdin {
+		return preflight.DirectRequest(o.AgentProfile, o.WorkflowID, o.SessionID)
+	}
+	data, err := readBounded(g.Stdin, adapters.MaxStdinBytes, "adapter preflight stdin exceeds 1 MiB")
+	if err != nil {
+		return preflight.Request{}, err
+	}
+	req, err := preflight.ParseAdapter(a.ID, data)
+	if err == nil && req.Cwd != "" {
+		err = checkCwd(req.Cwd, loc.project)
+	}
+	return req, err
+}
+
+// delivery is the preflight to deliver: its run scope, whether it is
+// isolated (--canonical-project-root), and a plugin's live descriptor.
+func (o *preflightOptions) delivery(g *Globals, a *adapters.Adapter, loc storeLoc, req preflight.Request) (delivery, error) {
+	job := delivery{adapter: a, identity: req.Identity, taskHint: req.TaskHint, runCmd: events.RunCmdIntegrationsPreflight}
+	var err error
+	if job.scope, err = events.SessionScope(a.ID, req.Identity.SessionID); err != nil {
+		return job, err
+	}
+	if o.CanonicalProjectRoot != "" {
+		if err := checkIsolated(loc, o.CanonicalProjectRoot); err != nil {
+			return job, err
+		}
+		job.isolated = true
+	}
+	if a.PluginDescriptor {
+		d, err := preflight.LoadDescriptor(g.Getenv(preflight.DescriptorEnv), loc.project)
+		if err != nil {
+			return job, err
+		}
+		job.plugin = &d
+	}
+	return job, nil
 }
 
 // storeLoc is where a hook or preflight works: the store directory named by

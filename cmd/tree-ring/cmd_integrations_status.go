@@ -154,20 +154,11 @@ type ledgerView struct {
 func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*evaluation, error) {
 	ev := &evaluation{}
 	dets := detectionsByID(adapters.Detect(pr.canonical, g.Getenv("HOME")))
-	m, _, exists, merr := adapters.LoadManifest(pr.root)
-	var mfe *adapters.ManifestError
-	switch {
-	case merr != nil && !errors.As(merr, &mfe) && !adapters.IsRootRefusal(merr):
-		return nil, fmt.Errorf("read %s: %w", adapters.ManifestPath, merr)
-	case merr != nil:
-		ev.manifest = activation.ManifestInvalid
-	case !exists:
-		ev.manifest = activation.ManifestMissing
-	case m.ProjectRootFingerprint != pr.fingerprint:
-		ev.manifest = activation.ManifestMismatch
-	default:
-		ev.manifest = activation.ManifestPresent
+	m, cond, err := manifestCondition(pr)
+	if err != nil {
+		return nil, err
 	}
+	ev.manifest = cond
 	ledger, err := pr.hasLedger()
 	if err != nil {
 		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
@@ -185,18 +176,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	}
 	for _, a := range adapters.All() {
 		d := dets[a.ID]
-		h := &harnessEval{adapter: a, markers: d.MarkerPaths(), Evidence: activation.Evidence{
-			Adapter: a, Ledger: ledger, Manifest: ev.manifest, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial,
-		}}
-		if s, ok := lv.states[a.ID]; ok {
-			h.LedgerState = s
-		}
-		if rec, ok := m.Harnesses[a.ID]; ok && ev.manifest == activation.ManifestPresent {
-			h.Record = &rec
-		}
-		if lr, ok := lv.records[a.ID]; ok {
-			h.LedgerRecord = &activation.LedgerRecord{Record: adapters.RecordOf(lr.Contract), Published: lr.Published}
-		}
+		h := &harnessEval{adapter: a, markers: d.MarkerPaths(), Evidence: lv.evidence(a, ledger, ev.manifest, m)}
 		if !activation.Listed(d.Detected(), h.Evidence) {
 			continue
 		}
@@ -205,6 +185,40 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 			entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now})
 	}
 	return ev, nil
+}
+
+// manifestCondition reads the activation manifest on disk: present (and
+// naming this project root), missing, invalid, or naming another root.
+func manifestCondition(pr *project) (adapters.Manifest, string, error) {
+	m, _, exists, err := adapters.LoadManifest(pr.root)
+	var mfe *adapters.ManifestError
+	switch {
+	case err != nil && !errors.As(err, &mfe) && !adapters.IsRootRefusal(err):
+		return m, "", fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
+	case err != nil:
+		return m, activation.ManifestInvalid, nil
+	case !exists:
+		return m, activation.ManifestMissing, nil
+	case m.ProjectRootFingerprint != pr.fingerprint:
+		return m, activation.ManifestMismatch, nil
+	}
+	return m, activation.ManifestPresent, nil
+}
+
+// evidence is harness a's recorded evidence: the ledger's view of it and
+// its record in the manifest on disk m (condition cond).
+func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m adapters.Manifest) activation.Evidence {
+	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial}
+	if s, ok := lv.states[a.ID]; ok {
+		e.LedgerState = s
+	}
+	if rec, ok := m.Harnesses[a.ID]; ok && cond == activation.ManifestPresent {
+		e.Record = &rec
+	}
+	if lr, ok := lv.records[a.ID]; ok {
+		e.LedgerRecord = &activation.LedgerRecord{Record: adapters.RecordOf(lr.Contract), Published: lr.Published}
+	}
+	return e
 }
 
 // readLedgerView reads the manifest projection, the receipt index and,

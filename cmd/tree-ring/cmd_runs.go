@@ -53,28 +53,11 @@ func viewOf(g *Globals, r projections.RunRecord) runView {
 }
 
 func runRuns(ctx context.Context, g *Globals, o *runsOptions, args []string) error {
-	n := runsDefault
-	switch len(args) {
-	case 0:
-	case 1:
-		v, err := strconv.Atoi(args[0])
-		if err != nil || v < 1 || v > runsMax {
-			return usagef("runs N: N must be a whole number from 1 to %d", runsMax)
-		}
-		n = v
-	default:
-		return usagef("runs takes at most one argument, N")
+	n, err := runsLimit(args)
+	if err != nil {
+		return err
 	}
-	var scope string
-	var err error
-	switch {
-	case o.Harness == "" && o.SessionID == "":
-		scope, err = g.CLIScope()
-	case o.Harness != "" && o.SessionID != "":
-		scope, err = events.SessionScope(o.Harness, o.SessionID)
-	default:
-		return usagef("runs: --harness and --session-id go together")
-	}
+	scope, err := o.scope(g)
 	if err != nil {
 		return err
 	}
@@ -111,6 +94,33 @@ func runRuns(ctx context.Context, g *Globals, o *runsOptions, args []string) err
 	}
 	fmt.Fprintf(g.Stdout, "scope %s: latest %s, newest first\n\n", scope, plural(len(views), "run"))
 	return printRuns(g.Stdout, g.Now(), views, false)
+}
+
+// runsLimit is the optional argument N.
+func runsLimit(args []string) (int, error) {
+	switch len(args) {
+	case 0:
+		return runsDefault, nil
+	case 1:
+		v, err := strconv.Atoi(args[0])
+		if err != nil || v < 1 || v > runsMax {
+			return 0, usagef("runs N: N must be a whole number from 1 to %d", runsMax)
+		}
+		return v, nil
+	}
+	return 0, usagef("runs takes at most one argument, N")
+}
+
+// scope is the scope listed: this project's CLI runs, or one harness
+// session's.
+func (o *runsOptions) scope(g *Globals) (string, error) {
+	switch {
+	case o.Harness == "" && o.SessionID == "":
+		return g.CLIScope()
+	case o.Harness != "" && o.SessionID != "":
+		return events.SessionScope(o.Harness, o.SessionID)
+	}
+	return "", usagef("runs: --harness and --session-id go together")
 }
 
 // printRuns writes an aligned table. wide adds the harness and scope
