@@ -5,10 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -17,8 +17,7 @@ const sampleLedger = "../../testdata/ledger/sample.ndjson"
 // buildSample appends a small, realistic history with a fixed clock and ids.
 func buildSample(t *testing.T, root string) {
 	t.Helper()
-	now := fixedClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	f := &events.Factory{Now: now, NewID: seqIDs(now), Actor: "cli"}
+	f := eventstest.Factory("cli")
 	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
 	if err != nil {
 		t.Fatal(err)

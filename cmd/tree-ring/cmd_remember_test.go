@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -37,7 +38,7 @@ type memCLI struct {
 
 func newMemCLI(t *testing.T) *memCLI {
 	t.Helper()
-	now := fixedClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	now := eventstest.Clock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), time.Second)
 	var n uint64
 	return &memCLI{t: t, root: filepath.Join(t.TempDir(), ".tree-ring"), env: map[string]string{}, d: deps{Now: now, NewID: func() ulid.ULID {
 		n++

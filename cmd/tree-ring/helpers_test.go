@@ -14,28 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// fixedClock starts at a fixed instant and advances one second per call.
-func fixedClock(start time.Time) func() time.Time {
-	t := start
-	return func() time.Time { t = t.Add(time.Second); return t }
-}
-
-// seqIDs mints deterministic ULIDs from the clock's instant and a counter.
-func seqIDs(now func() time.Time) func() ulid.ULID {
-	var n uint64
-	return func() ulid.ULID {
-		n++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
-		copy(id[6:], []byte{0, 0, 0, 0, 0, 0, 0, 0, byte(n >> 8), byte(n)})
-		return id
-	}
-}
 
 // result is what one in-process invocation produced.
 type result struct {
@@ -52,21 +34,19 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// testDeps is the clock and id source of one runCLI call. Ids carry a
-// marker byte and the call's number, so the events a command appends (run
-// records included) never collide with fixture ids (seqIDs) nor with an
-// earlier call's; within a call they are sequential.
+// testDeps is the clock, id and entropy sources of one runCLI call. Ids
+// carry a marker byte and the call's number, so the events a command
+// appends (run records included) never collide with fixture ids
+// (eventstest.IDs(0)) nor with an earlier call's; within a call they are
+// sequential. Receipt ids come from the call's entropy, so they too are
+// reproducible and distinct per call.
 func testDeps() deps {
-	now := fixedClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	call := cliCalls.Add(1)
-	var n uint64
-	return deps{Now: now, NewID: func() ulid.ULID {
-		n++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
-		copy(id[6:], []byte{0xCC, byte(call >> 24), byte(call >> 16), byte(call >> 8), byte(call), 0, 0, 0, byte(n >> 8), byte(n)})
-		return id
-	}}
+	call := uint32(cliCalls.Add(1))
+	return deps{
+		Now:     eventstest.Clock(eventstest.Epoch, time.Second),
+		NewID:   eventstest.IDs(0xCC000000 | call&0xFFFFFF),
+		Entropy: eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
+	}
 }
 
 var cliCalls atomic.Uint64

@@ -22,6 +22,7 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -32,15 +33,11 @@ import (
 type cliSession struct{ d deps }
 
 func newCLISession() *cliSession {
-	now := fixedClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
-	var n uint64
-	return &cliSession{d: deps{Now: now, NewID: func() ulid.ULID {
-		n++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)))
-		copy(id[6:], []byte{0xAA, 0, 0, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-		return id
-	}}}
+	return &cliSession{d: deps{
+		Now:     eventstest.Clock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), time.Second),
+		NewID:   eventstest.IDsAt(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), 0xAA000000),
+		Entropy: eventstest.Entropy(0xAA000000),
+	}}
 }
 
 func (s *cliSession) run(t *testing.T, stdin string, args ...string) result {

@@ -8,6 +8,7 @@ package eventstest
 
 import (
 	"encoding/binary"
+	"io"
 	"sync"
 	"time"
 
@@ -39,7 +40,11 @@ func Clock(start time.Time, step time.Duration) func() time.Time {
 // IDs returns a source of sequential ULIDs. The marker occupies bytes 6..9
 // of every id, so two sources with different markers never collide (a
 // fixture's ids and a command's, say); within a source ids increase.
-func IDs(marker uint32) func() ulid.ULID {
+func IDs(marker uint32) func() ulid.ULID { return IDsAt(idEpoch, marker) }
+
+// IDsAt is IDs with the ids' timestamp part at instead of the fixed
+// epoch, for a sequence of ids that must sort after another's.
+func IDsAt(at time.Time, marker uint32) func() ulid.ULID {
 	var mu sync.Mutex
 	var n uint64
 	return func() ulid.ULID {
@@ -47,11 +52,40 @@ func IDs(marker uint32) func() ulid.ULID {
 		defer mu.Unlock()
 		n++
 		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(idEpoch))
+		_ = id.SetTime(ulid.Timestamp(at))
 		binary.BigEndian.PutUint64(id[8:], n) // bytes 10..15: the counter
 		binary.BigEndian.PutUint32(id[6:10], marker)
 		return id
 	}
+}
+
+// Entropy returns a deterministic stand-in for crypto/rand: 16-byte blocks
+// of the marker, a block counter and a fixed tail, so the random ids minted
+// from it (receipt ids, UUID v4) are reproducible and distinct per marker
+// and per block.
+func Entropy(marker uint32) io.Reader { return &entropy{marker: marker} }
+
+type entropy struct {
+	mu     sync.Mutex
+	marker uint32
+	off    uint64 // bytes produced so far
+}
+
+func (e *entropy) Read(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var block [16]byte
+	for i := range p {
+		k, j := e.off/16, e.off%16
+		if j == 0 || i == 0 {
+			binary.BigEndian.PutUint32(block[0:4], e.marker)
+			binary.BigEndian.PutUint64(block[4:12], k+1)
+			copy(block[12:], "tr00")
+		}
+		p[i] = block[j]
+		e.off++
+	}
+	return len(p), nil
 }
 
 // Factory returns an events.Factory on Clock(Epoch, time.Second) and

@@ -1,8 +1,12 @@
 package eventstest
 
 import (
+	"bytes"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 func TestClockAdvances(t *testing.T) {
@@ -27,5 +31,39 @@ func TestIDsIncreaseAndMarkersSeparate(t *testing.T) {
 			}
 			seen[id] = true
 		}
+	}
+}
+
+func TestIDsAtKeepsTheLayout(t *testing.T) {
+	at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	id := IDsAt(at, 0xAA000000)()
+	if id.Time() != ulid.Timestamp(at) || id[6] != 0xAA || id[15] != 1 || id[10] != 0 {
+		t.Fatalf("%v % x", id, id[:])
+	}
+	if IDs(7)() == IDsAt(at, 7)() {
+		t.Fatal("the timestamp does not separate sources")
+	}
+}
+
+func TestEntropyIsReproducibleAndDistinct(t *testing.T) {
+	read := func(r io.Reader, n int) []byte {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b := Entropy(1), Entropy(1)
+	x1, x2 := read(a, 16), read(a, 16)
+	if bytes.Equal(x1, x2) {
+		t.Fatal("consecutive blocks repeat")
+	}
+	// Odd read sizes see the same stream.
+	y := append(read(b, 5), read(b, 27)...)
+	if !bytes.Equal(y, append(x1, x2...)) {
+		t.Fatalf("stream depends on read sizes:\n% x\n% x", y, append(x1, x2...))
+	}
+	if bytes.Equal(read(Entropy(2), 16), x1) {
+		t.Fatal("markers do not separate streams")
 	}
 }
