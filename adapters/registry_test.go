@@ -3,15 +3,16 @@ package adapters
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/adapters")
+var _ = eventstest.UpdateFlag()
 
 const repo = ".."
 
@@ -20,21 +21,7 @@ var fixtureContext = Context{StoreID: "01234567-89ab-4def-8123-456789abcdef", Pr
 
 func goldenFile(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s (run with -update): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run with -update to accept):\n got: %s\nwant: %s", path, got, want)
-	}
+	eventstest.Golden(t, path, got)
 }
 
 // TestRegistryInvariants: every registered adapter has its docs page, its

@@ -20,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -311,7 +312,7 @@ func TestFixturesAreGenerated(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			got := generateFixture(t, sc.build)
 			path := filepath.Join(fixturesDir, sc.name+".ndjson")
-			if *update {
+			if eventstest.Updating() {
 				if err := os.WriteFile(path, got, 0o644); err != nil {
 					t.Fatal(err)
 				}

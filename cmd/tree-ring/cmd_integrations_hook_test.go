@@ -542,3 +542,22 @@ func TestReceipt31DaysOld(t *testing.T) {
 	}
 	p.ok("", "audit", "verify")
 }
+
+// TestHookSessionStartGolden pins the bytes each hook-answering harness
+// receives on SessionStart, with one project memory to recall: exactly
+// one hookSpecificOutput object and a newline (-update rewrites them).
+func TestHookSessionStartGolden(t *testing.T) {
+	for _, harness := range harnessIDs(answersHooks) {
+		t.Run(harness, func(t *testing.T) {
+			p := newHP(t, ".claude", ".codex")
+			p.init()
+			p.ok("", "--source-root", p.dir, "remember", "Run the full test suite before every commit.",
+				"--event-type", "preference", "--ring", "heartwood", "--scope", "project", "--project", "my project")
+			r := p.hook(harness, p.payload(harness, "session-start.json", nil))
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			golden(t, "hook_"+harness+"_session_start.json", []byte(r.stdout))
+		})
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,7 +16,7 @@ import (
 	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+var _ = eventstest.UpdateFlag()
 
 // result is what one in-process invocation produced.
 type result struct {
@@ -51,21 +50,11 @@ func testDeps() deps {
 
 var cliCalls atomic.Uint64
 
+// golden compares got with testdata/NAME (eventstest.Golden; -update
+// rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s (run with -update): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run with -update to accept):\n got: %s\nwant: %s", path, got, want)
-	}
+	eventstest.Golden(t, filepath.Join("testdata", name), got)
 }
 
 var (
