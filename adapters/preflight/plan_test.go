@@ -51,7 +51,10 @@ func (l *fakeLedger) ManifestRecord(string) (adapters.Record, bool, bool, error)
 	return l.rec, l.published, l.hasRec, nil
 }
 
-func (l *fakeLedger) StateAt(string, time.Time) (fsm.State, error) { l.read("state"); return l.state, nil }
+func (l *fakeLedger) StateAt(string, time.Time) (fsm.State, error) {
+	l.read("state")
+	return l.state, nil
+}
 
 func (l *fakeLedger) Recall(q preflight.RecallQuery, _ time.Time) (preflight.Recall, error) {
 	l.read("recall")
