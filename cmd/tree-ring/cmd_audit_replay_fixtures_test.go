@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -311,19 +310,7 @@ func TestFixturesAreGenerated(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			got := generateFixture(t, sc.build)
-			path := filepath.Join(fixturesDir, sc.name+".ndjson")
-			if eventstest.Updating() {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read %s (run with -update): %v", path, err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from what the generator produces (run with -update)", path)
-			}
+			eventstest.Golden(t, filepath.Join(fixturesDir, sc.name+".ndjson"), got)
 		})
 		seen[sc.name] = true
 	}
