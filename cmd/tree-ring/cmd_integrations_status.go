@@ -75,7 +75,7 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	for _, h := range ev.harnesses {
 		e := h.entry(verbose)
 		rep.Integrations = append(rep.Integrations, e)
-		if e.ID == "agent-zero" && g.Getenv(preflight.DescriptorEnv) != "" {
+		if h.adapter.PluginDescriptor && g.Getenv(preflight.DescriptorEnv) != "" {
 			rep.State, rep.NextStep, rep.ReceiptAgeSeconds = e.State, e.NextStep, e.ReceiptAgeSeconds
 		}
 	}
