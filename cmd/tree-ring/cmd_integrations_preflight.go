@@ -39,7 +39,7 @@ func (o *preflightOptions) AddFlags(fs *pflag.FlagSet) {
 	direct := harnessIDs(func(a *adapters.Adapter) bool { return a.DirectPreflight })
 	fs.StringVar(&o.Harness, "harness", "", "harness id ("+strings.Join(preflights, ", ")+")")
 	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the adapter's identity object from stdin ("+strings.Join(stdin, ", ")+")")
-	fs.StringVar(&o.ContextFormat, "context-format", preflight.FormatJSON, "output shape: claude-session-start, pi-before-agent-start or json")
+	fs.StringVar(&o.ContextFormat, "context-format", preflight.FormatJSON, "output shape: "+strings.Join(preflight.Formats, ", "))
 	fs.StringVar(&o.AgentProfile, "agent-profile", "", "direct mode ("+strings.Join(direct, ", ")+", json): the worker's agent profile")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "direct mode: the workflow id")
 	fs.StringVar(&o.SessionID, "session-id", "", "direct mode: the session id")
