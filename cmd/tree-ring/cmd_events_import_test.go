@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
 // exportFile writes n sealed, chained envelopes (positions 1..n, as another
@@ -23,16 +24,10 @@ import (
 // returns the path.
 func exportFile(t *testing.T, dir string, host, n int) string {
 	t.Helper()
-	var k uint64
+	day := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	f := &events.Factory{
-		Now: func() time.Time { k++; return time.Date(2026, 11, 2, 0, 0, 0, int(k)*1000, time.UTC) },
-		NewID: func() ulid.ULID {
-			var id ulid.ULID
-			_ = id.SetTime(ulid.Timestamp(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)))
-			id[6] = byte(host)
-			binary.BigEndian.PutUint64(id[8:], k)
-			return id
-		},
+		Now:   eventstest.Clock(day, time.Microsecond),
+		NewID: eventstest.IDsAt(day, uint32(host)<<24),
 		Actor: fmt.Sprintf("host-%d", host),
 	}
 	var b strings.Builder

@@ -440,14 +440,7 @@ func bigLedger(t testing.TB, path string) {
 	at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	ts := events.FormatRunTime(at)
 	scope := strings.Repeat("0f", 12)
-	var seq uint64
-	newID := func() ulid.ULID {
-		seq++
-		var id ulid.ULID
-		_ = id.SetTime(ulid.Timestamp(at))
-		copy(id[6:], []byte{0xBB, 0, 0, 0, 0, 0, byte(seq >> 24), byte(seq >> 16), byte(seq >> 8), byte(seq)})
-		return id
-	}
+	newID := eventstest.IDsAt(at, 0xBB000000)
 	env := func(stream, typ string, p any) events.Envelope {
 		raw, err := json.Marshal(p)
 		if err != nil {
