@@ -309,3 +309,26 @@ func TestStrays(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+func TestAdmit(t *testing.T) {
+	plugin := &preflight.Descriptor{PluginVersion: "3.4.1"}
+	codex, _ := job(t, "codex")
+	az, _ := job(t, "agent-zero")
+	notPassive := az.Checked
+	notPassive.Record.State = string(fsm.Active)
+	for _, c := range []struct {
+		name    string
+		checked preflight.Checked
+		plugin  *preflight.Descriptor
+		want    error
+	}{
+		{"no plugin capability", codex.Checked, nil, nil},
+		{"plugin harness without its descriptor", az.Checked, nil, preflight.ErrNotPassive},
+		{"not the passive binding", notPassive, plugin, preflight.ErrNotPassive},
+		{"descriptor and binding", az.Checked, plugin, nil},
+	} {
+		if err := preflight.Admit(c.checked, c.plugin); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
