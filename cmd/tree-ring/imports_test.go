@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
 // The import rules of docs/architecture.md, checked against `go list`, so
@@ -281,7 +283,7 @@ func TestImportGraphDoc(t *testing.T) {
 	}
 	want := importGraph(goList(t))
 	if got := string(doc[i+len(graphBegin) : j]); got != want {
-		if !*update {
+		if !eventstest.Updating() {
 			t.Fatalf("%s: the import graph differs from go list (rerun with -update):\n%s", path, want)
 		}
 		out := slices.Concat(doc[:i+len(graphBegin)], []byte(want), doc[j:])
