@@ -178,7 +178,7 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 	for _, f := range rec.OwnedFiles {
 		e, err := root.ReadFile(f.Path, MaxBridgeFileBytes)
 		if err != nil || !e.Exists {
-			if err != nil && !isTyped(err) {
+			if err != nil && !IsRootRefusal(err) {
 				return Record{}, nil, err
 			}
 			changed = append(changed, f.Path)
@@ -190,7 +190,7 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 		t, ok := a.blockTarget(b.Path, b.BlockID)
 		e, err := root.ReadFile(b.Path, MaxBridgeFileBytes)
 		if !ok || err != nil || !e.Exists {
-			if err != nil && !isTyped(err) {
+			if err != nil && !IsRootRefusal(err) {
 				return Record{}, nil, err
 			}
 			changed = append(changed, b.Path)
@@ -217,14 +217,6 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 	disk.normalize()
 	disk.BridgeFingerprint = BridgeFingerprint(id, rec.AdapterVersion, disk.OwnedFiles, disk.ManagedBlocks)
 	return disk, sortedUnique(changed), nil
-}
-
-func isTyped(err error) bool {
-	var sl *SymlinkError
-	var nr *NotRegularError
-	var nd *NotDirError
-	var tl *TooLargeError
-	return errors.As(err, &sl) || errors.As(err, &nr) || errors.As(err, &nd) || errors.As(err, &tl)
 }
 
 // LoadManifest reads and strictly decodes .tree-ring/activation.json under

@@ -29,7 +29,7 @@ func (p *Plan) reconcileManifest() error {
 		if exists {
 			p.disk, p.diskRaw = &disk, raw
 		}
-	case errors.As(err, &merr), isTyped(err):
+	case errors.As(err, &merr), adapters.IsRootRefusal(err):
 		exists, p.DiskError = true, err
 	default:
 		return fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
@@ -109,14 +109,6 @@ func (p *Plan) fold() adapters.Manifest {
 		}
 	}
 	return adapters.ManifestOf(l.StoreID, l.ProjectRootFingerprint, p.in.CLIVersion, recs)
-}
-
-func isTyped(err error) bool {
-	var sl *adapters.SymlinkError
-	var nr *adapters.NotRegularError
-	var nd *adapters.NotDirError
-	var tl *adapters.TooLargeError
-	return errors.As(err, &sl) || errors.As(err, &nr) || errors.As(err, &nd) || errors.As(err, &tl)
 }
 
 // DurabilityFailure is returned by Apply when a created path's durability
