@@ -1,13 +1,16 @@
 package fsm
 
 import (
-	"flag"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
-var update = flag.Bool("update", false, "rewrite the diagram embedded in docs/fsm.md")
+// -update rewrites the diagram embedded in docs/fsm.md (the repository's
+// one -update flag, eventstest.UpdateFlag).
+var _ = eventstest.UpdateFlag()
 
 const (
 	docsPath  = "../docs/fsm.md"
@@ -29,7 +32,7 @@ func TestDocsDiagram(t *testing.T) {
 		t.Fatalf("%s has no generated diagram block", docsPath)
 	}
 	got := doc[i+len(beginMark) : j]
-	if *update && got != Mermaid() {
+	if eventstest.Updating() && got != Mermaid() {
 		doc = doc[:i+len(beginMark)] + Mermaid() + doc[j:]
 		if err := os.WriteFile(docsPath, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
