@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // MaxBridgeFileBytes bounds every existing file Tree Ring reads to inspect a
@@ -46,7 +46,7 @@ func (e *MalformedError) Error() string {
 // InspectClaudeSettings classifies an existing settings document. It reads
 // only the hooks object; every other key is the user's and is ignored.
 // Malformed input (invalid JSON, duplicate keys, nesting deeper than
-// events.MaxDepth, a non-object document or hooks, a non-array event) is a
+// strictjson.MaxDepth, a non-object document or hooks, a non-array event) is a
 // *MalformedError. data is never modified.
 func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
 	bad := func(format string, a ...any) (SettingsStatus, error) {
@@ -56,16 +56,17 @@ func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
 		return bad("larger than %d bytes", MaxBridgeFileBytes)
 	}
 	var raw json.RawMessage
-	if err := events.StrictUnmarshal(data, &raw); err != nil {
-		var syn *json.SyntaxError
-		var dup *events.DuplicateKeyError
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		var syn *strictjson.SyntaxError
+		var dup *strictjson.DuplicateKeyError
+		var deep *strictjson.DepthError
 		switch {
 		case errors.As(err, &syn):
 			return bad("invalid JSON at byte %d", syn.Offset)
 		case errors.As(err, &dup):
 			return bad("duplicate key %q", dup.Key)
-		case strings.Contains(err.Error(), "nesting deeper"):
-			return bad("nesting deeper than %d", events.MaxDepth)
+		case errors.As(err, &deep):
+			return bad("nesting deeper than %d", deep.Max)
 		default:
 			return bad("invalid JSON")
 		}

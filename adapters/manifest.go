@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -204,8 +205,8 @@ func DecodeManifest(data []byte) (Manifest, error) {
 		CLIVersion             *string               `json:"cli_version"`
 		Harnesses              *map[string]rawRecord `json:"harnesses"`
 	}
-	if err := events.StrictUnmarshal(data, &raw); err != nil {
-		var uk *events.UnknownKeyError
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Manifest{}, manifestErr("unknown key %q", uk.Key)
 		}

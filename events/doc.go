@@ -1,6 +1,6 @@
 // Package events defines the ledger's vocabulary: the envelope every fact is
-// wrapped in, the registry of event types with their typed payloads, the strict
-// codec used for every byte that comes from outside, the canonical bytes the
+// wrapped in, the registry of event types with their typed payloads (decoded
+// from outside input by events/strictjson), the canonical bytes the
 // hash chain is computed over, and the schema-version check of every payload.
 //
 // The package is pure: it never touches the disk, the clock or randomness

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // testFactory mints envelopes with a fixed clock and sequential ids: the
@@ -130,12 +132,12 @@ func TestDecodeEnvelopeRejects(t *testing.T) {
 		want     string // substring of the error
 		is       any
 	}{
-		{"unknown top-level key", strings.Replace(good, `{"id"`, `{"extra":1,"id"`, 1), `unknown key "extra"`, new(*UnknownKeyError)},
-		{"case variant of a key", strings.Replace(good, `"stream"`, `"Stream"`, 1), `unknown key "Stream"`, new(*UnknownKeyError)},
-		{"duplicate key", strings.Replace(good, `{"id"`, `{"actor":"x","id"`, 1), `duplicate key "actor"`, new(*DuplicateKeyError)},
-		{"duplicate key by escape", strings.Replace(good, `{"id"`, `{"act\u006fr":"x","id"`, 1), `duplicate key "actor"`, new(*DuplicateKeyError)},
-		{"unknown payload key", strings.Replace(good, `"payload":{`, `"payload":{"prompt":"secret",`, 1), `payload: unknown key "prompt"`, new(*UnknownKeyError)},
-		{"duplicate payload key", strings.Replace(good, `"payload":{`, `"payload":{"harness_id":"x",`, 1), `duplicate key "harness_id" in payload`, new(*DuplicateKeyError)},
+		{"unknown top-level key", strings.Replace(good, `{"id"`, `{"extra":1,"id"`, 1), `unknown key "extra"`, new(*strictjson.UnknownKeyError)},
+		{"case variant of a key", strings.Replace(good, `"stream"`, `"Stream"`, 1), `unknown key "Stream"`, new(*strictjson.UnknownKeyError)},
+		{"duplicate key", strings.Replace(good, `{"id"`, `{"actor":"x","id"`, 1), `duplicate key "actor"`, new(*strictjson.DuplicateKeyError)},
+		{"duplicate key by escape", strings.Replace(good, `{"id"`, `{"act\u006fr":"x","id"`, 1), `duplicate key "actor"`, new(*strictjson.DuplicateKeyError)},
+		{"unknown payload key", strings.Replace(good, `"payload":{`, `"payload":{"prompt":"secret",`, 1), `payload: unknown key "prompt"`, new(*strictjson.UnknownKeyError)},
+		{"duplicate payload key", strings.Replace(good, `"payload":{`, `"payload":{"harness_id":"x",`, 1), `duplicate key "harness_id" in payload`, new(*strictjson.DuplicateKeyError)},
 		{"missing key", strings.Replace(good, `"actor":"test",`, ``, 1), `missing key "actor"`, nil},
 		{"bad hash", strings.Replace(good, `"actor":"test"`, `"actor":"tesu"`, 1), `bad hash`, new(*HashMismatchError)},
 		{"hash not hex", good[:len(good)-66] + strings.ToUpper(ref.Hash) + `"}`, `hash is not 64 lowercase hex`, nil},
@@ -144,13 +146,13 @@ func TestDecodeEnvelopeRejects(t *testing.T) {
 		{"unknown type", strings.Replace(good, `"harness.detected"`, `"harness.exploded"`, 1), `unknown event type "harness.exploded"`, new(*UnknownTypeError)},
 		{"wrong stream family", strings.Replace(good, `"harness/claude-code"`, `"memory/claude-code"`, 1), `does not belong on stream`, nil},
 		{"position zero", strings.Replace(good, `"position":1`, `"position":0`, 1), `start at 1`, nil},
-		{"trailing data", good + `{}`, `trailing data`, new(*SyntaxError)},
-		{"not JSON", `hello`, `invalid JSON`, new(*SyntaxError)},
-		{"empty", ``, `empty input`, new(*SyntaxError)},
-		{"array", `[]`, `want object, got array`, new(*TypeError)},
+		{"trailing data", good + `{}`, `trailing data`, new(*strictjson.SyntaxError)},
+		{"not JSON", `hello`, `invalid JSON`, new(*strictjson.SyntaxError)},
+		{"empty", ``, `empty input`, new(*strictjson.SyntaxError)},
+		{"array", `[]`, `want object, got array`, new(*strictjson.TypeError)},
 		{"payload not object", strings.Replace(good, good[strings.Index(good, `"payload":`):strings.Index(good, `,"prev_hash"`)], `"payload":[1]`, 1), `payload`, nil},
-		{"invalid UTF-8", strings.Replace(good, `"actor":"test"`, "\"actor\":\"t\xffst\"", 1), `invalid UTF-8`, new(*SyntaxError)},
-		{"deep nesting", strings.Replace(good, `"payload":{`, `"payload":{"markers":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`,`, 1), `nesting deeper`, new(*SyntaxError)},
+		{"invalid UTF-8", strings.Replace(good, `"actor":"test"`, "\"actor\":\"t\xffst\"", 1), `invalid UTF-8`, new(*strictjson.SyntaxError)},
+		{"deep nesting", strings.Replace(good, `"payload":{`, `"payload":{"markers":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`,`, 1), `nesting deeper`, new(*strictjson.DepthError)},
 		{"too large", `{"id":"` + strings.Repeat("a", MaxEnvelopeBytes) + `"}`, `limit`, nil},
 	}
 	for _, c := range cases {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // Spec declares one event type: its current schema version, the stream
@@ -106,7 +108,7 @@ func DecodePayload(e *Envelope) (any, error) {
 		return nil, err
 	}
 	v := spec.NewPayload()
-	if err := StrictUnmarshal(raw, v); err != nil {
+	if err := strictjson.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
 	}
 	if c, ok := v.(interface{ Check() error }); ok {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // The Agent Zero plugin descriptor: an internal transport between the
@@ -96,8 +96,8 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 		} `json:"tree_ring_version"`
 		Enabled *bool `json:"enabled"`
 	}
-	if err := events.StrictUnmarshal(data, &raw); err != nil {
-		var uk *events.UnknownKeyError
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Descriptor{}, descErr("unknown key%s", named(uk.Key))
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -192,8 +193,8 @@ func DecodeReceipt(data []byte) (Receipt, error) {
 		Status                  *string `json:"status"`
 		RecordedAt              *string `json:"recorded_at"`
 	}
-	if err := events.StrictUnmarshal(data, &raw); err != nil {
-		var uk *events.UnknownKeyError
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Receipt{}, malformed("unknown key%s", named(uk.Key))
 		}

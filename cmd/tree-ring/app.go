@@ -19,6 +19,7 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -212,8 +213,8 @@ var errorTable = []errorRow{
 	{match: as[*bolt.InvalidRootError], exit: exitError, code: "invalid_root", public: func(err error) string {
 		return "the ledger: " + target[*bolt.InvalidRootError](err).Reason
 	}},
-	{match: as[*events.UnknownKeyError], exit: exitError, code: "input_unknown_key"},
-	{match: as[*events.DuplicateKeyError], exit: exitError, code: "input_duplicate_key"},
+	{match: as[*strictjson.UnknownKeyError], exit: exitError, code: "input_unknown_key"},
+	{match: as[*strictjson.DuplicateKeyError], exit: exitError, code: "input_duplicate_key"},
 	{match: as[*events.UnknownTypeError], exit: exitError, code: "input_unknown_event_type"},
 	{match: as[*events.HashMismatchError], exit: exitError, code: "input_hash_mismatch"},
 	{match: is(context.DeadlineExceeded), exit: exitError, code: "timeout"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/fsm/fixture"
 )
@@ -21,7 +22,7 @@ func fixturePath(name string) string { return filepath.Join(fixturesDir, name+".
 func decodeReplayJSON(t *testing.T, out string) replayJSON {
 	t.Helper()
 	var r replayJSON
-	if err := events.StrictUnmarshal([]byte(out), &r); err != nil {
+	if err := strictjson.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("audit replay --json output does not decode strictly: %v\n%s", err, out)
 	}
 	return r

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // The published JSONL export format: a header line
@@ -110,7 +110,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	if !utf8.Valid(line) {
 		return ImportLine{}, errors.New("line is not valid UTF-8")
 	}
-	// The line is then strictly decoded (events.StrictUnmarshal: exact keys,
+	// The line is then strictly decoded (strictjson.Unmarshal: exact keys,
 	// duplicates and depth) as the header or the memory it declares.
 	var probe struct {
 		Type *string `json:"type"`
@@ -121,7 +121,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	switch {
 	case probe.Type == nil:
 		var w wireMemory
-		if err := events.StrictUnmarshal(line, &w); err != nil {
+		if err := strictjson.Unmarshal(line, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -135,7 +135,7 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			MemoryCount       *int    `json:"memory_count"`
 			SensitiveIncluded *bool   `json:"sensitive_included"`
 		}
-		if err := events.StrictUnmarshal(line, &h); err != nil {
+		if err := strictjson.Unmarshal(line, &h); err != nil {
 			return ImportLine{}, fmt.Errorf("export header: %w", err)
 		}
 		for _, f := range []struct {
@@ -160,14 +160,14 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 			Type   string          `json:"type"`
 			Memory json.RawMessage `json:"memory"`
 		}
-		if err := events.StrictUnmarshal(line, &env); err != nil {
+		if err := strictjson.Unmarshal(line, &env); err != nil {
 			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
 		}
 		if len(env.Memory) == 0 || string(env.Memory) == "null" {
 			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
 		}
 		var w wireMemory
-		if err := events.StrictUnmarshal(env.Memory, &w); err != nil {
+		if err := strictjson.Unmarshal(env.Memory, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)

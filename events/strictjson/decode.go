@@ -1,4 +1,17 @@
-package events
+// Package strictjson is the one decoder of JSON from outside the process
+// (hook stdin, settings files, receipts, manifests, event and memory import
+// lines, fixtures). It rejects what encoding/json lets through silently:
+// keys matched in any case, unknown keys, duplicate keys, invalid UTF-8,
+// unbounded nesting and size, trailing data. Every refusal is one of the
+// typed errors in errors.go, naming the key and its JSON path.
+//
+// Unmarshal decodes into a Go type; Reader walks a document a value at a
+// time for fast paths that need a few fields. Both read keys the same way
+// (escapes decoded, then compared exactly), so no two readers of one
+// document can disagree about which keys it holds. Duplicate keys are
+// found in time linear in the number of keys. The package imports nothing
+// of this module.
+package strictjson
 
 import (
 	"bytes"
@@ -12,87 +25,63 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// MaxDepth bounds the nesting of any JSON document we accept from outside.
-const MaxDepth = 32
-
-// UnknownKeyError names a key that the target type does not declare. Key
-// matching is exact: encoding/json alone would also accept "ID" for "id".
-type UnknownKeyError struct {
-	Key  string
-	Path string // where the object sits, e.g. "owned_files[0]"; "" at the top
+// Limits bound a document: its size in bytes and its nesting depth. The
+// zero value of a field means the default.
+type Limits struct {
+	MaxBytes int
+	MaxDepth int
 }
 
-func (e *UnknownKeyError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("unknown key %q", e.Key)
+const (
+	// MaxDepth is the default nesting bound; real documents nest a few levels.
+	MaxDepth = 32
+	// MaxBytes is the default size bound, the largest outside document we read
+	// (a settings file, a stdin payload, a memory import line).
+	MaxBytes = 1 << 20
+)
+
+func (l Limits) depth() int {
+	if l.MaxDepth > 0 {
+		return l.MaxDepth
 	}
-	return fmt.Sprintf("unknown key %q in %s", e.Key, e.Path)
+	return MaxDepth
 }
 
-// DuplicateKeyError names a key that appears twice in one object.
-type DuplicateKeyError struct {
-	Key  string
-	Path string
-}
-
-func (e *DuplicateKeyError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("duplicate key %q", e.Key)
+func (l Limits) bytes() int {
+	if l.MaxBytes > 0 {
+		return l.MaxBytes
 	}
-	return fmt.Sprintf("duplicate key %q in %s", e.Key, e.Path)
+	return MaxBytes
 }
 
-// SyntaxError is malformed JSON at a byte offset.
-type SyntaxError struct {
-	Offset int
-	Msg    string
-}
-
-func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
-}
-
-// TypeError is a JSON value of the wrong kind (or out of range) for its
-// field.
-type TypeError struct {
-	Path string
-	Want string // what the field takes: "string", "integer", "object", ...
-	Got  string // the JSON kind, or the offending number
-}
-
-func (e *TypeError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = "value"
-	}
-	return fmt.Sprintf("%s: want %s, got %s", where, e.Want, e.Got)
-}
-
-// StrictUnmarshal decodes one JSON value into v (a non-nil pointer) and
-// rejects what encoding/json lets through silently: keys the target type
-// does not declare exactly (case-sensitive, at any level, named with their
-// path), duplicate keys (named), invalid UTF-8, nesting deeper than
-// MaxDepth and trailing data. Callers bound the size of data before calling.
+// Unmarshal decodes one JSON value into v (a non-nil pointer) within the
+// default Limits: keys the target type does not declare exactly
+// (case-sensitive, at any level) are an *UnknownKeyError, a repeated key a
+// *DuplicateKeyError, and so on (errors.go).
 //
 // It decodes in one pass driven by the target type (no reflection on the
 // hot path beyond setting fields); values of types with their own
 // UnmarshalJSON or UnmarshalText, interfaces and json.RawMessage are
 // checked structurally and then handed to encoding/json. On error v may be
-// partly filled.
-func StrictUnmarshal(data []byte, v any) error {
+// partly filled. It is safe for concurrent use.
+func Unmarshal(data []byte, v any) error { return Limits{}.Unmarshal(data, v) }
+
+// Unmarshal is the package's Unmarshal within l.
+func (l Limits) Unmarshal(data []byte, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode: target %T is not a non-nil pointer", v)
 	}
-	return decodeJSON(data, schemaOf(rv.Type().Elem()), rv.Elem())
+	return l.decode(data, schemaOf(rv.Type().Elem()), rv.Elem())
 }
 
-// ValidJSON checks one JSON value with the structural rules of
-// StrictUnmarshal (syntax, UTF-8, depth, duplicate keys, no trailing data)
-// without a target type.
-func ValidJSON(data []byte) error { return decodeJSON(data, anySchema, reflect.Value{}) }
+// Valid checks one JSON value with the structural rules of Unmarshal
+// (size, syntax, UTF-8, depth, duplicate keys, no trailing data) without a
+// target type.
+func Valid(data []byte) error { return Limits{}.decode(data, anySchema, reflect.Value{}) }
 
 type schemaKind uint8
 
@@ -248,10 +237,13 @@ func addFields(s *schema, t reflect.Type, prefix []int, building map[reflect.Typ
 	}
 }
 
-// decodeJSON checks data as exactly one JSON value against s and, when v is
+// decode checks data as exactly one JSON value against s and, when v is
 // valid, decodes it into v.
-func decodeJSON(data []byte, s *schema, v reflect.Value) error {
-	d := decoder{data: data}
+func (l Limits) decode(data []byte, s *schema, v reflect.Value) error {
+	if len(data) > l.bytes() {
+		return &SizeError{Size: len(data), Max: l.bytes()}
+	}
+	d := decoder{data: data, maxDepth: l.depth()}
 	d.path = d.pathBuf[:0]
 	d.ws()
 	if d.pos >= len(data) {
@@ -270,12 +262,14 @@ func decodeJSON(data []byte, s *schema, v reflect.Value) error {
 // decoder walks JSON bytes once. A zero reflect.Value target means "check
 // only".
 type decoder struct {
-	data    []byte
-	pos     int
-	depth   int
-	path    []pathSeg // for messages only
-	pathBuf [8]pathSeg
-	sbuf    []byte // scratch for unescaping
+	data     []byte
+	pos      int
+	depth    int
+	maxDepth int
+	path     []pathSeg // for messages only
+	pathBuf  [8]pathSeg
+	sbuf     []byte           // scratch for unescaping
+	onKey    func(key []byte) // Reader.RawKeys: sees every key of checked-only values
 }
 
 // pathSeg is an object key (the raw bytes data[ks:ke]) or an array index.
@@ -292,7 +286,11 @@ func (d *decoder) pathString() string {
 			if i > 0 {
 				b.WriteByte('.')
 			}
-			b.Write(d.data[p.ks:p.ke])
+			key := d.data[p.ks:p.ke]
+			if bytes.IndexByte(key, '\\') >= 0 {
+				key = unescapeTo(nil, key)
+			}
+			b.Write(key)
 		} else {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(p.idx))
@@ -670,10 +668,15 @@ func isHex4(b []byte) bool {
 	return true
 }
 
-// unescape decodes an already validated string body the way encoding/json
-// does (invalid surrogates become U+FFFD).
+// unescape decodes an already validated string body into d.sbuf.
 func (d *decoder) unescape(s []byte) []byte {
-	out := d.sbuf[:0]
+	d.sbuf = unescapeTo(d.sbuf[:0], s)
+	return d.sbuf
+}
+
+// unescapeTo appends the decoding of an already validated string body to
+// out the way encoding/json does (invalid surrogates become U+FFFD).
+func unescapeTo(out, s []byte) []byte {
 	for i := 0; i < len(s); {
 		if s[i] != '\\' {
 			out = append(out, s[i])
@@ -711,7 +714,6 @@ func (d *decoder) unescape(s []byte) []byte {
 		}
 		i += 2
 	}
-	d.sbuf = out
 	return out
 }
 
@@ -733,8 +735,8 @@ func hex4(b []byte) rune {
 
 func (d *decoder) enter() error {
 	d.depth++
-	if d.depth > MaxDepth {
-		return d.errf("nesting deeper than %d", MaxDepth)
+	if d.depth > d.maxDepth {
+		return &DepthError{Offset: d.pos, Max: d.maxDepth}
 	}
 	return nil
 }
@@ -749,8 +751,7 @@ func (d *decoder) object(s *schema, v reflect.Value) error {
 	if s.kind == kStruct && s.nField > 64 {
 		seenMore = make([]bool, s.nField)
 	}
-	var seenBuf [16]keySpan
-	seenKeys := seenBuf[:0] // maps and opaque objects
+	var seen keySet // maps and opaque objects
 	if v.IsValid() && s.kind == kMap && v.IsNil() {
 		v.Set(reflect.MakeMap(s.t))
 	}
@@ -772,7 +773,9 @@ func (d *decoder) object(s *schema, v reflect.Value) error {
 			return err
 		}
 		ke := d.pos - 1
-		escaped := len(key) != ke-ks || (len(key) > 0 && &key[0] != &d.data[ks])
+		if d.onKey != nil {
+			d.onKey(key)
+		}
 		child := anySchema
 		var cv reflect.Value
 		if s.kind == kStruct {
@@ -796,13 +799,9 @@ func (d *decoder) object(s *schema, v reflect.Value) error {
 				cv = fieldByIndex(v, f.index)
 			}
 		} else {
-			cur := keySpan{ks, ke, escaped}
-			for _, k := range seenKeys {
-				if d.sameKey(k, cur) {
-					return &DuplicateKeyError{Key: string(d.keyBytes(cur)), Path: d.pathString()}
-				}
+			if seen.add(key, ke-ks == len(key)) {
+				return &DuplicateKeyError{Key: string(key), Path: d.pathString()}
 			}
-			seenKeys = append(seenKeys, cur)
 			if s.kind == kMap {
 				child = s.elem
 				if v.IsValid() {
@@ -843,26 +842,55 @@ func (d *decoder) object(s *schema, v reflect.Value) error {
 	}
 }
 
-// keySpan is a key's raw bytes data[start:end]; escaped keys are compared
-// after unescaping.
-type keySpan struct {
-	start, end int
-	escaped    bool
+// smallKeys is how many keys an object holds before its duplicate check
+// moves from comparing each new key with every earlier one (no allocation;
+// most objects are this small) to a set (linear in the number of keys).
+const smallKeys = 16
+
+// keySet finds a repeated key in one object. Keys are compared after
+// unescaping, so "a" and "\u0061" are the same key.
+type keySet struct {
+	small [smallKeys]string
+	n     int
+	big   map[string]struct{}
 }
 
-func (d *decoder) keyBytes(k keySpan) []byte {
-	raw := d.data[k.start:k.end]
-	if !k.escaped {
-		return raw
+// add records key and reports whether it was already present. stable says
+// key aliases the document, which outlives the object and is not modified
+// during a decode: the set then refers to the document's bytes instead of
+// copying them (the map of an 80,000-key object allocates no key). A key
+// that had escapes was decoded into scratch memory and is copied.
+func (s *keySet) add(key []byte, stable bool) bool {
+	if s.big != nil {
+		if _, ok := s.big[string(key)]; ok {
+			return true
+		}
+		s.big[s.keep(key, stable)] = struct{}{}
+		return false
 	}
-	return append([]byte(nil), d.unescape(raw)...)
+	for _, k := range s.small[:s.n] {
+		if k == string(key) {
+			return true
+		}
+	}
+	if s.n < smallKeys {
+		s.small[s.n] = s.keep(key, stable)
+		s.n++
+		return false
+	}
+	s.big = make(map[string]struct{}, 4*smallKeys)
+	for _, k := range s.small {
+		s.big[k] = struct{}{}
+	}
+	s.big[s.keep(key, stable)] = struct{}{}
+	return false
 }
 
-func (d *decoder) sameKey(a, b keySpan) bool {
-	if !a.escaped && !b.escaped {
-		return bytes.Equal(d.data[a.start:a.end], d.data[b.start:b.end])
+func (s *keySet) keep(key []byte, stable bool) string {
+	if stable && len(key) > 0 {
+		return unsafe.String(&key[0], len(key))
 	}
-	return bytes.Equal(d.keyBytes(a), d.keyBytes(b))
+	return string(key)
 }
 
 // fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
@@ -948,21 +976,23 @@ func (d *decoder) array(s *schema, v reflect.Value) error {
 	}
 }
 
-func compact(raw []byte) json.RawMessage {
-	if isCompact(raw) {
+// Compact returns raw (one valid JSON value) without insignificant
+// whitespace; raw itself when it has none.
+func Compact(raw []byte) json.RawMessage {
+	if IsCompact(raw) {
 		return raw
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(raw))
 	if err := json.Compact(&buf, raw); err != nil {
-		return raw // invalid JSON is reported by the payload decoder
+		return raw // invalid JSON is the caller's to report
 	}
 	return buf.Bytes()
 }
 
-// isCompact reports whether raw has no insignificant whitespace, without
+// IsCompact reports whether raw has no insignificant whitespace, without
 // allocating: it skips string contents and looks for whitespace elsewhere.
-func isCompact(raw []byte) bool {
+func IsCompact(raw []byte) bool {
 	in := false
 	for i := 0; i < len(raw); i++ {
 		if in {

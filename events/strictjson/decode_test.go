@@ -1,4 +1,4 @@
-package events
+package strictjson
 
 import (
 	"encoding/json"
@@ -27,10 +27,10 @@ type outer struct {
 	NoTag   int
 }
 
-func TestStrictUnmarshal(t *testing.T) {
+func TestUnmarshal(t *testing.T) {
 	ok := `{"from":"a","id":"x","items":[{"name":"n"}],"ptr":{"name":"p"},"by_name":{"k":{"name":"v"}},"raw":{"Anything":[1,{"x":null}]},"any":{"b":true},"NoTag":3}`
 	var v outer
-	if err := StrictUnmarshal([]byte(ok), &v); err != nil {
+	if err := Unmarshal([]byte(ok), &v); err != nil {
 		t.Fatal(err)
 	}
 	if v.From != "a" || v.Items[0].Name != "n" || v.Ptr.Name != "p" || v.ByName["k"].Name != "v" || v.NoTag != 3 {
@@ -55,7 +55,7 @@ func TestStrictUnmarshal(t *testing.T) {
 	}
 	for _, c := range cases {
 		var v outer
-		err := StrictUnmarshal([]byte(c.in), &v)
+		err := Unmarshal([]byte(c.in), &v)
 		var uk *UnknownKeyError
 		var dk *DuplicateKeyError
 		switch {
@@ -73,15 +73,15 @@ func TestStrictUnmarshal(t *testing.T) {
 	}
 }
 
-func TestStrictUnmarshalSyntax(t *testing.T) {
+func TestUnmarshalSyntax(t *testing.T) {
 	bad := []string{
 		``, ` `, `{`, `}`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{"a" 1}`, `{a:1}`,
 		`01`, `1.`, `.5`, `1e`, `-`, `+1`, `tru`, `nul`, `"abc`, `"\x"`, `"\u12"`, "\"a\tb\"",
 		`"` + "\xff" + `"`, `{} {}`, `{}x`, `[` + strings.Repeat(`[`, MaxDepth) + strings.Repeat(`]`, MaxDepth+1),
 	}
 	for _, in := range bad {
-		if err := ValidJSON([]byte(in)); err == nil {
-			t.Errorf("ValidJSON accepted %q", in)
+		if err := Valid([]byte(in)); err == nil {
+			t.Errorf("Valid accepted %q", in)
 		}
 	}
 	good := []string{
@@ -89,31 +89,31 @@ func TestStrictUnmarshalSyntax(t *testing.T) {
 		strings.Repeat(`[`, MaxDepth) + strings.Repeat(`]`, MaxDepth), `"é"`,
 	}
 	for _, in := range good {
-		if err := ValidJSON([]byte(in)); err != nil {
-			t.Errorf("ValidJSON rejected %q: %v", in, err)
+		if err := Valid([]byte(in)); err != nil {
+			t.Errorf("Valid rejected %q: %v", in, err)
 		}
 	}
 }
 
-func TestStrictUnmarshalTypeError(t *testing.T) {
+func TestUnmarshalTypeError(t *testing.T) {
 	var v outer
-	if err := StrictUnmarshal([]byte(`{"items":"x"}`), &v); err == nil || !strings.Contains(err.Error(), "items") {
+	if err := Unmarshal([]byte(`{"items":"x"}`), &v); err == nil || !strings.Contains(err.Error(), "items") {
 		t.Fatalf("type error: %v", err)
 	}
-	if err := StrictUnmarshal([]byte(`{}`), v); err == nil {
+	if err := Unmarshal([]byte(`{}`), v); err == nil {
 		t.Fatal("accepted a non-pointer target")
 	}
 }
 
-// FuzzValidJSON checks the hand-written scanner against encoding/json: it
+// FuzzValid checks the hand-written scanner against encoding/json: it
 // never accepts what encoding/json rejects.
-func FuzzValidJSON(f *testing.F) {
+func FuzzValid(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `"\ud800"`, `-0.0e-0`, `{"a":1,"a":2}`, `[[[]]]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if ValidJSON(data) == nil && !json.Valid(data) {
-			t.Fatalf("ValidJSON accepted invalid JSON %q", data)
+		if Valid(data) == nil && !json.Valid(data) {
+			t.Fatalf("Valid accepted invalid JSON %q", data)
 		}
 	})
 }
@@ -135,9 +135,9 @@ type fuzzTarget struct {
 	Str map[string]string `json:"str"`
 }
 
-// FuzzStrictUnmarshal: whatever the strict decoder accepts, encoding/json
+// FuzzUnmarshal: whatever the strict decoder accepts, encoding/json
 // accepts too and decodes to the same value.
-func FuzzStrictUnmarshal(f *testing.F) {
+func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{
 		`{"from":"a","s":"x\u00e9","i":-128,"u":65535,"f":1.5e3,"b":true,"p":{"name":"n"},"l":[{"name":"a"},{}],"a":[1,2,3],"m":{"k":[1]},"r":{"z":[]},"x":[1,"a",null],"ptr":7,"str":{"a":"b"}}`,
 		`{"i":128}`, `{"s":null,"l":null,"p":null}`, `{"a":[]}`, `{"l":[]}`, `{"S":"x"}`,
@@ -146,7 +146,7 @@ func FuzzStrictUnmarshal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var strict, loose fuzzTarget
-		if err := StrictUnmarshal(data, &strict); err != nil {
+		if err := Unmarshal(data, &strict); err != nil {
 			return
 		}
 		if err := json.Unmarshal(data, &loose); err != nil {

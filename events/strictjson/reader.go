@@ -1,0 +1,252 @@
+package strictjson
+
+// Reader walks one JSON document a value at a time with the checks of
+// Unmarshal (size, syntax, UTF-8, depth, duplicate keys, no trailing data)
+// but no target type. Fast paths that need a few fields of a document use
+// it, so they read keys exactly as Unmarshal does: escapes decoded, then
+// compared exactly.
+//
+// A Reader belongs to one goroutine. The byte slices it returns alias the
+// document or a scratch buffer and are valid until the next call. After an
+// error every later call returns the same error.
+type Reader struct {
+	d     decoder
+	err   error
+	begun bool // a value was started: the end of input is no longer "empty"
+}
+
+// NewReader returns a Reader over data within l.
+func NewReader(data []byte, l Limits) Reader {
+	r := Reader{d: decoder{data: data, maxDepth: l.depth()}}
+	if len(data) > l.bytes() {
+		r.err = &SizeError{Size: len(data), Max: l.bytes()}
+	}
+	return r
+}
+
+// Kind names the next value: "object", "array", "string", "boolean",
+// "null" or "number", or "" at the end of the input. It consumes nothing.
+func (r *Reader) Kind() string {
+	r.d.ws()
+	if r.d.pos >= len(r.d.data) {
+		return ""
+	}
+	return kindOf(r.d.data[r.d.pos])
+}
+
+func kindOf(first byte) string {
+	switch first {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// Path is where the reader is, e.g. "payload.owned_files[0]"; "" at the top.
+func (r *Reader) Path() string { return r.d.pathString() }
+
+// start skips whitespace before a value and reports a sticky error or the
+// end of input.
+func (r *Reader) start() error {
+	if r.err != nil {
+		return r.err
+	}
+	r.d.ws()
+	if r.d.pos >= len(r.d.data) {
+		if !r.begun {
+			return r.fail(&SyntaxError{Offset: r.d.pos, Msg: "empty input"})
+		}
+		return r.fail(r.d.errf("unexpected end of input"))
+	}
+	r.begun = true
+	return nil
+}
+
+func (r *Reader) fail(err error) error {
+	r.err = err
+	return err
+}
+
+// wrongKind skips the value at the reader (so a syntax error inside it is
+// reported first) and returns a *TypeError.
+func (r *Reader) wrongKind(want string) error {
+	got := kindOf(r.d.data[r.d.pos])
+	if err := r.d.skip(); err != nil {
+		return r.fail(err)
+	}
+	return r.fail(&TypeError{Path: r.d.pathString(), Want: want, Got: got})
+}
+
+// Object reads an object, calling fn with each key (unescaped; valid until
+// fn reads a value) while the reader stands at that key's value. fn reads
+// the value with one call (String, Uint, Raw, Skip, Object...) or returns
+// nil without reading, and the value is skipped. A repeated key is a
+// *DuplicateKeyError before fn sees it; fn's error ends the walk and is
+// returned as it is.
+func (r *Reader) Object(fn func(key []byte) error) error {
+	if err := r.start(); err != nil {
+		return err
+	}
+	d := &r.d
+	if d.data[d.pos] != '{' {
+		return r.wrongKind("object")
+	}
+	if err := d.enter(); err != nil {
+		return r.fail(err)
+	}
+	d.pos++
+	var seen keySet
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return r.fail(d.errf("expected a string key"))
+		}
+		ks := d.pos + 1
+		key, err := d.str(true)
+		if err != nil {
+			return r.fail(err)
+		}
+		ke := d.pos - 1
+		if seen.add(key, ke-ks == len(key)) {
+			return r.fail(&DuplicateKeyError{Key: string(key), Path: d.pathString()})
+		}
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return r.fail(d.errf("expected ':' after key"))
+		}
+		d.pos++
+		d.ws()
+		if d.pos >= len(d.data) {
+			return r.fail(d.errf("unexpected end of input"))
+		}
+		d.path = append(d.path, pathSeg{ks: ks, ke: ke, isKey: true})
+		at := d.pos
+		if err := fn(key); err != nil {
+			if r.err == nil {
+				r.err = err
+			}
+			return err
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if d.pos == at {
+			if err := d.skip(); err != nil {
+				return r.fail(err)
+			}
+		}
+		d.path = d.path[:len(d.path)-1]
+		d.ws()
+		if d.pos >= len(d.data) {
+			return r.fail(d.errf("unexpected end of input in object"))
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return r.fail(d.errf("expected ',' or '}' in object"))
+		}
+	}
+}
+
+// String reads a string and returns it unescaped.
+func (r *Reader) String() ([]byte, error) {
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	if r.d.data[r.d.pos] != '"' {
+		return nil, r.wrongKind("string")
+	}
+	s, err := r.d.str(true)
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	return s, nil
+}
+
+// Uint reads a non-negative integer literal that fits in a uint64.
+func (r *Reader) Uint() (uint64, error) {
+	if err := r.start(); err != nil {
+		return 0, err
+	}
+	d := &r.d
+	if c := d.data[d.pos]; c != '-' && (c < '0' || c > '9') {
+		return 0, r.wrongKind("integer")
+	}
+	start := d.pos
+	isInt, err := d.number()
+	if err != nil {
+		return 0, r.fail(err)
+	}
+	num := d.data[start:d.pos]
+	n, ok := parseUint(num)
+	if !isInt || !ok {
+		return 0, r.fail(&TypeError{Path: d.pathString(), Want: "non-negative integer", Got: "number " + string(num)})
+	}
+	return n, nil
+}
+
+// Raw checks the next value of any shape and returns its bytes as written.
+func (r *Reader) Raw() ([]byte, error) {
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	start := r.d.pos
+	if err := r.d.skip(); err != nil {
+		return nil, r.fail(err)
+	}
+	return r.d.data[start:r.d.pos], nil
+}
+
+// Skip checks the next value of any shape and moves past it.
+func (r *Reader) Skip() error {
+	_, err := r.Raw()
+	return err
+}
+
+// RawKeys is Raw that also calls fn with every key of every object inside
+// the value (unescaped; valid during the call), at any depth.
+func (r *Reader) RawKeys(fn func(key []byte)) ([]byte, error) {
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	start := r.d.pos
+	r.d.onKey = fn
+	err := r.d.skip()
+	r.d.onKey = nil
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	return r.d.data[start:r.d.pos], nil
+}
+
+// End checks that nothing but whitespace follows the value read.
+func (r *Reader) End() error {
+	if r.err != nil {
+		return r.err
+	}
+	r.d.ws()
+	if r.d.pos != len(r.d.data) {
+		return r.fail(&SyntaxError{Offset: r.d.pos, Msg: "trailing data after JSON value"})
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestReader(t *testing.T) {
+	doc := []byte(` {"s":"a\"b","\u006e":7,"raw":{"k":[1,{"deep":true}]},"skip":[1,2],"o":{"x":"y"}} `)
+	r := NewReader(doc, Limits{})
+	got := map[string]string{}
+	var nested []string
+	err := r.Object(func(key []byte) error {
+		switch k := string(key); k {
+		case "s":
+			s, err := r.String()
+			got[k] = string(s)
+			return err
+		case "n":
+			n, err := r.Uint()
+			got[k] = string(rune('0' + n))
+			return err
+		case "raw":
+			raw, err := r.RawKeys(func(key []byte) { nested = append(nested, string(key)) })
+			got[k] = string(raw)
+			return err
+		case "o":
+			return r.Object(func(key []byte) error {
+				got["o."+string(key)] = r.Path()
+				return nil
+			})
+		}
+		return nil // "skip": skipped by Object
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"s": `a"b`, "n": "7", "raw": `{"k":[1,{"deep":true}]}`, "o.x": "o.x"}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(nested, []string{"k", "deep"}) {
+		t.Fatalf("got %v %v", got, nested)
+	}
+}
+
+func TestReaderRefusals(t *testing.T) {
+	cases := []struct {
+		in   string
+		read func(r *Reader) error
+		want any
+	}{
+		{`[]`, func(r *Reader) error { return r.Object(func([]byte) error { return nil }) }, new(*TypeError)},
+		{`{"a":1}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.String(); return err })
+		}, new(*TypeError)},
+		{`{"a":-1}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.Uint(); return err })
+		}, new(*TypeError)},
+		{`{"a":1.5}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.Uint(); return err })
+		}, new(*TypeError)},
+		{`{"a":1,"a":2}`, func(r *Reader) error { return r.Object(func([]byte) error { return nil }) }, new(*DuplicateKeyError)},
+		{`{"a":[1,}`, func(r *Reader) error { return r.Object(func([]byte) error { return nil }) }, new(*SyntaxError)},
+		{`{"a":1}}`, func(r *Reader) error {
+			if err := r.Object(func([]byte) error { return nil }); err != nil {
+				return err
+			}
+			return r.End()
+		}, new(*SyntaxError)},
+		{``, func(r *Reader) error { return r.Skip() }, new(*SyntaxError)},
+	}
+	for _, c := range cases {
+		r := NewReader([]byte(c.in), Limits{})
+		err := c.read(&r)
+		if err == nil || !errors.As(err, c.want) {
+			t.Errorf("%q: error %T %v, want %T", c.in, err, err, c.want)
+		}
+		// The error is sticky.
+		if _, again := r.Raw(); again == nil {
+			t.Errorf("%q: read after an error succeeded", c.in)
+		}
+	}
+}
+
+// FuzzReader: the Reader and Unmarshal read every document the same way:
+// the same verdict, and for an object the same top-level keys with the
+// same values.
+func FuzzReader(f *testing.F) {
+	for _, s := range []string{`{"a":"x","\u0062":[1,{"c":null}],"d":{"e":1.5e3}}`, `{"\b":[]}`, `{"a":1,"\u0061":2}`, `{"a":"\ud800"}`, `[1]`, `{"a":1}x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want map[string]json.RawMessage
+		werr := Unmarshal(data, &want)
+		if werr == nil && want == nil {
+			return // null: a nil map for Unmarshal, not an object for the Reader
+		}
+		r := NewReader(data, Limits{})
+		got := map[string]json.RawMessage{}
+		gerr := r.Object(func(key []byte) error {
+			raw, err := r.Raw()
+			got[string(key)] = raw
+			return err
+		})
+		if gerr == nil {
+			gerr = r.End()
+		}
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("Unmarshal %v, Reader %v on %q", werr, gerr, data)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("Unmarshal %q, Reader %q", want, got)
+		}
+	})
+}
