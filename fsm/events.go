@@ -82,6 +82,8 @@ func harnessOf(p any) (string, bool) {
 	switch p := p.(type) {
 	case *events.HarnessDetected:
 		return p.HarnessID, true
+	case *events.BridgePlanned:
+		return p.HarnessID, true
 	case *events.BridgePublished:
 		return p.HarnessID, true
 	case *events.PublicationReviewRequired:

@@ -1,20 +1,23 @@
 package fsm
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
-// core is what replay needs from a payload. Replay reads it with a small
-// top-level scanner instead of the strict reflective decoder, which costs
-// tens of microseconds per event: the envelopes replay receives were
+// core is what replay needs from a payload. Replay reads it with
+// strictjson's Reader (top-level keys only, nested values checked and
+// skipped) instead of the reflective decoder into the payload type, which
+// costs several times more per event: the envelopes replay receives were
 // already validated strictly (on append to the ledger, or by
-// events.DecodeEnvelope for a file), and events at an older schema version
-// still go through events.DecodePayload so upcasters apply.
+// events.DecodeEnvelope for a file). The Reader reads keys exactly as that
+// validation did (escapes decoded, duplicates refused), so replay and
+// validation cannot disagree about which keys a payload holds. Events at an
+// older schema version still go through events.DecodePayload so upcasters
+// apply.
 type core struct {
 	from, to, harness string
 	receipt, worker   string
@@ -35,7 +38,8 @@ func payloadCore(e *events.Envelope) (core, error) {
 		return coreOf(p), nil
 	}
 	var c core
-	err := topFields(e.Payload, func(key, raw []byte) error {
+	r := strictjson.NewReader(e.Payload, strictjson.Limits{})
+	err := r.Object(func(key []byte) error {
 		var dst *string
 		switch string(key) {
 		case "from":
@@ -53,25 +57,28 @@ func payloadCore(e *events.Envelope) (core, error) {
 		case "status":
 			dst = &c.status
 		default:
-			return nil
+			return nil // skipped (and checked) by the reader
+		}
+		b, err := r.String()
+		if err != nil {
+			return err
 		}
 		// The common values (state names, the stream's harness id,
 		// "success") are shared rather than allocated per event.
-		if len(raw) >= 2 && raw[0] == '"' {
-			in := raw[1 : len(raw)-1]
-			if s, ok := known(in, e.Stream); ok {
-				*dst = s
-				return nil
-			}
+		if s, ok := known(b, e.Stream); ok {
+			*dst = s
+		} else {
+			*dst = string(b)
 		}
-		s, err := jsonString(raw)
-		if err != nil {
-			return fmt.Errorf("payload key %q: %w", key, err)
-		}
-		*dst = s
 		return nil
 	})
-	return c, err
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		return core{}, fmt.Errorf("payload: %w", err)
+	}
+	return c, nil
 }
 
 // coreOf reads the core fields from a decoded payload.
@@ -90,129 +97,6 @@ func coreOf(p any) core {
 		c.receipt, c.worker = p.ReceiptID, p.WorkerKeyFingerprint
 	}
 	return c
-}
-
-func jsonString(raw []byte) (string, error) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", fmt.Errorf("not a string")
-	}
-	in := raw[1 : len(raw)-1]
-	if bytes.IndexByte(in, '\\') < 0 {
-		return string(in), nil
-	}
-	var s string
-	err := json.Unmarshal(raw, &s)
-	return s, err
-}
-
-// topFields walks one JSON object and calls fn with each top-level key
-// (unescaped keys only; an escaped key is passed raw) and the raw bytes of
-// its value. Nested values are skipped, honouring strings and escapes.
-func topFields(data []byte, fn func(key, raw []byte) error) error {
-	i := skipWS(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return fmt.Errorf("payload is not a JSON object")
-	}
-	i = skipWS(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return nil
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return fmt.Errorf("payload: want a key at byte %d", i)
-		}
-		end, err := skipValue(data, i)
-		if err != nil {
-			return err
-		}
-		key := data[i+1 : end-1]
-		i = skipWS(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return fmt.Errorf("payload: want ':' at byte %d", i)
-		}
-		start := skipWS(data, i+1)
-		if end, err = skipValue(data, start); err != nil {
-			return err
-		}
-		if err := fn(key, data[start:end]); err != nil {
-			return err
-		}
-		i = skipWS(data, end)
-		switch {
-		case i < len(data) && data[i] == ',':
-			i = skipWS(data, i+1)
-		case i < len(data) && data[i] == '}':
-			if skipWS(data, i+1) != len(data) {
-				return fmt.Errorf("payload: trailing data at byte %d", i+1)
-			}
-			return nil
-		default:
-			return fmt.Errorf("payload: want ',' or '}' at byte %d", i)
-		}
-	}
-}
-
-func skipWS(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value starting at i.
-func skipValue(data []byte, i int) (int, error) {
-	if i >= len(data) {
-		return i, fmt.Errorf("payload: unexpected end")
-	}
-	switch data[i] {
-	case '"':
-		for j := i + 1; j < len(data); j++ {
-			switch data[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1, nil
-			}
-		}
-		return i, fmt.Errorf("payload: unterminated string at byte %d", i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(data); j++ {
-			switch data[j] {
-			case '"':
-				end, err := skipValue(data, j)
-				if err != nil {
-					return i, err
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return i, fmt.Errorf("payload: unterminated value at byte %d", i)
-	default:
-		j := i
-		for j < len(data) && !isDelim(data[j]) {
-			j++
-		}
-		if j == i {
-			return i, fmt.Errorf("payload: unexpected %q at byte %d", data[i], i)
-		}
-		return j, nil
-	}
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\r', '\n':
-		return true
-	}
-	return false
 }
 
 // known returns a shared string equal to b when b is a state name, the
