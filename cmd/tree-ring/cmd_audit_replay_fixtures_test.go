@@ -36,6 +36,9 @@ type builder struct {
 	st  *bolt.Store
 	now time.Time
 	n   uint64
+	// escape, when set, rewrites each payload's keys into JSON escapes
+	// (the same keys to every reader; issue 18).
+	escape *strings.Replacer
 }
 
 func (b *builder) after(d time.Duration) { b.now = b.now.Add(d) }
@@ -53,6 +56,9 @@ func (b *builder) envelope(stream, typ string, p any) events.Envelope {
 	e, err := f.New(stream, typ, p)
 	if err != nil {
 		b.t.Fatalf("%s: %v", typ, err)
+	}
+	if b.escape != nil {
+		e.Payload = []byte(b.escape.Replace(string(e.Payload)))
 	}
 	return e
 }
@@ -262,6 +268,29 @@ var scenarios = []struct {
 		b.preflight("claude-code", 'b', "receipt-worker-b", false)
 		b.after(10 * day)
 		b.preflight("claude-code", 'd', "receipt-worker-d", false)
+	}},
+	// Payload keys spelled with JSON escapes ("\u0074o" is the key to) are
+	// the same keys to every reader (issue 18). Here the transitions
+	// spell "from" and "to" with escapes and replay as written...
+	{"escaped-transition-keys", func(b *builder) {
+		b.detect("claude-code")
+		b.escape = strings.NewReplacer(`"to":`, `"\u0074o":`, `"from":`, `"fr\u006fm":`)
+		b.publish("claude-code")
+		b.after(time.Hour)
+		b.preflight("claude-code", 'b', "receipt-escaped-1", false)
+	}},
+	// ...and here the pruned receipt's "receipt_id" is escaped: the receipt
+	// no longer proves anything, exactly as with the plain key.
+	{"escaped-receipt-key", func(b *builder) {
+		b.detect("claude-code")
+		b.publish("claude-code")
+		b.after(time.Hour)
+		b.preflight("claude-code", 'b', "receipt-escaped-2", false)
+		b.after(day)
+		b.escape = strings.NewReplacer(`"receipt_id":`, `"\u0072eceipt_id":`)
+		b.append(events.HarnessStream("claude-code"), events.TypeReceiptPruned, &events.ReceiptPruned{
+			HarnessID: "claude-code", WorkerKeyFingerprint: hexOf('b'), ReceiptID: "receipt-escaped-2", Reason: "over_limit",
+		})
 	}},
 	{"illegal-transition", func(b *builder) {
 		b.detect("codex")
