@@ -78,6 +78,7 @@ func TestParseHookRefusals(t *testing.T) {
 		"stop guard string":      `{` + strings.Replace(base, "SessionStart", "Stop", 1) + `,"stop_hook_active":"false"}`,
 		"repeated cwd":           `{` + base + `,"cwd":"/elsewhere"}`,
 		"repeated benign key":    `{` + base + `,"model":"a","model":"b"}`,
+		"repeated nested key":    `{` + base + `,"x":{"a":1,"\u0061":2}}`,
 		"deep nesting":           `{` + base + `,"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`,
 		"forbidden via escape":   `{` + base + `,"\u0063apability":"x"}`,
 		"forbidden upper/hyphen": `{` + base + `,"Memory-Root":"x"}`,

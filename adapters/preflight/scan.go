@@ -11,13 +11,14 @@
 package preflight
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // maxDepth bounds the nesting of a stdin document. Real clients nest three
@@ -47,207 +48,74 @@ type scanResult struct {
 	unknown   []string          // top-level keys not wanted, in document order
 }
 
-// scan walks data, which must be exactly one JSON object, and applies spec.
-// Duplicate top-level keys are refused (a second "cwd" must not shadow the
-// first). The values of keys that are not wanted are never decoded or kept;
-// only their keys are inspected when spec.nested is set.
+// scan reads data, which must be exactly one JSON object, with
+// strictjson's Reader and applies spec: keys are read exactly as the
+// strict decoder reads them (escapes decoded, so "\u0063wd" is the key
+// cwd), and a repeated key at any depth is refused (a second "cwd" must not
+// shadow the first). The values of keys that are not wanted are checked
+// but never decoded or kept; only their keys are inspected when
+// spec.nested is set. Errors never carry a value from data, and name a key
+// only when it looks like a field name (named).
 func scan(data []byte, spec scanSpec) (scanResult, error) {
 	res := scanResult{values: map[string][]byte{}}
-	if !json.Valid(data) {
-		return res, errors.New("is not valid JSON")
-	}
-	c := cursor{b: data}
-	c.ws()
-	if c.peek() != '{' {
-		return res, errNotObject
-	}
-	seen := map[string]bool{}
-	forbid := func(k string) {
-		if spec.forbidden == nil || !spec.forbidden(k) {
+	forbid := func(key []byte) {
+		if spec.forbidden == nil || !spec.forbidden(string(key)) {
 			return
 		}
-		if k = normKey(k); !slices.Contains(res.forbidden, k) {
+		if k := normKey(string(key)); !slices.Contains(res.forbidden, k) {
 			res.forbidden = append(res.forbidden, k)
 		}
 	}
-	var onNested func(string)
-	if spec.nested {
-		onNested = forbid
-	}
-	c.i++
-	c.ws()
-	if c.peek() == '}' {
-		c.i++
-	} else {
-		for {
-			c.ws()
-			key, err := unquote(c.str())
-			if err != nil {
-				return res, err
-			}
-			if seen[key] {
-				return res, fmt.Errorf("repeats a key%s", named(key))
-			}
-			seen[key] = true
-			forbid(key)
-			c.ws()
-			c.i++ // ':'
-			c.ws()
-			start := c.i
-			if err := c.value(onNested, 1); err != nil {
-				return res, err
-			}
-			if slices.Contains(spec.wanted, key) {
-				res.values[key] = data[start:c.i]
-			} else {
-				res.unknown = append(res.unknown, key)
-			}
-			c.ws()
-			if c.peek() == ',' {
-				c.i++
-				continue
-			}
-			c.i++ // '}'
-			break
+	r := strictjson.NewReader(data, strictjson.Limits{MaxBytes: adapters.MaxStdinBytes, MaxDepth: maxDepth})
+	if r.Kind() != "object" {
+		if err := r.Skip(); err != nil {
+			return res, scanErr(err)
 		}
-	}
-	c.ws()
-	if c.i != len(data) {
 		return res, errNotObject
+	}
+	err := r.Object(func(k []byte) error {
+		key := string(k)
+		forbid(k)
+		var raw []byte
+		var err error
+		if spec.nested {
+			raw, err = r.RawKeys(forbid)
+		} else {
+			raw, err = r.Raw()
+		}
+		if err != nil {
+			return err
+		}
+		if slices.Contains(spec.wanted, key) {
+			res.values[key] = raw
+		} else {
+			res.unknown = append(res.unknown, key)
+		}
+		return nil
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		return res, scanErr(err)
 	}
 	slices.Sort(res.forbidden)
 	return res, nil
 }
 
-// cursor walks a document already checked by json.Valid, so it only tracks
-// structure; it never allocates for values.
-type cursor struct {
-	b []byte
-	i int
-}
-
-func (c *cursor) peek() byte {
-	if c.i < len(c.b) {
-		return c.b[c.i]
-	}
-	return 0
-}
-
-func (c *cursor) ws() {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
-
-// str returns the string token at the cursor, quotes included.
-func (c *cursor) str() []byte {
-	start := c.i
-	c.i++
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case '\\':
-			c.i += 2
-		case '"':
-			c.i++
-			return c.b[start:c.i]
-		default:
-			c.i++
-		}
-	}
-	return c.b[start:]
-}
-
-// value skips one value. When onKey is set, it is called with every key of
-// every object inside the value.
-func (c *cursor) value(onKey func(string), depth int) error {
-	if depth > maxDepth {
+// scanErr turns a strict decoding error into a message safe to print: the
+// kind of fault, and a key only through named.
+func scanErr(err error) error {
+	var dup *strictjson.DuplicateKeyError
+	var deep *strictjson.DepthError
+	switch {
+	case errors.As(err, &dup):
+		return fmt.Errorf("repeats a key%s", named(dup.Key))
+	case errors.As(err, &deep):
 		return fmt.Errorf("nests deeper than %d levels", maxDepth)
+	default:
+		return errors.New("is not valid JSON")
 	}
-	switch c.peek() {
-	case '"':
-		c.str()
-	case '{':
-		c.i++
-		c.ws()
-		if c.peek() == '}' {
-			c.i++
-			return nil
-		}
-		for {
-			c.ws()
-			raw := c.str()
-			if onKey != nil {
-				k, err := unquote(raw)
-				if err != nil {
-					return err
-				}
-				onKey(k)
-			}
-			c.ws()
-			c.i++ // ':'
-			c.ws()
-			if err := c.value(onKey, depth+1); err != nil {
-				return err
-			}
-			c.ws()
-			if c.peek() == ',' {
-				c.i++
-				continue
-			}
-			c.i++ // '}'
-			return nil
-		}
-	case '[':
-		c.i++
-		c.ws()
-		if c.peek() == ']' {
-			c.i++
-			return nil
-		}
-		for {
-			c.ws()
-			if err := c.value(onKey, depth+1); err != nil {
-				return err
-			}
-			c.ws()
-			if c.peek() == ',' {
-				c.i++
-				continue
-			}
-			c.i++ // ']'
-			return nil
-		}
-	default: // number, true, false, null
-		for c.i < len(c.b) {
-			switch c.b[c.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return nil
-			}
-			c.i++
-		}
-	}
-	return nil
-}
-
-// unquote decodes a string token (a key); escapes are honoured so that
-// "\u0063apability" is the key capability.
-func unquote(raw []byte) (string, error) {
-	if len(raw) < 2 {
-		return "", errors.New("is not valid JSON")
-	}
-	if !slices.Contains(raw, '\\') {
-		return string(raw[1 : len(raw)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", errors.New("is not valid JSON")
-	}
-	return s, nil
 }
 
 // named renders a key for an error message. Keys are chosen by whoever
