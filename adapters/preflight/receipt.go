@@ -265,17 +265,25 @@ func DecodeReceipt(data []byte) (Receipt, error) {
 	return r, nil
 }
 
-// subagentProfile accepts "{harness}:{type}:{16 hex}" profiles longer than
-// a plain identifier may be (each part is safe).
+// subagentProfile accepts the "{harness}:{type}:{16 hex}" profiles
+// HookIdentity derives, which may be longer than a plain identifier: the
+// harness runs to the first ':' (harness ids have none), the digest is
+// the 16 lowercase hex after the last, and the type is everything between
+// (a normalized value, which may itself hold ':', as Claude Code's
+// "plugin:agent" types do).
 func subagentProfile(p string) bool {
-	parts := strings.Split(p, ":")
-	return len(parts) == 3 && safeIdent(parts[0]) && safeIdent(parts[1]) && len(parts[2]) == 16
-}
-
-func hex64(s string) bool {
-	if len(s) != 64 {
+	harness, rest, ok := strings.Cut(p, ":")
+	i := strings.LastIndexByte(rest, ':')
+	if !ok || i < 0 {
 		return false
 	}
+	typ, digest := rest[:i], rest[i+1:]
+	return safeIdent(harness) && safeIdent(typ) && len(digest) == 16 && lowerHex(digest)
+}
+
+func hex64(s string) bool { return len(s) == 64 && lowerHex(s) }
+
+func lowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
