@@ -84,6 +84,23 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, err
 	}
+	d, err := decodeDescriptor(data)
+	if err != nil {
+		return Descriptor{}, err
+	}
+	yaml, err := readRegular(filepath.Join(dir, "plugin.yaml"))
+	if err != nil {
+		return Descriptor{}, err
+	}
+	if err := checkPluginYAML(yaml, d); err != nil {
+		return Descriptor{}, err
+	}
+	return d, nil
+}
+
+// decodeDescriptor applies the descriptor's schema and the compatibility
+// allow-list to its bytes (LoadDescriptor has checked where they came from).
+func decodeDescriptor(data []byte) (Descriptor, error) {
 	var raw struct {
 		SchemaVersion             *int    `json:"schema_version"`
 		Kind                      *string `json:"kind"`
@@ -125,16 +142,19 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	if err := CheckSeries(d, adapters.Contract()); err != nil {
 		return Descriptor{}, err
 	}
-	yaml, err := readRegular(filepath.Join(dir, "plugin.yaml"))
-	if err != nil {
-		return Descriptor{}, err
-	}
+	return d, nil
+}
+
+// checkPluginYAML requires the sibling plugin.yaml to declare name
+// tree_ring_memory and d's plugin version, each exactly once at the top
+// level.
+func checkPluginYAML(yaml []byte, d Descriptor) error {
 	name, nameN := topLevel(yaml, "name")
 	version, versionN := topLevel(yaml, "version")
 	if nameN != 1 || versionN != 1 || name != pluginID || version != d.PluginVersion {
-		return Descriptor{}, descErr("the sibling plugin.yaml does not declare name %s and version %s exactly once", pluginID, "plugin_version")
+		return descErr("the sibling plugin.yaml does not declare name %s and version %s exactly once", pluginID, "plugin_version")
 	}
-	return d, nil
+	return nil
 }
 
 // CheckSeries decides whether a descriptor is compatible with the core
