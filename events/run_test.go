@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -105,12 +106,11 @@ func FuzzRunPayloads(f *testing.F) {
 	f.Add(2, `{"run_id":"`+testRunID+`","scope_key":"`+testScope+`","pid":9,"detected_at":"`+testTime+`","detected_by_pid":10}`)
 	f.Add(1, `{"run_id":"`+testRunID+`","telemetry":{"query_class":"task_hint","result_count":8,"x":1}}`)
 	f.Add(0, `{"run_id":1e999}`)
+	f.Add(math.MinInt64, `{}`)
 	types := []string{TypeRunStarted, TypeRunFinished, TypeRunInterrupted}
 	f.Fuzz(func(t *testing.T, which int, payload string) {
-		if which < 0 {
-			which = -which
-		}
-		typ := types[which%len(types)]
+		typ := types[uint(which)%uint(len(types))] // -MinInt64 is MinInt64: no negation
+
 		v, err := DecodePayload(runEnvelope(typ, payload))
 		if err != nil {
 			return
