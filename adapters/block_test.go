@@ -60,33 +60,64 @@ func TestSeparators(t *testing.T) {
 
 // FuzzFindMarkdownBlock: never panics; a found block lies within the input,
 // starts with its begin marker at a line start and ends with its end marker
-// (plus at most one newline); the input is never modified.
+// (plus at most one newline); the input is never modified. Each input is
+// checked as it is and as a document built around a real block (text
+// before, the block with that body, text after, with CRLF endings, a
+// second marker or a missing newline when the layout bits say so), since
+// random bytes almost never hold a marker.
 func FuzzFindMarkdownBlock(f *testing.F) {
 	blk := MarkdownBlockText("codex", "body\n")
-	for _, s := range []string{"", blk, "# x\n" + blk + "y\n", blk + blk, "<!-- tree-ring:end codex -->", "<!-- tree-ring:begin codex \n<!-- tree-ring:end codex -->"} {
-		f.Add([]byte(s))
+	for i, s := range []string{"", blk, "# x\n" + blk + "y\n", blk + blk, "<!-- tree-ring:end codex -->", "<!-- tree-ring:begin codex \n<!-- tree-ring:end codex -->"} {
+		f.Add([]byte(s), []byte("body\n"), []byte("after\n"), uint8(i))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		orig := bytes.Clone(data)
-		span, found, err := FindMarkdownBlock(data, "codex")
-		if !bytes.Equal(orig, data) {
-			t.Fatal("input modified")
+	f.Fuzz(func(t *testing.T, data, body, after []byte, layout uint8) {
+		checkMarkdownBlock(t, data)
+		doc := MarkdownBlockText("codex", string(body))
+		if layout&1 != 0 {
+			doc = strings.ReplaceAll(doc, "\n", "\r\n")
 		}
-		if err != nil || !found {
-			return
+		if layout&2 != 0 {
+			doc = strings.TrimSuffix(doc, "\n")
 		}
-		if span.Start < 0 || span.End > len(data) || span.Start >= span.End {
-			t.Fatalf("span %+v out of %d bytes", span, len(data))
+		if layout&4 != 0 {
+			doc += doc
 		}
-		b := data[span.Start:span.End]
-		if !bytes.HasPrefix(b, []byte("<!-- tree-ring:begin codex ")) || !lineStart(data, span.Start) {
-			t.Fatalf("block does not start with its begin marker: %q", b)
+		sep := "\n"
+		if layout&8 != 0 {
+			sep = ""
 		}
-		if !bytes.HasSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("<!-- tree-ring:end codex -->")) {
-			t.Fatalf("block does not end with its end marker: %q", b)
-		}
-		if bytes.Count(data, []byte("<!-- tree-ring:begin codex ")) != 1 || bytes.Count(data, []byte("<!-- tree-ring:end codex -->")) != 1 {
-			t.Fatal("found with markers not unique")
+		built := []byte(string(data) + sep + doc + string(after))
+		span, found := checkMarkdownBlock(t, built)
+		// A block around a body of whole lines and text without markers
+		// is found where it was put.
+		clean := (len(body) == 0 || body[len(body)-1] == '\n') && !bytes.Contains(built[:len(data)], []byte("<!--")) && !bytes.Contains(body, []byte("<!--")) && !bytes.Contains(after, []byte("<!--"))
+		if clean && layout&(4|8) == 0 && (len(data) == 0 || data[len(data)-1] != '\r') && (!found || span.Start != len(data)+1) {
+			t.Fatalf("block not found at %d in %q: %+v %v", len(data)+1, built, span, found)
 		}
 	})
+}
+
+func checkMarkdownBlock(t *testing.T, data []byte) (Span, bool) {
+	orig := bytes.Clone(data)
+	span, found, err := FindMarkdownBlock(data, "codex")
+	if !bytes.Equal(orig, data) {
+		t.Fatal("input modified")
+	}
+	if err != nil || !found {
+		return span, false
+	}
+	if span.Start < 0 || span.End > len(data) || span.Start >= span.End {
+		t.Fatalf("span %+v out of %d bytes", span, len(data))
+	}
+	b := data[span.Start:span.End]
+	if !bytes.HasPrefix(b, []byte("<!-- tree-ring:begin codex ")) || !lineStart(data, span.Start) {
+		t.Fatalf("block does not start with its begin marker: %q", b)
+	}
+	if !bytes.HasSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("<!-- tree-ring:end codex -->")) {
+		t.Fatalf("block does not end with its end marker: %q", b)
+	}
+	if bytes.Count(data, []byte("<!-- tree-ring:begin codex ")) != 1 || bytes.Count(data, []byte("<!-- tree-ring:end codex -->")) != 1 {
+		t.Fatal("found with markers not unique")
+	}
+	return span, true
 }

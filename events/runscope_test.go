@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -14,6 +15,14 @@ func FuzzSessionScope(f *testing.F) {
 	f.Add("codex", " padded ")
 	f.Add("codex", "trcap_v1_deadbeef")
 	f.Add("x", "\x00")
+	// Every refusal and its boundary: 256 characters of 3 bytes each,
+	// one more, a C1 control, a token inside, a harness id that is not one.
+	f.Add("agent-zero", strings.Repeat("界", 256))
+	f.Add("opencode", strings.Repeat("界", 257))
+	f.Add("gemini", "a\u0085b")
+	f.Add("pi", "s-trcap_v1_x")
+	f.Add("Codex", "s")
+	f.Add("", "")
 	f.Fuzz(func(t *testing.T, harness, session string) {
 		k, err := SessionScope(harness, session)
 		if err != nil {
@@ -35,6 +44,14 @@ func FuzzSessionScope(f *testing.F) {
 		}
 		if k2, _ := SessionScope(harness, session); k2 != k {
 			t.Fatal("not deterministic")
+		}
+		// The key names neither value, and another session of the same
+		// harness is another scope.
+		if len(session) > len(k) && strings.Contains(k, session) || strings.Contains(k, harness) && len(harness) > 8 {
+			t.Fatalf("key %q carries its input", k)
+		}
+		if k2, err := SessionScope(harness, session+"x"); err == nil && k2 == k {
+			t.Fatal("two sessions share a scope key")
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,52 +82,72 @@ func TestParseQuery(t *testing.T) {
 }
 
 func FuzzParseQuery(f *testing.F) {
-	for _, s := range []string{"failure stale cache", "the what", "", "foo_bar baz", "界界 ÜBER", "\xff\x00a", "rule rule rule", "e\u0301"} {
+	for _, s := range []string{"failure stale cache", "the what", "", "foo_bar baz", "界界 ÜBER", "\xff\x00a", "rule rule rule", "e\u0301",
+		"the a of to and in is it", "İstanbul ǅemal ß ﬁle", "x1 x2 x3 x4 x5 x6 x7 x8 x9 x10 x11 x12 x13 x14 x15 x16 x17 x18 x19 x20 x21 x22 x23 x24 x25 x26 x27 x28 x29 x30 x31 x32 x33 x34"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		toks := Tokenize(s)
-		var hs []uint64
-		eachToken([]byte(s), func(h uint64) { hs = append(hs, h) })
-		if len(hs) != len(toks) {
-			t.Fatalf("eachToken saw %d tokens, Tokenize %d", len(hs), len(toks))
-		}
-		for i, tok := range toks {
-			if tok == "" || !utf8.ValidString(tok) {
-				t.Fatalf("bad token %q", tok)
-			}
-			for _, r := range tok {
-				if !isTokenRune(r) {
-					t.Fatalf("separator %q inside token %q", r, tok)
-				}
-			}
-			if tokenHash(tok) != hs[i] {
-				t.Fatalf("hash of %q differs", tok)
-			}
-			// Index tokens of a token are the token itself (lowercasing
-			// is idempotent).
-			if again := Tokenize(tok); len(again) != 1 || again[0] != strings.Map(unicode.ToLower, tok) {
-				t.Fatalf("re-tokenizing %q gave %q", tok, again)
+		checkQuery(t, s)
+		// A query built from the input's words: each twice, in upper
+		// case too, joined by separators the tokenizer splits on, and
+		// repeated past maxSearchTerms (random strings rarely hold many
+		// words, so the bounds and the dedup would never be reached).
+		var b strings.Builder
+		for i, w := range strings.Fields(s) {
+			for k := 0; k < 2+maxSearchTerms/4; k++ {
+				b.WriteString([]string{" ", "-", "_", ", ", "/"}[(i+k)%5])
+				b.WriteString(w)
+				b.WriteString(fmt.Sprint(k % 9))
+				b.WriteString(" " + strings.ToUpper(w))
 			}
 		}
-		q := parseQuery(s)
-		if len(q.or) > maxSearchTerms {
-			t.Fatalf("%d search terms", len(q.or))
-		}
-		for i, a := range q.searches {
-			if len(a) == 0 {
-				t.Fatal("empty AND search")
-			}
-			for j := 0; j < i; j++ {
-				if sameSet(a, q.searches[j]) {
-					t.Fatal("repeated search")
-				}
-			}
-		}
-		for _, term := range q.terms {
-			if term == "" || strings.ToLower(term) != term {
-				t.Fatalf("bad term %q", term)
-			}
-		}
+		checkQuery(t, b.String())
 	})
+}
+
+func checkQuery(t *testing.T, s string) {
+	t.Helper()
+	toks := Tokenize(s)
+	var hs []uint64
+	eachToken([]byte(s), func(h uint64) { hs = append(hs, h) })
+	if len(hs) != len(toks) {
+		t.Fatalf("eachToken saw %d tokens, Tokenize %d", len(hs), len(toks))
+	}
+	for i, tok := range toks {
+		if tok == "" || !utf8.ValidString(tok) {
+			t.Fatalf("bad token %q", tok)
+		}
+		for _, r := range tok {
+			if !isTokenRune(r) {
+				t.Fatalf("separator %q inside token %q", r, tok)
+			}
+		}
+		if tokenHash(tok) != hs[i] {
+			t.Fatalf("hash of %q differs", tok)
+		}
+		// Index tokens of a token are the token itself (lowercasing
+		// is idempotent).
+		if again := Tokenize(tok); len(again) != 1 || again[0] != strings.Map(unicode.ToLower, tok) {
+			t.Fatalf("re-tokenizing %q gave %q", tok, again)
+		}
+	}
+	q := parseQuery(s)
+	if len(q.or) > maxSearchTerms {
+		t.Fatalf("%d search terms", len(q.or))
+	}
+	for i, a := range q.searches {
+		if len(a) == 0 {
+			t.Fatal("empty AND search")
+		}
+		for j := 0; j < i; j++ {
+			if sameSet(a, q.searches[j]) {
+				t.Fatal("repeated search")
+			}
+		}
+	}
+	for _, term := range q.terms {
+		if term == "" || strings.ToLower(term) != term {
+			t.Fatalf("bad term %q", term)
+		}
+	}
 }
