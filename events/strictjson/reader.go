@@ -100,72 +100,23 @@ func (r *Reader) Object(fn func(key []byte) error) error {
 	if d.data[d.pos] != '{' {
 		return r.wrongKind("object")
 	}
-	if err := d.enter(); err != nil {
-		return r.fail(err)
-	}
-	d.pos++
-	var seen keySet
-	d.ws()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return nil
-	}
-	for {
-		d.ws()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return r.fail(d.errf("expected a string key"))
-		}
-		ks := d.pos + 1
-		key, err := d.str(true)
-		if err != nil {
-			return r.fail(err)
-		}
-		ke := d.pos - 1
-		if seen.add(key, ke-ks == len(key)) {
-			return r.fail(&DuplicateKeyError{Key: string(key), Path: d.pathString()})
-		}
-		d.ws()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return r.fail(d.errf("expected ':' after key"))
-		}
-		d.pos++
-		d.ws()
-		if d.pos >= len(d.data) {
-			return r.fail(d.errf("unexpected end of input"))
-		}
-		d.path = append(d.path, pathSeg{ks: ks, ke: ke, isKey: true})
+	err := d.members(true, func(key []byte) error {
 		at := d.pos
 		if err := fn(key); err != nil {
-			if r.err == nil {
-				r.err = err
-			}
 			return err
 		}
 		if r.err != nil {
 			return r.err
 		}
 		if d.pos == at {
-			if err := d.skip(); err != nil {
-				return r.fail(err)
-			}
+			return d.skip()
 		}
-		d.path = d.path[:len(d.path)-1]
-		d.ws()
-		if d.pos >= len(d.data) {
-			return r.fail(d.errf("unexpected end of input in object"))
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return r.fail(d.errf("expected ',' or '}' in object"))
-		}
+		return nil
+	})
+	if err != nil && r.err == nil {
+		r.err = err
 	}
+	return err
 }
 
 // String reads a string and returns it unescaped.
