@@ -1,13 +1,13 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // ReceiptTTL is how long a receipt proves a state: the protocol's 30-day
@@ -49,7 +49,8 @@ func (s *Step) Reason() string {
 		return s.note
 	}
 	// The payload was validated strictly before replay (see Replayer.Apply);
-	// for display, plain decoding (at the current schema version) is enough and much faster.
+	// for display it is decoded at the current schema version, without the
+	// Check of events.DecodePayload.
 	e := events.Envelope{Stream: s.stream, Type: s.Type, SchemaVersion: s.schema, Payload: s.raw}
 	spec, ok := events.Lookup(s.Type)
 	if !ok {
@@ -60,7 +61,7 @@ func (s *Step) Reason() string {
 		return "payload does not decode: " + clean(err.Error())
 	}
 	p := spec.NewPayload()
-	if err := json.Unmarshal(raw, p); err != nil {
+	if err := strictjson.Unmarshal(raw, p); err != nil {
 		return "payload does not decode: " + clean(err.Error())
 	}
 	return reason(p)

@@ -1,13 +1,13 @@
 package preflight
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // InputError is a refusal of stdin or of the request flags. Its message
@@ -123,7 +123,7 @@ func requiredString(res scanResult, key, what string) (string, error) {
 		return "", inputErr("%s requires %s", what, key)
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil || strings.TrimSpace(s) == "" {
+	if err := strictjson.Unmarshal(raw, &s); err != nil || strings.TrimSpace(s) == "" {
 		return "", inputErr("%s: %s must be a non-blank string", what, key)
 	}
 	return s, nil
@@ -228,7 +228,7 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		}
 		if raw, ok := res.values["agent_type"]; ok {
 			var t string
-			if json.Unmarshal(raw, &t) != nil || t != "claude-code" {
+			if strictjson.Unmarshal(raw, &t) != nil || t != "claude-code" {
 				return Request{}, inputErr("ambiguous Claude Code adapter identity")
 			}
 		}
@@ -250,7 +250,7 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		}
 	}
 	if raw, ok := res.values["task_hint"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &r.TaskHint); err != nil {
+		if err := strictjson.Unmarshal(raw, &r.TaskHint); err != nil {
 			return Request{}, inputErr("invalid adapter preflight stdin fields: task_hint must be a string or null")
 		}
 	}

@@ -6,9 +6,11 @@ package strictjson
 // it, so they read keys exactly as Unmarshal does: escapes decoded, then
 // compared exactly.
 //
-// A Reader belongs to one goroutine. The byte slices it returns alias the
-// document or a scratch buffer and are valid until the next call. After an
-// error every later call returns the same error.
+// A Reader belongs to one goroutine, and the document must not change
+// while it is in use (the duplicate-key set refers to its bytes). The byte
+// slices it returns alias the document or a scratch buffer and are valid
+// until the next call. After an error every later call returns the same
+// error.
 type Reader struct {
 	d     decoder
 	err   error
