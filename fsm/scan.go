@@ -15,9 +15,9 @@ import (
 // already validated strictly (on append to the ledger, or by
 // events.DecodeEnvelope for a file). The Reader reads keys exactly as that
 // validation did (escapes decoded, duplicates refused), so replay and
-// validation cannot disagree about which keys a payload holds. Events at an
-// older schema version still go through events.DecodePayload so upcasters
-// apply.
+// validation cannot disagree about which keys a payload holds. An event at
+// another schema version goes through events.DecodePayload, which refuses
+// it.
 type core struct {
 	from, to, harness string
 	receipt, worker   string
