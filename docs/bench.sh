@@ -50,6 +50,11 @@ step ledger-300k env TREE_RING_BENCH_EVENTS=300000 go test -run '^$' -timeout 60
 step events-import gt ./cmd/tree-ring -bench EventsImport -benchtime 1x
 step codec gt ./events -bench . -benchtime 1s
 
+# Strict JSON: objects of 1k/10k/80k keys against encoding/json, then the
+# same with encoding/json/v2 (GOEXPERIMENT=jsonv2; v1 then runs on v2).
+step strictjson gt ./events/strictjson -bench . -benchtime 1s -benchmem
+step strictjson-v2 env GOEXPERIMENT=jsonv2 go test -run '^$' -timeout 60m ./events/strictjson -bench . -benchtime 1s -benchmem
+
 # FSM replay of 100k harness events.
 step replay gt ./fsm -bench Replay100k -benchtime 3x -count 3
 
