@@ -205,7 +205,9 @@ func TestMockStreams(t *testing.T) {
 }
 
 func TestMockNonStreaming(t *testing.T) {
-	m := NewMock(func(*Request) Reply { return Reply{Text: "t", Calls: []ToolCall{{Name: "f", Input: map[string]any{"x": "1"}}}} })
+	m := NewMock(func(*Request) Reply {
+		return Reply{Text: "t", Calls: []ToolCall{{Name: "f", Input: map[string]any{"x": "1"}}}}
+	})
 	defer m.Close()
 	var msg struct {
 		Content []struct {
@@ -224,7 +226,9 @@ func TestMockNonStreaming(t *testing.T) {
 		Choices []struct {
 			Message struct {
 				Content   string
-				ToolCalls []struct{ Function struct{ Name, Arguments string } } `json:"tool_calls"`
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
 			}
 			FinishReason string `json:"finish_reason"`
 		}
