@@ -112,7 +112,7 @@ Then, from the project root:
 
 - ` + "`\"$tree_ring\" --root \"$project_root/.tree-ring\" integrations status --verbose`" + `: each harness's state and its newest receipt.
 - ` + "`\"$tree_ring\" --root \"$project_root/.tree-ring\" recall \"<query>\" --project \"<project>\"`" + `: scoped recall.
-- ` + "`\"$tree_ring\" --root \"$project_root/.tree-ring\" capture \"<concise summary>\" --event-type <preference|decision|lesson|warning|correction|seed> --ring <cambium|scar|seed> --project \"<project>\" --agent-profile \"<agent>\" --workflow-id \"<workflow>\" --session-id \"<session>\" --operation-id <id> --source-ref <ref>`" + `: one strict durable candidate.
+- ` + "`\"$tree_ring\" --root \"$project_root/.tree-ring\" capture SUMMARY --event-type TYPE --ring RING --project PROJECT --agent-profile AGENT --workflow-id WORKFLOW --session-id SESSION --operation-id OPERATION --source-ref REF`" + `: one strict durable candidate. A stop checkpoint prints these lines ready to run, with every value but SUMMARY (the candidate, in double quotes), TYPE (preference, decision, lesson, warning, correction or seed) and RING (cambium, scar or seed) filled in.
 
 Never pass prompts, transcripts, tokens or secrets to any of these commands.
 `

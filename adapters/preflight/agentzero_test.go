@@ -211,13 +211,13 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("hook output %s", got)
 	}
 	id := Identity{"codex:explorer:0123456789abcdef", "s1", "agent-1"}
-	reason := CheckpointReason("0f0e0d0c-0b0a-4908-8706-050403020100", "project-abc", id)
+	reason := CheckpointReason("0f0e0d0c-0b0a-4908-8706-050403020100", "project-abc", "/srv/my-proj", id)
 	lines := strings.Split(reason, "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "Tree Ring automatic capture checkpoint 0f0e0d0c-0b0a-4908-8706-050403020100. ") {
 		t.Fatalf("reason layout:\n%s", reason)
 	}
 	for slot, l := range lines[1:4] {
-		want := `project_root="$(git rev-parse --show-toplevel 2>/dev/null || pwd)"; tree_ring="$project_root/.tree-ring/bin/tree-ring"; if [ ! -x "$tree_ring" ]; then tree_ring=tree-ring; fi; "$tree_ring" --root "$project_root/.tree-ring" capture "<concise summary>" --event-type <preference|decision|lesson|warning|correction|seed> --ring <cambium|scar|seed> --project "project-abc" --agent-profile "codex:explorer:0123456789abcdef" --workflow-id "s1" --session-id "agent-1" --operation-id auto-0f0e0d0c-0b0a-4908-8706-050403020100-` + string(rune('1'+slot)) + ` --source-ref agent-checkpoint:0f0e0d0c-0b0a-4908-8706-050403020100`
+		want := `/srv/my-proj/.tree-ring/bin/tree-ring --root /srv/my-proj/.tree-ring capture SUMMARY --event-type TYPE --ring RING --project project-abc --agent-profile codex:explorer:0123456789abcdef --workflow-id s1 --session-id agent-1 --operation-id auto-0f0e0d0c-0b0a-4908-8706-050403020100-` + string(rune('1'+slot)) + ` --source-ref agent-checkpoint:0f0e0d0c-0b0a-4908-8706-050403020100`
 		if l != want {
 			t.Errorf("line %d:\n got %s\nwant %s", slot+1, l, want)
 		}
@@ -227,5 +227,32 @@ func TestOutputs(t *testing.T) {
 	}
 	if got := string(StopOutput("r")); got != `{"decision":"block","reason":"r"}`+"\n" || string(StopDone) != "{}\n" {
 		t.Errorf("stop outputs %s %s", got, StopDone)
+	}
+}
+
+// The capture lines hold nothing a shell or an XML escape treats specially
+// (no $(...), redirection, quote, pipe, ampersand or angle bracket): only
+// the project path is quoted, and only when it needs it.
+func TestCheckpointLinesAreInert(t *testing.T) {
+	id := Identity{"claude-code:Explore:0123456789abcdef", "session-0123", "agent-abc"}
+	for _, c := range []struct{ root, bin string }{
+		{"/home/u/src/app", "/home/u/src/app/.tree-ring/bin/tree-ring --root /home/u/src/app/.tree-ring "},
+		{"/home/u/my app", `'/home/u/my app/.tree-ring/bin/tree-ring' --root '/home/u/my app/.tree-ring' `},
+		{"/home/u/it's", `'/home/u/it'\''s/.tree-ring/bin/tree-ring' --root '/home/u/it'\''s/.tree-ring' `},
+	} {
+		reason := CheckpointReason("cp-1", "app", c.root, id)
+		lines := strings.Split(reason, "\n")[1:4]
+		for _, l := range lines {
+			if !strings.HasPrefix(l, c.bin+"capture SUMMARY --event-type TYPE --ring RING ") {
+				t.Errorf("%s: line %s", c.root, l)
+			}
+			rest := strings.TrimPrefix(l, c.bin)
+			if strings.ContainsAny(rest, "$`\"'<>&|;()\\*?[]{}~#!") {
+				t.Errorf("%s: a shell or XML metacharacter in %s", c.root, rest)
+			}
+		}
+		if prose := strings.Split(reason, "\n")[0]; strings.ContainsAny(prose, "<>&") {
+			t.Errorf("the instructions hold an XML metacharacter: %s", prose)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package preflight
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // encodeLine is compact JSON without HTML escaping and with one trailing
@@ -58,34 +60,66 @@ func StopOutput(reason string) []byte {
 	}{"block", reason})
 }
 
+// Placeholders of the capture lines: plain words, inert in any shell and
+// unchanged by XML escaping (Codex escapes a Stop reason before the model
+// sees it). Run unreplaced, capture refuses each one by name (the rule is
+// memory.Capture's).
+const (
+	SummaryPlaceholder   = memory.SummaryPlaceholder
+	EventTypePlaceholder = memory.EventTypePlaceholder
+	RingPlaceholder      = memory.RingPlaceholder
+
+	placeholders = " capture " + SummaryPlaceholder + " --event-type " + EventTypePlaceholder + " --ring " + RingPlaceholder + " "
+)
+
+// FillCapture replaces a printed capture line's placeholders as the
+// checkpoint's instructions tell the agent to (the demo and the tests play
+// the agent): the summary in double quotes, the event type and ring as they
+// are. A line without the placeholders is returned unchanged.
+func FillCapture(line, summary, eventType, ring string) string {
+	return strings.Replace(line, placeholders, ` capture "`+summary+`" --event-type `+eventType+" --ring "+ring+" ", 1)
+}
+
 // CheckpointReason is the automatic capture checkpoint instruction for a
 // worker: review only outcomes already in the working context and submit
 // zero to three concise durable candidates, each through one exact strict
-// capture command line (the runtime prefix of adapters.CaptureCommandPrefix,
-// the project alias, the worker identity, operation id
+// capture command line (the project's installed binary and store by
+// absolute path, the project alias, the worker identity, operation id
 // auto-<checkpoint>-<1|2|3> and source ref agent-checkpoint:<checkpoint>).
-// It never contains --scope (capture fixes scope to agent), the transcript
+//
+// Each line runs as printed from any directory: no command substitution
+// (Gemini CLI refuses any $(...)), no redirection, no quotes, and nothing
+// an XML escape changes; the allowed values are in the prose, not inside
+// the command. projectRoot is the canonical absolute project root: it
+// reaches only the harness's stop output, never the ledger or a receipt. It
+// never contains --scope (capture fixes scope to agent), the transcript
 // path or the last assistant message. project and the identity are
-// normalized values, safe inside double quotes.
-func CheckpointReason(checkpoint, project string, id Identity) string {
+// normalized values ([A-Za-z0-9-_.:@]), shell words as they are.
+func CheckpointReason(checkpoint, project, projectRoot string, id Identity) string {
+	store := filepath.Join(projectRoot, adapters.StoreDir)
 	var b strings.Builder
 	b.WriteString("Tree Ring automatic capture checkpoint ")
 	b.WriteString(checkpoint)
 	b.WriteString(". Review only outcomes already in your working context and submit zero to three concise durable candidates " +
 		"(a preference, decision, lesson, warning, correction or seed that will matter in a later session). " +
 		"Zero is correct when nothing reusable occurred. Run one strict capture command per candidate, " +
-		"using the next unused line below, replacing only the summary, event type and ring:\n")
+		"using the next unused line below exactly as printed, from any directory, replacing only the three placeholders: " +
+		SummaryPlaceholder + " with the candidate as one line in double quotes (no quote, backslash, dollar sign or backtick inside it), " +
+		EventTypePlaceholder + " with preference, decision, lesson, warning, correction or seed, and " +
+		RingPlaceholder + " with cambium, scar or seed.\n")
 	for slot := 1; slot <= 3; slot++ {
-		b.WriteString(adapters.CaptureCommandPrefix())
-		b.WriteString(`; "$tree_ring" --root "$project_root/.tree-ring" capture "<concise summary>" --event-type <preference|decision|lesson|warning|correction|seed> --ring <cambium|scar|seed> --project "`)
+		b.WriteString(shellWord(filepath.Join(store, "bin", "tree-ring")))
+		b.WriteString(" --root ")
+		b.WriteString(shellWord(store))
+		b.WriteString(placeholders + "--project ")
 		b.WriteString(project)
-		b.WriteString(`" --agent-profile "`)
+		b.WriteString(" --agent-profile ")
 		b.WriteString(id.AgentProfile)
-		b.WriteString(`" --workflow-id "`)
+		b.WriteString(" --workflow-id ")
 		b.WriteString(id.WorkflowID)
-		b.WriteString(`" --session-id "`)
+		b.WriteString(" --session-id ")
 		b.WriteString(id.SessionID)
-		b.WriteString(`" --operation-id auto-`)
+		b.WriteString(" --operation-id auto-")
 		b.WriteString(checkpoint)
 		b.WriteString("-")
 		b.WriteByte(byte('0' + slot))
@@ -96,4 +130,19 @@ func CheckpointReason(checkpoint, project string, id Identity) string {
 	b.WriteString("Capture accepts only normal-sensitivity cambium, scar or seed candidates in agent scope, one concise line each. " +
 		"If nothing durable occurred, write nothing and finish. Never capture a transcript, a secret, the user's prompt or invented memory.")
 	return b.String()
+}
+
+// shellWord is path as one POSIX shell word: as it is when every byte is
+// inert in sh and in XML text, else single-quoted (an embedded quote
+// closes, escapes and reopens). A quoted path is still one word for sh,
+// but an XML escape may show the model &apos; instead of the quote
+// (docs/preflight.md).
+func shellWord(path string) string {
+	inert := path != "" && !strings.ContainsFunc(path, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
+	})
+	if inert {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
 )
 
 type demoOptions struct {
@@ -184,11 +185,7 @@ func (d *demo) firstSession() error {
 	}
 	d.step(name+" Stop returned one capture checkpoint with exact strict capture command lines", "",
 		"the agent, not a transcript recorder, decides what is durable; zero to three candidates")
-	line = strings.NewReplacer(
-		`"<concise summary>"`, `"Retry tests need a fake clock; real sleeps made them flaky."`,
-		"<preference|decision|lesson|warning|correction|seed>", "lesson",
-		"<cambium|scar|seed>", "cambium",
-	).Replace(line)
+	line = preflight.FillCapture(line, "Retry tests need a fake clock; real sleeps made them flaky.", "lesson", "cambium")
 	if _, err := d.sh(line, nil); err != nil {
 		return fmt.Errorf("demo: the checkpoint's capture line failed: %w", err)
 	}
@@ -385,7 +382,7 @@ func firstCaptureLine(out string) (string, error) {
 		return "", fmt.Errorf("demo: the stop hook returned no checkpoint: %q", out)
 	}
 	for _, l := range strings.Split(o.Reason, "\n") {
-		if strings.Contains(l, `capture "<concise summary>"`) {
+		if strings.Contains(l, " capture "+preflight.SummaryPlaceholder+" ") {
 			return l, nil
 		}
 	}

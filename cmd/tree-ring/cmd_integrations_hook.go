@@ -96,7 +96,7 @@ func hookStop(g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookIn
 		return fmt.Errorf("mint checkpoint id: %w", err)
 	}
 	_, alias := preflight.ProjectName(loc.project)
-	_, err = g.Stdout.Write(preflight.StopOutput(preflight.CheckpointReason(checkpoint, alias, id)))
+	_, err = g.Stdout.Write(preflight.StopOutput(preflight.CheckpointReason(checkpoint, alias, loc.project, id)))
 	return err
 }
 

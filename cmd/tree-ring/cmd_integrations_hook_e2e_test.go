@@ -179,8 +179,7 @@ func TestHookEndToEnd(t *testing.T) {
 		t.Fatalf("no first capture line in %s", out["reason"])
 	}
 	const summary = "Prefer table-driven tests in this repository"
-	line = strings.NewReplacer(`"<concise summary>"`, `"`+summary+`"`,
-		"<preference|decision|lesson|warning|correction|seed>", "preference", "<cambium|scar|seed>", "cambium").Replace(line)
+	line = preflight.FillCapture(line, summary, "preference", "cambium")
 	for i := 0; i < 2; i++ {
 		if r := p.exec(p.cwd, "", "/bin/sh", "-c", line); r.code != 0 {
 			t.Fatalf("capture %d: %s", i, r.stderr)

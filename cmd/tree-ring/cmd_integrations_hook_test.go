@@ -345,9 +345,9 @@ func TestHookWorkersAndStops(t *testing.T) {
 	r := p.hook("codex", p.payload("codex", "stop.json", nil))
 	out := oneObject(t, r.stdout)
 	reason, _ := out["reason"].(string)
-	if r.code != 0 || len(out) != 2 || out["decision"] != "block" || strings.Count(reason, " capture \"<concise summary>\"") != 3 ||
-		!strings.Contains(reason, `--agent-profile "codex" --workflow-id "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b"`) ||
-		!strings.Contains(reason, `--project "`+preflight.Normalized("project", "my project")+`"`) {
+	if r.code != 0 || len(out) != 2 || out["decision"] != "block" || strings.Count(reason, " capture SUMMARY --event-type TYPE --ring RING ") != 3 ||
+		!strings.Contains(reason, `--agent-profile codex --workflow-id 019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b`) ||
+		!strings.Contains(reason, `--project `+preflight.Normalized("project", "my project")+" ") {
 		t.Fatalf("stop: %d %v %s", r.code, out, r.stderr)
 	}
 	r = p.hook("claude-code", p.payload("claude-code", "stop-active.json", nil))
@@ -355,7 +355,7 @@ func TestHookWorkersAndStops(t *testing.T) {
 		t.Fatalf("stop_hook_active: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	r = p.hook("claude-code", p.payload("claude-code", "subagent-stop.json", nil))
-	if r.code != 0 || !strings.Contains(r.stdout, `--agent-profile \"claude-code:Explore:`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `--agent-profile claude-code:Explore:`) {
 		t.Fatalf("subagent stop: %s %s", r.stdout, r.stderr)
 	}
 	if len(p.receipts()) != 3 {

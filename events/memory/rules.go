@@ -145,9 +145,23 @@ func Capture(req CaptureRequest, now time.Time, random [6]byte) (Record, error) 
 	return rec, nil
 }
 
+// The placeholders of a stop checkpoint's printed capture lines
+// (adapters/preflight.CheckpointReason): plain words, inert in any shell and
+// under XML escaping. A line run before they were replaced is refused,
+// naming each one left.
+const (
+	SummaryPlaceholder   = "SUMMARY"
+	EventTypePlaceholder = "TYPE"
+	RingPlaceholder      = "RING"
+)
+
 // checkCapture applies the strict automatic capture rules.
 func checkCapture(rec *Record) error {
 	const code = "capture_refused"
+	if left := unreplacedPlaceholders(rec); left != "" {
+		return refused(code, "automatic capture: replace the placeholder %s of the checkpoint line first "+
+			"(SUMMARY: the candidate in double quotes; TYPE: preference, decision, lesson, warning, correction or seed; RING: cambium, scar or seed)", left)
+	}
 	if rec.Sensitivity != SensitivityNormal {
 		return refused(code, "automatic capture accepts only normal sensitivity")
 	}
@@ -171,6 +185,20 @@ func checkCapture(rec *Record) error {
 		return refused(code, "automatic capture needs --operation-id auto-<checkpoint id>-<1|2|3> of the same checkpoint (at most three candidates)")
 	}
 	return nil
+}
+
+// unreplacedPlaceholders lists the placeholders rec still holds, comma
+// separated, or "".
+func unreplacedPlaceholders(rec *Record) string {
+	var left []string
+	for _, p := range []struct{ v, placeholder string }{
+		{rec.Summary, SummaryPlaceholder}, {rec.EventType, EventTypePlaceholder}, {rec.Ring, RingPlaceholder},
+	} {
+		if strings.TrimSpace(p.v) == p.placeholder {
+			left = append(left, p.placeholder)
+		}
+	}
+	return strings.Join(left, ", ")
 }
 
 // claimOf returns rec's operation claim; ok is false without an
