@@ -1,0 +1,244 @@
+package acceptance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// codexHookEvents maps the hooks.json event names to the snake-case names
+// in Codex's hook keys.
+var codexHookEvents = map[string]string{
+	"SessionStart": "session_start", "SubagentStart": "subagent_start", "Stop": "stop", "SubagentStop": "subagent_stop",
+}
+
+// codexHookHashes computes Codex 0.169's trusted_hash of each hook in
+// hooks.json: SHA-256 of the sorted-key compact JSON of {event_name,
+// matcher, hooks:[{type, command, timeout, async:false, statusMessage,
+// additionalContextLimit}]}, fields absent from the file left out (the
+// research notes' formula, checked against the client's own hooks/list
+// below). Keys are "<hooks.json path>:<event>:<group>:<handler>".
+func codexHookHashes(t *testing.T, hooksFile string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(hooksFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Hooks map[string][]map[string]any `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for event, groups := range doc.Hooks {
+		for gi, g := range groups {
+			handlers, _ := g["hooks"].([]any)
+			for hi, h := range handlers {
+				hm := map[string]any{"async": false}
+				for _, k := range []string{"type", "command", "timeout", "statusMessage", "additionalContextLimit"} {
+					if v, ok := h.(map[string]any)[k]; ok {
+						hm[k] = v
+					}
+				}
+				entry := map[string]any{"event_name": codexHookEvents[event], "hooks": []any{hm}}
+				if m, ok := g["matcher"]; ok {
+					entry["matcher"] = m
+				}
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(entry); err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+				out[fmt.Sprintf("%s:%s:%d:%d", hooksFile, codexHookEvents[event], gi, hi)] = "sha256:" + hex.EncodeToString(sum[:])
+			}
+		}
+	}
+	return out
+}
+
+// codexListHooks asks the client's app-server (JSON-RPC over stdio) for
+// hooks/list in dir: each hook's key and currentHash as Codex computes it.
+func codexListHooks(t *testing.T, s step, codex, dir string, env []string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "app-server")
+	cmd.Dir, cmd.Env = dir, env
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		s.fatalf("hook trust", "codex app-server: %v", err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	dirJSON, _ := json.Marshal(dir)
+	fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"tree-ring-acceptance","version":"0"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"hooks/list","params":{"cwds":[`+string(dirJSON)+`]}}`+"\n")
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var msg struct {
+			ID     *int `json:"id"`
+			Result struct {
+				Data []struct {
+					Hooks []struct {
+						Key, CurrentHash string
+					} `json:"hooks"`
+				} `json:"data"`
+			} `json:"result"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID == nil || *msg.ID != 2 {
+			continue
+		}
+		if msg.Error != nil {
+			s.fatalf("hook trust", "hooks/list: %s", msg.Error)
+		}
+		out := map[string]string{}
+		for _, d := range msg.Result.Data {
+			for _, h := range d.Hooks {
+				out[h.Key] = h.CurrentHash
+			}
+		}
+		return out
+	}
+	s.fatalf("hook trust", "codex app-server gave no hooks/list answer: %v", sc.Err())
+	return nil
+}
+
+// codexConfig is $CODEX_HOME/config.toml: the mock provider, project trust
+// and, when hashes is set, per-hook trust.
+func codexConfig(mockURL, root string, hashes map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "model = \"mock-model\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n")
+	fmt.Fprintf(&b, "[model_providers.mock]\nname = \"mock\"\nbase_url = %s\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n", strconv.Quote(mockURL+"/v1"))
+	fmt.Fprintf(&b, "[projects.%s]\ntrust_level = \"trusted\"\n", strconv.Quote(root))
+	keys := make([]string, 0, len(hashes))
+	for k := range hashes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n[hooks.state.%s]\ntrusted_hash = %s\n", strconv.Quote(k), strconv.Quote(hashes[k]))
+	}
+	return b.String()
+}
+
+func TestCodex(t *testing.T) {
+	requireAcceptance(t)
+	c := codexCLI
+	s := step{t, c.String()}
+	codex := install(t, c)
+	p := newProject(t, s, ".codex")
+	root, err := filepath.EvalSymlinks(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canary := "CANARY-cx-8d21e9b7-never-store"
+	mainPrompt := "Review accproj and report. " + canary
+	var bad string
+	isMain := func(r *Request) bool { return r.Contains(canary) }
+	m := NewMock(agentScript(isMain,
+		func() ToolCall {
+			return ToolCall{Name: "spawn_agent", Namespace: "multi_agent_v1", Input: map[string]any{"message": subagentTask}}
+		},
+		codexWait,
+		func(line string) ToolCall {
+			return ToolCall{Name: "exec_command", Input: map[string]any{"cmd": line}}
+		}, &bad))
+	defer m.Close()
+
+	codexHome := filepath.Join(p.home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := p.env("CODEX_HOME="+codexHome, "MOCK_API_KEY=dummy")
+	config := filepath.Join(codexHome, "config.toml")
+	// Project trust first; then check our hook hashes against the client's.
+	if err := os.WriteFile(config, []byte(codexConfig(m.URL(), root, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours := codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))
+	theirs := codexListHooks(t, s, codex, root, env)
+	if len(theirs) != 4 {
+		s.fatalf("bridge loads", "hooks/list shows %d hooks, want 4: %v", len(theirs), theirs)
+	}
+	for k, h := range theirs {
+		if ours[k] != h {
+			s.fatalf("hook trust hash", "%s: Codex's currentHash %s, our formula %s (docs/acceptance.md)", k, h, ours[k])
+		}
+	}
+	if err := os.WriteFile(config, []byte(codexConfig(m.URL(), root, ours)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errs, code := p.run(p.dir, 4*time.Minute, env, "", codex, "exec", "--json", mainPrompt)
+	reqs := m.Requests()
+	t.Logf("%s: %d model requests", c, len(reqs))
+	if code != 0 {
+		s.fatalf("headless run", "exit %d\nstdout %s\nstderr %s", code, tailS(out, 30), tailS(errs, 30))
+	}
+	if bad != "" {
+		s.fatalf("Stop reason", "the model found no first capture line in:\n%s", bad)
+	}
+	if strings.Contains(errs, "Untrusted") {
+		s.fatalf("bridge loads", "codex reports untrusted configuration: %s", errs)
+	}
+	if !anyRequest(reqs, func(r *Request) bool { return isMain(r) && r.Contains(p.memory) }) {
+		s.fatalf("brief in the model request", "no parent request holds the remembered %q", p.memory)
+	}
+	if !anyRequest(reqs, func(r *Request) bool { return !isMain(r) && r.Contains(subagentTask) && r.Contains(p.memory) }) {
+		s.fatalf("subagent brief", "no subagent request holds the remembered memory (SubagentStart context)")
+	}
+	if st := p.state("codex"); st != "active" {
+		s.fatalf("status active", "codex is %s", st)
+	}
+	p.tr("audit verify", "audit", "verify")
+	if ids := checkpoints(reqs, isMain); len(ids) != 1 {
+		s.fatalf("Stop blocks once", "%d parent checkpoints, want 1: %v", len(ids), ids)
+	}
+	if !anyRequest(reqs, func(r *Request) bool { return isMain(r) && r.Contains(capturedLesson) && strings.Contains(r.Text(), "mem_") }) {
+		s.fatalf("capture line runs", "the exec_command result shows no memory id")
+	}
+	if !p.recalls(capturedLesson, "--agent-profile", "codex") {
+		s.fatalf("memory captured", "recall does not find %q", capturedLesson)
+	}
+	if n := p.workers("codex", "codex:"); n != 1 {
+		s.fatalf("subagent receipt", "%d subagent workers among the receipts, want 1", n)
+	}
+	p.noCanary(canary)
+}
+
+func tailS(s string, n int) string { return tail([]byte(s), n) }
+
+var spawnedID = regexp.MustCompile(`"agent_id":"([^"]+)"`)
+
+// codexWait: spawn_agent returns at once with the child's id; the parent
+// waits for it once (wait_agent in the same namespace) before finishing, so
+// the child's hooks run inside the headless session.
+func codexWait(r *Request) *ToolCall {
+	if bytes.Contains(r.Body, []byte(`"wait_agent"`)) && bytes.Contains(r.Body, []byte(`\"targets\"`)) {
+		return nil
+	}
+	m := spawnedID.FindStringSubmatch(r.Text())
+	if m == nil {
+		return nil
+	}
+	return &ToolCall{Name: "wait_agent", Namespace: "multi_agent_v1", Input: map[string]any{"targets": []any{m[1]}, "timeout_ms": 120000}}
+}
