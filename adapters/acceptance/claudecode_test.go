@@ -130,7 +130,9 @@ func TestClaudeCode(t *testing.T) {
 	if ids := checkpoints(reqs, isMain); len(ids) != 1 {
 		s.fatalf("Stop blocks once", "%d parent checkpoints, want 1: %v", len(ids), ids)
 	}
-	if !anyRequest(reqs, func(r *Request) bool { return isMain(r) && r.Contains(capturedLesson) && strings.Contains(r.Text(), "mem_") }) {
+	if !anyRequest(reqs, func(r *Request) bool {
+		return isMain(r) && r.Contains(capturedLesson) && strings.Contains(r.Text(), "mem_")
+	}) {
 		s.fatalf("capture line runs", "the Bash tool result shows no memory id")
 	}
 	if !p.recalls(capturedLesson, "--agent-profile", "claude-code") {

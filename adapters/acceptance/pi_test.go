@@ -38,8 +38,8 @@ func testPi(t *testing.T, c npmClient) {
 	agent := filepath.Join(p.home, ".pi", "agent")
 	models := map[string]any{"providers": map[string]any{"mock": map[string]any{
 		"baseUrl": m.URL() + "/v1", "api": "openai-completions", "apiKey": "dummy",
-		"compat":  map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-		"models":  []any{map[string]any{"id": "mock-model"}},
+		"compat": map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+		"models": []any{map[string]any{"id": "mock-model"}},
 	}}}
 	writeJSONFile(t, filepath.Join(agent, "models.json"), models)
 	if c.Node != nil { // Pi >= 0.79 loads project extensions only in a trusted project

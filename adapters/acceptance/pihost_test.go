@@ -74,7 +74,7 @@ func TestPiExtensionFailsOpen(t *testing.T) {
 		{name: "no program at all (spawn fails)", noBinary: true, prompt: "p", notice: "spawn"},
 		{name: "sensitive hint retried with the neutral hint",
 			program: `in=$(cat); case "$in" in *'project startup constraints'*) printf '%s\n' '{"context":"CTX neutral","state":"active","receipt":{}}';; *) echo 'tree-ring: sensitive-task-hint' >&2; exit 2;; esac`,
-			prompt: "p", want: "CTX neutral"},
+			prompt:  "p", want: "CTX neutral"},
 		{name: "hangs past the timeout", program: `exec sleep 60`, prompt: "p", notice: "timeout"},
 	}
 	for _, c := range cases {
