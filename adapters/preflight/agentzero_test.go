@@ -251,7 +251,7 @@ func TestCheckpointLinesAreInert(t *testing.T) {
 				t.Errorf("%s: a shell or XML metacharacter in %s", c.root, rest)
 			}
 		}
-		if prose := strings.Split(reason, "\n")[0]; strings.ContainsAny(prose, "<>&") {
+		if prose := strings.Split(reason, "\n")[0] + strings.Split(reason, "\n")[4]; strings.ContainsAny(prose, "<>&'\"") {
 			t.Errorf("the instructions hold an XML metacharacter: %s", prose)
 		}
 	}

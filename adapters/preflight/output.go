@@ -128,7 +128,7 @@ func CheckpointReason(checkpoint, project, projectRoot string, id Identity) stri
 		b.WriteString("\n")
 	}
 	b.WriteString("Capture accepts only normal-sensitivity cambium, scar or seed candidates in agent scope, one concise line each. " +
-		"If nothing durable occurred, write nothing and finish. Never capture a transcript, a secret, the user's prompt or invented memory.")
+		"If nothing durable occurred, write nothing and finish. Never capture a transcript, a secret, a prompt of the user or invented memory.")
 	return b.String()
 }
 
