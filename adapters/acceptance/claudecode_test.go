@@ -92,8 +92,7 @@ func TestClaudeCode(t *testing.T) {
 	defer m.Close()
 
 	debug := filepath.Join(t.TempDir(), "claude-debug.log")
-	env := p.env("ANTHROPIC_BASE_URL="+m.URL(), "ANTHROPIC_API_KEY=dummy", "DISABLE_TELEMETRY=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	env := claudeEnv(p, m)
 	out, errs, code := p.run(p.dir, 3*time.Minute, env, "", claude, "-p", mainPrompt, "--output-format", "json",
 		"--allowedTools", "Bash", "Agent", "--debug-file", debug)
 	log, _ := os.ReadFile(debug)

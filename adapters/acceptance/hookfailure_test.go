@@ -1,0 +1,76 @@
+package acceptance
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestHookFailureEndsTheSession breaks the project's store (an activation
+// manifest that no longer decodes), so every lifecycle hook fails as the
+// real binary fails: one line on stderr, exit 2. A session must then finish
+// on its own, without memory and without turns added by the failing Stop
+// hook.
+//
+// Known failure (docs/acceptance.md, "Observed"): both clients read exit 2
+// from a Stop hook as "block and continue with stderr as the reason":
+// Claude Code 2.1.328 adds 8 turns before it gives up, Codex 0.169.0 loops
+// until killed (342 model requests in 60 s). Exit 1 ends both sessions
+// after one request. The test runs only with TREE_RING_ACCEPTANCE_KNOWN_BUGS=1
+// until the hook's failure exit changes.
+func TestHookFailureEndsTheSession(t *testing.T) {
+	requireAcceptance(t)
+	if os.Getenv("TREE_RING_ACCEPTANCE_KNOWN_BUGS") != "1" {
+		t.Skip("known failure: a failing Stop hook exits 2, which Claude Code 2.1.328 and Codex 0.169.0 read as a block (8 extra turns; an endless loop); set TREE_RING_ACCEPTANCE_KNOWN_BUGS=1 to run (docs/acceptance.md)")
+	}
+	for _, c := range []npmClient{claudeCode, codexCLI} {
+		t.Run(c.Name, func(t *testing.T) {
+			s := step{t, c.String()}
+			bin := install(t, c)
+			p := newProject(t, s, map[string]string{"claude-code": ".claude", "codex": ".codex"}[c.Name])
+			m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
+			defer m.Close()
+			var env, args []string
+			if c.Name == "codex" {
+				root, err := filepath.EvalSymlinks(p.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				home := filepath.Join(p.home, ".codex")
+				writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))))
+				env, args = p.env("CODEX_HOME="+home, "MOCK_API_KEY=dummy"), []string{"exec", "--json", "hello"}
+			} else {
+				env, args = claudeEnv(p, m), []string{"-p", "hello", "--output-format", "json"}
+			}
+			writeFile(t, filepath.Join(p.dir, ".tree-ring", "activation.json"), "{}\n")
+			_, errs, code := p.run(p.dir, time.Minute, env, "", bin, args...)
+			reqs := m.Requests()
+			if code != 0 {
+				s.fatalf("failing hooks", "the session did not finish within a minute (exit %d, %d model requests): %s", code, len(reqs), tailS(errs, 5))
+			}
+			if anyRequest(reqs, func(r *Request) bool { return r.Contains(p.memory) }) {
+				s.fatalf("failing hooks", "the memory reached the model although every hook failed")
+			}
+			if len(reqs) != 1 {
+				s.fatalf("failing hooks", "%d model requests, want 1: the failing Stop hook added turns", len(reqs))
+			}
+		})
+	}
+}
+
+// claudeEnv is Claude Code's headless environment against the mock.
+func claudeEnv(p *project, m *Mock) []string {
+	return p.env("ANTHROPIC_BASE_URL="+m.URL(), "ANTHROPIC_API_KEY=dummy", "DISABLE_TELEMETRY=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
