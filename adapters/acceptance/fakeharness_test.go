@@ -115,8 +115,13 @@ var xmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`,
 // (one memory, idempotent); the re-run prints {}; subagents are their own
 // workers; a canary in the payloads reaches no byte under .tree-ring.
 func TestFakeHarness(t *testing.T) {
-	for _, h := range []string{"claude-code", "codex"} {
-		t.Run(h, func(t *testing.T) {
+	// The documented field sets, and the payloads the pinned clients sent
+	// in an acceptance run (testdata/harness-payloads/<harness>/<version>/).
+	for _, set := range []struct{ harness, dir string }{
+		{"claude-code", ""}, {"claude-code", claudeCode.Version + "/"}, {"codex", ""}, {"codex", codexCLI.Version + "/"},
+	} {
+		h, dir := set.harness, set.dir
+		t.Run(h+"/"+dir, func(t *testing.T) {
 			marker := map[string]string{"claude-code": ".claude", "codex": ".codex"}[h]
 			p := newProject(t, step{t, "fake " + h}, marker)
 			sub := filepath.Join(p.dir, "src", "pkg")
@@ -128,20 +133,20 @@ func TestFakeHarness(t *testing.T) {
 				m["transcript_path"] = "/home/u/" + canary + ".jsonl"
 				m["last_assistant_message"] = "I did " + canary
 			}
-			if r := p.fire(h, "session-start.json", sub, mark); !strings.Contains(r.Context, p.memory) {
+			if r := p.fire(h, dir+"session-start.json", sub, mark); !strings.Contains(r.Context, p.memory) {
 				t.Fatalf("SessionStart context %q lacks the memory", r.Context)
 			}
 			if st := p.state(h); st != "active" {
 				t.Fatalf("%s is %s after SessionStart", h, st)
 			}
-			if r := p.fire(h, "subagent-start.json", sub, mark); !strings.Contains(r.Context, p.memory) {
+			if r := p.fire(h, dir+"subagent-start.json", sub, mark); !strings.Contains(r.Context, p.memory) {
 				t.Fatalf("SubagentStart context %q lacks the memory", r.Context)
 			}
 			if n := p.workers(h, h+":"); n != 1 {
 				t.Fatalf("%d subagent workers, want 1", n)
 			}
 
-			stop := p.fire(h, "stop.json", sub, mark)
+			stop := p.fire(h, dir+"stop.json", sub, mark)
 			if stop.Decision != "block" || strings.Contains(stop.Reason, canary) {
 				t.Fatalf("stop: %+v", stop)
 			}
@@ -189,10 +194,10 @@ func TestFakeHarness(t *testing.T) {
 				t.Fatalf("the capture left entries %v (before %v)", after, before)
 			}
 			active := func(m map[string]any) { mark(m); m["stop_hook_active"] = true }
-			if r := p.fire(h, "stop.json", sub, active); r.Stdout != "{}\n" || r.Decision != "" {
+			if r := p.fire(h, dir+"stop.json", sub, active); r.Stdout != "{}\n" || r.Decision != "" {
 				t.Fatalf("stop_hook_active: %+v", r)
 			}
-			if r := p.fire(h, "subagent-stop.json", sub, mark); r.Decision != "block" || !strings.Contains(r.Reason, "--agent-profile "+h+":") {
+			if r := p.fire(h, dir+"subagent-stop.json", sub, mark); r.Decision != "block" || !strings.Contains(r.Reason, "--agent-profile "+h+":") {
 				t.Fatalf("subagent stop: %+v", r)
 			}
 			p.tr("audit verify", "audit", "verify")
