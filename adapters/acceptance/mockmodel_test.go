@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -269,4 +270,33 @@ func TestMockScriptSeesTextsAndLogsEverything(t *testing.T) {
 	if want := []string{"a needle <&> b", "input_text", "developer", "last"}; !reflect.DeepEqual(log[0].Texts, want) {
 		t.Fatalf("texts %q", log[0].Texts)
 	}
+}
+
+// FuzzMockRequest: any request body is either refused with 400 (not a JSON
+// object) or logged verbatim and answered with a complete stream, for each
+// API, without a panic.
+func FuzzMockRequest(f *testing.F) {
+	for _, s := range []string{`{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, `{"input":[]}`, `[1]`, `"x"`, `{"stream":"yes"}`, `{`} {
+		f.Add(s)
+	}
+	m := NewMock(func(r *Request) Reply { return Reply{Text: r.Text(), Calls: []ToolCall{{Name: "t", Input: map[string]any{"n": len(r.Body)}}}} })
+	defer m.Close()
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, api := range []API{Anthropic, Responses, Chat} {
+			before := len(m.Requests())
+			rec := httptest.NewRecorder()
+			m.handle(api)(rec, httptest.NewRequest("POST", "/v1/x", strings.NewReader(body)))
+			logged := len(m.Requests()) - before
+			var obj map[string]any
+			isObject := json.Unmarshal([]byte(body), &obj) == nil && obj != nil
+			switch {
+			case !isObject && (rec.Code != 400 || logged != 0):
+				t.Fatalf("%s: non-object %q: status %d, %d logged", api, body, rec.Code, logged)
+			case isObject && (rec.Code != 200 || logged != 1 || string(m.Requests()[before].Body) != body):
+				t.Fatalf("%s: object %q: status %d, %d logged", api, body, rec.Code, logged)
+			case isObject && !strings.Contains(rec.Body.String(), `"name":"t"`):
+				t.Fatalf("%s: no tool call in %q", api, rec.Body.String())
+			}
+		}
+	})
 }
