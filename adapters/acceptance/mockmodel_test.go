@@ -279,7 +279,9 @@ func FuzzMockRequest(f *testing.F) {
 	for _, s := range []string{`{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, `{"input":[]}`, `[1]`, `"x"`, `{"stream":"yes"}`, `{`} {
 		f.Add(s)
 	}
-	m := NewMock(func(r *Request) Reply { return Reply{Text: r.Text(), Calls: []ToolCall{{Name: "t", Input: map[string]any{"n": len(r.Body)}}}} })
+	m := NewMock(func(r *Request) Reply {
+		return Reply{Text: r.Text(), Calls: []ToolCall{{Name: "t", Input: map[string]any{"n": len(r.Body)}}}}
+	})
 	defer m.Close()
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, api := range []API{Anthropic, Responses, Chat} {
