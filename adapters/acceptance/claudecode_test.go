@@ -112,36 +112,42 @@ func TestClaudeCode(t *testing.T) {
 	if !regexp.MustCompile(`SessionStart:startup .* finished with status 0`).Match(log) {
 		s.fatalf("SessionStart runs", "no SessionStart hook finished with status 0 in the debug log:\n%s", grepLines(log, "SessionStart", "hook"))
 	}
-	// The brief with the project's memory is in the parent's and the
-	// subagent's model requests.
+	p.checkAgentSession(s, "claude-code", "Bash", reqs, isMain, canary)
+	if !strings.Contains(out, mainDone) {
+		s.fatalf("turn ends", "the final result is not the model's last answer: %s", out)
+	}
+}
+
+// checkAgentSession applies the checks every hooked client shares after one
+// parent-plus-subagent session played by agentScript: the brief in the
+// parent's and the subagent's requests, status active, audit verify, Stop
+// blocked once (one checkpoint id, then the {} re-run ended the turn), the
+// first capture line ran through the client's shell tool and recall finds
+// the memory, one subagent worker, no canary under .tree-ring.
+func (p *project) checkAgentSession(s step, harness, shellTool string, reqs []*Request, isMain func(*Request) bool, canary string) {
+	p.t.Helper()
 	if !anyRequest(reqs, func(r *Request) bool { return isMain(r) && r.Contains(p.memory) }) {
 		s.fatalf("brief in the model request", "no parent request holds the remembered %q", p.memory)
 	}
 	if !anyRequest(reqs, func(r *Request) bool { return !isMain(r) && r.Contains(subagentTask) && r.Contains(p.memory) }) {
 		s.fatalf("subagent brief", "no subagent request holds the remembered memory (SubagentStart context)")
 	}
-	if st := p.state("claude-code"); st != "active" {
-		s.fatalf("status active", "claude-code is %s", st)
+	if st := p.state(harness); st != "active" {
+		s.fatalf("status active", "%s is %s", harness, st)
 	}
 	p.tr("audit verify", "audit", "verify")
-	// Stop blocked once, the first capture line ran through Bash, the
-	// re-run ended with {} (one checkpoint in the parent, and it finished).
 	if ids := checkpoints(reqs, isMain); len(ids) != 1 {
 		s.fatalf("Stop blocks once", "%d parent checkpoints, want 1: %v", len(ids), ids)
 	}
 	if !anyRequest(reqs, func(r *Request) bool {
 		return isMain(r) && r.Contains(capturedLesson) && strings.Contains(r.Text(), "mem_")
 	}) {
-		s.fatalf("capture line runs", "the Bash tool result shows no memory id")
+		s.fatalf("capture line runs", "the %s tool result shows no memory id", shellTool)
 	}
-	if !p.recalls(capturedLesson, "--agent-profile", "claude-code") {
+	if !p.recalls(capturedLesson, "--agent-profile", harness) {
 		s.fatalf("memory captured", "recall does not find %q", capturedLesson)
 	}
-	if !strings.Contains(out, mainDone) {
-		s.fatalf("turn ends", "the final result is not the model's last answer: %s", out)
-	}
-	// The subagent is its own worker.
-	if n := p.workers("claude-code", "claude-code:"); n != 1 {
+	if n := p.workers(harness, harness+":"); n != 1 {
 		s.fatalf("subagent receipt", "%d subagent workers among the receipts, want 1", n)
 	}
 	p.noCanary(canary)

@@ -200,31 +200,7 @@ func TestCodex(t *testing.T) {
 	if strings.Contains(errs, "Untrusted") {
 		s.fatalf("bridge loads", "codex reports untrusted configuration: %s", errs)
 	}
-	if !anyRequest(reqs, func(r *Request) bool { return isMain(r) && r.Contains(p.memory) }) {
-		s.fatalf("brief in the model request", "no parent request holds the remembered %q", p.memory)
-	}
-	if !anyRequest(reqs, func(r *Request) bool { return !isMain(r) && r.Contains(subagentTask) && r.Contains(p.memory) }) {
-		s.fatalf("subagent brief", "no subagent request holds the remembered memory (SubagentStart context)")
-	}
-	if st := p.state("codex"); st != "active" {
-		s.fatalf("status active", "codex is %s", st)
-	}
-	p.tr("audit verify", "audit", "verify")
-	if ids := checkpoints(reqs, isMain); len(ids) != 1 {
-		s.fatalf("Stop blocks once", "%d parent checkpoints, want 1: %v", len(ids), ids)
-	}
-	if !anyRequest(reqs, func(r *Request) bool {
-		return isMain(r) && r.Contains(capturedLesson) && strings.Contains(r.Text(), "mem_")
-	}) {
-		s.fatalf("capture line runs", "the exec_command result shows no memory id")
-	}
-	if !p.recalls(capturedLesson, "--agent-profile", "codex") {
-		s.fatalf("memory captured", "recall does not find %q", capturedLesson)
-	}
-	if n := p.workers("codex", "codex:"); n != 1 {
-		s.fatalf("subagent receipt", "%d subagent workers among the receipts, want 1", n)
-	}
-	p.noCanary(canary)
+	p.checkAgentSession(s, "codex", "exec_command", reqs, isMain, canary)
 }
 
 func tailS(s string, n int) string { return tail([]byte(s), n) }
