@@ -1,8 +1,3 @@
-// Package acceptance runs the real harness clients (Claude Code, Codex CLI,
-// Pi) end to end against a local mock of their model APIs, and replays the
-// installed hook command lines through a fake harness process. The mock is
-// an ordinary package type with its own unit tests; the real-client tests
-// are gated by TREE_RING_ACCEPTANCE=1 (docs/acceptance.md).
 package acceptance
 
 import (
