@@ -313,7 +313,7 @@ func (p *project) noCanary(canary string) {
 	}
 }
 
-// captured reports whether recall of the capture's agent profile finds the
+// recalls reports whether recall in the project (narrowed by args) finds the
 // summary.
 func (p *project) recalls(summary string, args ...string) bool {
 	p.t.Helper()
