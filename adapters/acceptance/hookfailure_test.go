@@ -3,6 +3,7 @@ package acceptance
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -72,5 +73,65 @@ func writeFile(t *testing.T, path, data string) {
 	}
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClientsOnOutputThenFailure pins what each client does with a hook
+// that wrote a complete SessionStart output and then failed (the case of a
+// commit failure after the write, issue 12 item 3), and with an output
+// object holding one key too many. The program answers every other event
+// with nothing and exit 0. Observed: Claude Code 2.1.328 uses the context
+// whatever the exit status (1 or 2) and ignores an unknown key; Codex
+// 0.169.0 discards the output of a failed hook and drops an object with an
+// unknown key, silently.
+func TestClientsOnOutputThenFailure(t *testing.T) {
+	requireAcceptance(t)
+	const marker = "MARKER-delivered-3f9a"
+	start := `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"` + marker + `"}`
+	for _, c := range []struct {
+		client    npmClient
+		name      string
+		output    string
+		exit      int
+		delivered bool
+	}{
+		{claudeCode, "output then exit 1", start + "}", 1, true},
+		{claudeCode, "output then exit 2", start + "}", 2, true},
+		{claudeCode, "an extra key", start + `,"extra":1}`, 0, true},
+		{codexCLI, "output then exit 1", start + "}", 1, false},
+		{codexCLI, "output then exit 2", start + "}", 2, false},
+		{codexCLI, "an extra key", start + `,"extra":1}`, 0, false},
+	} {
+		t.Run(c.client.Name+"/"+c.name, func(t *testing.T) {
+			s := step{t, c.client.String() + " (" + c.name + ")"}
+			bin := install(t, c.client)
+			p := newProject(t, s, map[string]string{"claude-code": ".claude", "codex": ".codex"}[c.client.Name])
+			m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
+			defer m.Close()
+			env, args := claudeEnv(p, m), []string{"-p", "hello", "--output-format", "json"}
+			if c.client.Name == "codex" {
+				root, err := filepath.EvalSymlinks(p.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				home := filepath.Join(p.home, ".codex")
+				writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))))
+				env, args = p.env("CODEX_HOME="+home, "MOCK_API_KEY=dummy"), []string{"exec", "--json", "hello"}
+			}
+			program := "#!/bin/sh\nin=$(cat)\ncase \"$in\" in *'\"SessionStart\"'*) printf '%s\\n' '" + c.output + "'; exit " + strconv.Itoa(c.exit) + ";; esac\nexit 0\n"
+			writeFile(t, filepath.Join(p.dir, ".tree-ring", "bin", "tree-ring"), program)
+			if err := os.Chmod(filepath.Join(p.dir, ".tree-ring", "bin", "tree-ring"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, errs, code := p.run(p.dir, 2*time.Minute, env, "", bin, args...)
+			if code != 0 {
+				s.fatalf("headless run", "exit %d: %s", code, tailS(errs, 10))
+			}
+			got := anyRequest(m.Requests(), func(r *Request) bool { return r.Contains(marker) })
+
+			if got != c.delivered {
+				s.fatalf("hook output", "the context reached the model: %v, want %v", got, c.delivered)
+			}
+		})
 	}
 }
