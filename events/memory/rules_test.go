@@ -114,6 +114,11 @@ func TestRemember(t *testing.T) {
 	}
 }
 
+func placeholders(left string) string {
+	return "automatic capture: replace the placeholder " + left + " of the checkpoint line first (SUMMARY: the candidate in double quotes; " +
+		"TYPE: preference, decision, lesson, warning, correction or seed; RING: cambium, scar or seed)"
+}
+
 func TestCapture(t *testing.T) {
 	base := CaptureRequest{Summary: "Run make before pushing", EventType: "lesson", Ring: "cambium", Project: "tree-ring",
 		AgentProfile: "coder", WorkflowID: "wf", SessionID: "s1", OperationID: "auto-cp1-2", SourceRef: "agent-checkpoint:cp1"}
@@ -144,6 +149,9 @@ func TestCapture(t *testing.T) {
 		{"checkpoint charset", func(q *CaptureRequest) { q.SourceRef = "agent-checkpoint:a/b" }, "automatic capture needs --source-ref agent-checkpoint:<checkpoint id>"},
 		{"fourth candidate", func(q *CaptureRequest) { q.OperationID = "auto-cp1-4" }, "automatic capture needs --operation-id auto-<checkpoint id>-<1|2|3> of the same checkpoint (at most three candidates)"},
 		{"other checkpoint", func(q *CaptureRequest) { q.OperationID = "auto-cp2-1" }, "automatic capture needs --operation-id auto-<checkpoint id>-<1|2|3> of the same checkpoint (at most three candidates)"},
+		{"every placeholder left", func(q *CaptureRequest) { q.Summary, q.EventType, q.Ring = "SUMMARY", "TYPE", "RING" }, placeholders("SUMMARY, TYPE, RING")},
+		{"summary placeholder left", func(q *CaptureRequest) { q.Summary = " SUMMARY " }, placeholders("SUMMARY")},
+		{"type and ring left", func(q *CaptureRequest) { q.EventType, q.Ring = "TYPE", "RING" }, placeholders("TYPE, RING")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := base
