@@ -88,9 +88,9 @@ func FillCapture(line, summary, eventType, ring string) string {
 // auto-<checkpoint>-<1|2|3> and source ref agent-checkpoint:<checkpoint>).
 //
 // Each line runs as printed from any directory: no command substitution
-// (Gemini CLI refuses any $(...)), no redirection, no quotes, and nothing
-// an XML escape changes; the allowed values are in the prose, not inside
-// the command. projectRoot is the canonical absolute project root: it
+// (Gemini CLI refuses any $(...)), no redirection, no quotes (but around a
+// project path that needs them), and nothing an XML escape changes; the
+// allowed values are in the prose, not inside the command. projectRoot is the canonical absolute project root: it
 // reaches only the harness's stop output, never the ledger or a receipt. It
 // never contains --scope (capture fixes scope to agent), the transcript
 // path or the last assistant message. project and the identity are
