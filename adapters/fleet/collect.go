@@ -1,0 +1,368 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Sink holds the replicas, one per store. cmd implements it with one bolt
+// ledger per store under the collector's directory.
+type Sink interface {
+	// Stopped reports whether the store's replica was stopped by an earlier
+	// run (a broken chain); its events are then not applied.
+	Stopped(store string) (bool, error)
+	// Replicate appends raws, in the order given, to the store's replica in
+	// one commit, stopping at the first envelope it refuses.
+	Replicate(ctx context.Context, store string, raws [][]byte) (Applied, error)
+	// Stop records, durably, that the store's replica stops before position
+	// and why; later runs see it through Stopped and `fleet verify` fails.
+	Stop(store string, position uint64, reason string) error
+}
+
+// Applied is what a Sink did with a batch. The error of Replicate is for
+// the sink itself (a disk), which stops the collector.
+type Applied struct {
+	Appended, Duplicates int
+	// Refused is set for the first envelope not applied (index
+	// Appended+Duplicates); Gap tells that it lies past the replica's head
+	// + 1 and may still be preceded by an event to come.
+	Refused  error
+	Gap      bool
+	Head     uint64 // the replica's last position after the batch
+	Position uint64 // of the refused envelope, 0 when unknown
+}
+
+// CollectOptions configure Collect.
+type CollectOptions struct {
+	Stream   string // default DefaultStream
+	Durable  string // default DefaultDurable
+	Replicas int    // of the stream, when Collect creates it
+	// AckWait is how long the server waits for an acknowledgement before
+	// redelivering (a collector that died between commit and ack).
+	AckWait time.Duration
+	// Follow keeps collecting until ctx is done; otherwise Collect returns
+	// once the consumer has nothing pending.
+	Follow bool
+	// Timeout bounds a wait for the server without progress.
+	Timeout time.Duration
+	// Batch is how many messages one fetch (and one replica commit per
+	// store) takes; default 1,000.
+	Batch int
+	// OnStop, when set, is told at once when a store's replica stops.
+	OnStop func(store string, position uint64, reason string)
+	// beforeAck, when set (tests), runs after a store's batch is committed
+	// and before its messages are acknowledged; an error ends Collect there.
+	beforeAck func(store string, a Applied) error
+}
+
+// StoreCount is what Collect did for one store.
+type StoreCount struct {
+	StoreID    string `json:"store_id"`
+	Appended   int    `json:"appended"`
+	Duplicates int    `json:"duplicates"`
+	Head       uint64 `json:"head"`
+	// StoppedAt is the position the replica stopped before, with Reason;
+	// 0 while it is whole.
+	StoppedAt uint64 `json:"stopped_at,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// CollectResult lists, in store id order, every store Collect saw.
+type CollectResult struct {
+	Stores []StoreCount `json:"stores"`
+	// Ignored counts messages on the stream that are not a store's events
+	// (another subject shape); they are terminated, never applied.
+	Ignored int `json:"ignored"`
+}
+
+// heldMsg is a delivered, unacknowledged message of one store.
+type heldMsg struct {
+	pos uint64
+	msg jetstream.Msg
+}
+
+type storeState struct {
+	count   StoreCount
+	held    []heldMsg // past a gap, waiting for the events before them
+	stopped bool
+}
+
+// Collect is a durable pull consumer over every store's subject. Each
+// fetched batch is split by store and handed to the sink in position order
+// (together with messages held back earlier); a message is acknowledged
+// only after the sink committed it (appended, or already there). A message
+// past a gap is held, unacknowledged, until the events before it arrive
+// (redelivered to this collector after AckWait when an earlier collector
+// died holding them). A gap that nothing pending can fill, and any other
+// refusal (an altered or reordered event), stops that store: the sink
+// records it, its remaining messages are terminated, and other stores go on.
+func Collect(ctx context.Context, nc *nats.Conn, sink Sink, o CollectOptions) (CollectResult, error) {
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.Durable == "" {
+		o.Durable = DefaultDurable
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Batch <= 0 {
+		o.Batch = 1000
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return CollectResult{}, err
+	}
+	c := &collector{sink: sink, o: o, stores: map[string]*storeState{}}
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	st, err := ensureStream(rctx, js, o.Stream, o.Replicas)
+	if err == nil {
+		c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
+			Durable:       o.Durable,
+			Description:   "tree-ring fleet collect (docs/fleet.md)",
+			FilterSubject: SubjectWildcard,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       o.AckWait,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			MaxAckPending: 20 * o.Batch,
+		})
+	}
+	cancel()
+	if err != nil {
+		return CollectResult{}, fmt.Errorf("consumer %s on %s: %w", o.Durable, o.Stream, err)
+	}
+	err = c.run(ctx, nc)
+	return c.result(), err
+}
+
+type collector struct {
+	sink    Sink
+	o       CollectOptions
+	cons    jetstream.Consumer
+	stores  map[string]*storeState
+	ignored int
+}
+
+func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
+	progress := time.Now()
+	wait := min(time.Second, c.o.Timeout)
+	for {
+		if err := ctx.Err(); err != nil {
+			if c.o.Follow && errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		batch, err := c.cons.Fetch(c.o.Batch, jetstream.FetchMaxWait(wait))
+		var msgs []jetstream.Msg
+		if err == nil {
+			for m := range batch.Messages() {
+				msgs = append(msgs, m)
+			}
+			err = batch.Error()
+		}
+		if len(msgs) > 0 {
+			if err := c.apply(ctx, msgs); err != nil {
+				return err
+			}
+			progress = time.Now()
+			continue
+		}
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			if ctx.Err() != nil {
+				continue
+			}
+			if time.Since(progress) > c.o.Timeout {
+				return fmt.Errorf("fetch from %s: %w", c.o.Durable, err)
+			}
+			time.Sleep(100 * time.Millisecond) // reconnecting
+			continue
+		}
+		done, err := c.drained(ctx, nc)
+		if err != nil {
+			if time.Since(progress) > c.o.Timeout {
+				return err
+			}
+			continue
+		}
+		if done && !c.o.Follow {
+			return nil
+		}
+		if !done && !c.o.Follow && time.Since(progress) > max(c.o.Timeout, 2*c.o.AckWait) {
+			return fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
+		}
+	}
+}
+
+// drained reports whether nothing is left to deliver: no message pending
+// and every unacknowledged one held here. Held messages then sit behind a
+// gap nothing can fill, and their stores stop.
+func (c *collector) drained(ctx context.Context, nc *nats.Conn) (bool, error) {
+	if err := nc.FlushTimeout(c.o.Timeout); err != nil {
+		return false, fmt.Errorf("flush acknowledgements: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	info, err := c.cons.Info(rctx)
+	if err != nil {
+		return false, fmt.Errorf("consumer %s: %w", c.o.Durable, err)
+	}
+	held := 0
+	for _, s := range c.stores {
+		held += len(s.held)
+	}
+	if info.NumPending != 0 || info.NumAckPending > held {
+		return false, nil
+	}
+	for _, id := range c.storeIDs() {
+		s := c.stores[id]
+		if len(s.held) == 0 {
+			continue
+		}
+		missing := s.count.Head + 1
+		reason := fmt.Sprintf("gap: position %d is not in the stream (the next it holds is %d)", missing, s.held[0].pos)
+		if err := c.stop(id, s, missing, reason); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// apply splits msgs by store, in order of first appearance.
+func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) error {
+	var order []string
+	byStore := map[string][]heldMsg{}
+	for _, m := range msgs {
+		id, ok := StoreOfSubject(m.Subject())
+		if !ok {
+			c.ignored++
+			_ = m.Term()
+			continue
+		}
+		if _, seen := byStore[id]; !seen {
+			order = append(order, id)
+		}
+		pos, _ := strconv.ParseUint(m.Headers().Get(HeaderPosition), 10, 64)
+		byStore[id] = append(byStore[id], heldMsg{pos: pos, msg: m})
+	}
+	for _, id := range order {
+		if err := c.applyStore(ctx, id, byStore[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) error {
+	s := c.stores[id]
+	if s == nil {
+		stopped, err := c.sink.Stopped(id)
+		if err != nil {
+			return err
+		}
+		s = &storeState{count: StoreCount{StoreID: id}, stopped: stopped}
+		c.stores[id] = s
+	}
+	if s.stopped {
+		for _, h := range in {
+			_ = h.msg.Term()
+		}
+		return nil
+	}
+	cand := append(s.held, in...)
+	s.held = nil
+	// Position order; a message without a valid position header sorts
+	// first and is refused by the sink as what its body is.
+	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmpU64(a.pos, b.pos) })
+	raws := make([][]byte, len(cand))
+	for i, h := range cand {
+		raws[i] = h.msg.Data()
+	}
+	a, err := c.sink.Replicate(ctx, id, raws)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", id, err)
+	}
+	s.count.Appended += a.Appended
+	s.count.Duplicates += a.Duplicates
+	s.count.Head = a.Head
+	if c.o.beforeAck != nil {
+		if err := c.o.beforeAck(id, a); err != nil {
+			return err
+		}
+	}
+	k := a.Appended + a.Duplicates
+	for _, h := range cand[:k] {
+		if err := h.msg.Ack(); err != nil {
+			return fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
+		}
+	}
+	rest := cand[k:]
+	switch {
+	case a.Refused == nil:
+	case a.Gap:
+		s.held = rest
+	default:
+		pos := a.Position
+		if pos == 0 && len(rest) > 0 {
+			pos = rest[0].pos
+		}
+		s.held = rest
+		return c.stop(id, s, pos, a.Refused.Error())
+	}
+	return nil
+}
+
+// stop records that a store's replica stops at position and terminates
+// the messages held for it.
+func (c *collector) stop(id string, s *storeState, pos uint64, reason string) error {
+	if err := c.sink.Stop(id, pos, reason); err != nil {
+		return fmt.Errorf("store %s: %w", id, err)
+	}
+	s.stopped = true
+	s.count.StoppedAt, s.count.Reason = pos, reason
+	for _, h := range s.held {
+		_ = h.msg.Term()
+	}
+	s.held = nil
+	if c.o.OnStop != nil {
+		c.o.OnStop(id, pos, reason)
+	}
+	return nil
+}
+
+func (c *collector) storeIDs() []string {
+	ids := make([]string, 0, len(c.stores))
+	for id := range c.stores {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (c *collector) result() CollectResult {
+	res := CollectResult{Stores: []StoreCount{}, Ignored: c.ignored}
+	for _, id := range c.storeIDs() {
+		res.Stores = append(res.Stores, c.stores[id].count)
+	}
+	return res
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,128 @@
+// Package fleet is the fan-in of many hosts' ledgers through NATS JetStream
+// (docs/fleet.md): Publish sends one store's stored envelopes, verbatim, to
+// the subject tree-ring.events.<store_id> of a stream; Collect is a durable
+// consumer that hands each store's envelopes, in position order, to a
+// replica sink. It is the only package that imports nats.go; it knows the
+// ledger only through the small Source and Sink interfaces that cmd
+// satisfies with package bolt.
+//
+// Lifetime and concurrency: Publish and Collect use the *nats.Conn they are
+// given for the duration of the call and never close it; neither is safe to
+// run twice at once on the same Source or Sink.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// DefaultStream is the JetStream stream publish and collect use unless
+	// told otherwise.
+	DefaultStream = "TREE_RING"
+	// SubjectPrefix starts every store's subject.
+	SubjectPrefix = "tree-ring.events."
+	// SubjectWildcard is the stream's subject filter.
+	SubjectWildcard = SubjectPrefix + ">"
+	// DefaultDurable is the collector's durable consumer name.
+	DefaultDurable = "tree-ring-collector"
+
+	// HeaderPosition and HeaderHash carry the envelope's position and hash,
+	// so a consumer orders and checks without decoding the body.
+	HeaderPosition = "Tree-Ring-Position"
+	HeaderHash     = "Tree-Ring-Hash"
+
+	// maxBatch is JetStream's limit on an atomic batch (1,000 messages).
+	maxBatch = 1000
+)
+
+// Subject is the subject of a store's events.
+func Subject(storeID string) string { return SubjectPrefix + storeID }
+
+// StoreOfSubject returns the store id a subject names, if it is one of ours.
+func StoreOfSubject(subject string) (string, bool) {
+	id, ok := strings.CutPrefix(subject, SubjectPrefix)
+	if !ok || !ValidStoreID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// ValidStoreID reports whether s has the shape of a store id (a
+// hyphenated lowercase UUID), which makes it safe as a subject token and a
+// directory name.
+func ValidStoreID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// StreamConfigError is a stream that exists but cannot hold a fleet: it
+// lacks atomic batch publishing or does not cover the subjects. Retrying
+// does not help; an operator changes the stream (docs/fleet.md).
+type StreamConfigError struct {
+	Stream string
+	Reason string
+}
+
+func (e *StreamConfigError) Error() string {
+	return fmt.Sprintf("stream %s: %s", e.Stream, e.Reason)
+}
+
+// ensureStream returns the stream, creating it when absent (file storage,
+// the given replicas, atomic batches allowed, no limits: a replica needs
+// every event since position 1).
+func ensureStream(ctx context.Context, js jetstream.JetStream, name string, replicas int) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:               name,
+			Description:        "tree-ring ledgers, one subject per store (docs/fleet.md)",
+			Subjects:           []string{SubjectWildcard},
+			Storage:            jetstream.FileStorage,
+			Replicas:           max(replicas, 1),
+			Duplicates:         2 * time.Minute,
+			AllowAtomicPublish: true,
+			AllowDirect:        true,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(ctx, name) // another host created it meanwhile
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowAtomicPublish {
+		return nil, &StreamConfigError{Stream: name, Reason: "atomic batch publishing is off (allow_atomic); publish needs it to never leave a gap (docs/fleet.md)"}
+	}
+	covered := false
+	for _, s := range cfg.Subjects {
+		if s == SubjectWildcard || s == ">" || s == "tree-ring.>" {
+			covered = true
+		}
+	}
+	if !covered {
+		return nil, &StreamConfigError{Stream: name, Reason: fmt.Sprintf("its subjects %q do not include %s", cfg.Subjects, SubjectWildcard)}
+	}
+	return st, nil
+}

@@ -1,0 +1,276 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// Source is one store's ledger as Publish sees it: its stored envelopes,
+// exactly as in the ledger's events bucket. Nothing else (memory bodies,
+// projections) is reachable through it.
+type Source interface {
+	// Head is the ledger's last position.
+	Head() (uint64, error)
+	// Read returns copies of the stored bytes of at most max events after
+	// position after, in position order (positions after+1, after+2, ...).
+	Read(ctx context.Context, after uint64, max int) ([][]byte, error)
+}
+
+// PublishOptions configure Publish.
+type PublishOptions struct {
+	Stream   string // default DefaultStream
+	StoreID  string
+	Replicas int // replicas of the stream when Publish creates it
+	// Timeout is how long Publish waits for the server without progress
+	// (one batch acknowledged) before it gives up; a rerun resumes.
+	Timeout time.Duration
+	// Batch is the number of events per atomic batch (at most 1,000).
+	Batch int
+	// afterSend, when set (tests), runs after each message is handed to
+	// the connection, with the event's position.
+	afterSend func(pos uint64)
+}
+
+// PublishResult says what Publish did.
+type PublishResult struct {
+	StoreID string `json:"store_id"`
+	Subject string `json:"subject"`
+	// Held is the position the stream held for the store before this run.
+	Held uint64 `json:"held_before"`
+	// Published is how many events this run added to the stream.
+	Published uint64 `json:"published"`
+	// Head is the ledger's last position, which the stream now holds.
+	Head uint64 `json:"head"`
+	// Retries counts batches sent again after a timeout, a reconnect or a
+	// leader change.
+	Retries int `json:"retries"`
+}
+
+// StreamMismatchError is a stream whose copy of the store disagrees with
+// the ledger: altered in the stream, or the stream holds more than the
+// ledger (another copy of this store published). Publishing stops.
+type StreamMismatchError struct {
+	StoreID  string
+	Position uint64
+	Reason   string
+}
+
+func (e *StreamMismatchError) Error() string {
+	return fmt.Sprintf("store %s, position %d: %s", e.StoreID, e.Position, e.Reason)
+}
+
+// Publish sends every event of src that the stream does not hold yet, in
+// order, to subject tree-ring.events.<store_id>: the stored bytes as the
+// message body, Nats-Msg-Id = the event id, and the position and hash as
+// headers. It keeps nothing on the host: before sending, it asks the stream
+// for the last message of the subject, checks that it is byte for byte the
+// ledger's event at that position, and continues after it.
+//
+// Events go in atomic batches whose first message expects the subject's
+// last stream sequence, so the stream never holds a gap or a reordering:
+// a batch lands whole after the previous one, or not at all (a timeout, a
+// reconnect, a leader change, a second publisher of the same store). Then
+// Publish asks again and resends from what the stream holds. The duplicate
+// window (Nats-Msg-Id) is a second guard against resending.
+func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (PublishResult, error) {
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.Batch <= 0 || o.Batch > maxBatch {
+		o.Batch = maxBatch
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if !ValidStoreID(o.StoreID) {
+		return PublishResult{}, fmt.Errorf("store id %q is not a store id", o.StoreID)
+	}
+	subj := Subject(o.StoreID)
+	res := PublishResult{StoreID: o.StoreID, Subject: subj}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return res, err
+	}
+	var st jetstream.Stream
+	first := true
+	progress := time.Now()
+	backoff := 50 * time.Millisecond
+	for {
+		err := func() error {
+			if st == nil {
+				rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+				defer cancel()
+				s, err := ensureStream(rctx, js, o.Stream, o.Replicas)
+				if err != nil {
+					return err
+				}
+				st = s
+			}
+			held, seq, err := streamHead(ctx, st, subj, src, o)
+			if err != nil {
+				return err
+			}
+			if first {
+				res.Held, first = held, false
+			}
+			head, err := src.Head()
+			if err != nil {
+				return permanent{err}
+			}
+			res.Head = head
+			if held > head {
+				return &StreamMismatchError{StoreID: o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
+			}
+			for held < head {
+				raws, err := src.Read(ctx, held, o.Batch)
+				if err != nil {
+					return permanent{err}
+				}
+				if len(raws) == 0 {
+					return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
+				}
+				seq, err = sendBatch(ctx, nc, subj, raws, held, seq, o)
+				if err != nil {
+					return err
+				}
+				held += uint64(len(raws))
+				res.Published += uint64(len(raws))
+				progress, backoff = time.Now(), 50*time.Millisecond
+			}
+			return nil
+		}()
+		var p permanent
+		var mm *StreamMismatchError
+		var ce *StreamConfigError
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.As(err, &p):
+			return res, p.err
+		case errors.As(err, &mm), errors.As(err, &ce), ctx.Err() != nil:
+			return res, err
+		case time.Since(progress) > o.Timeout:
+			return res, fmt.Errorf("publish %s: no progress for %s (the stream holds position %d; a rerun resumes there): %w", subj, o.Timeout, res.Held+res.Published, err)
+		}
+		res.Retries++
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// permanent marks an error that retrying cannot fix (the local ledger).
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+
+// streamHead returns the last position the stream holds for the subject
+// (0 for none) and that message's stream sequence, after checking that it
+// is exactly the ledger's event at that position.
+func streamHead(ctx context.Context, st jetstream.Stream, subj string, src Source, o PublishOptions) (uint64, uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	m, err := st.GetLastMsgForSubject(rctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("ask the stream for the last event of %s: %w", subj, err)
+	}
+	pos, err := strconv.ParseUint(m.Header.Get(HeaderPosition), 10, 64)
+	if err != nil || pos == 0 {
+		return 0, 0, &StreamMismatchError{StoreID: o.StoreID, Reason: fmt.Sprintf("the stream's last message for the store (sequence %d) has no valid %s header", m.Sequence, HeaderPosition)}
+	}
+	raws, err := src.Read(ctx, pos-1, 1)
+	if err != nil {
+		return 0, 0, permanent{err}
+	}
+	if len(raws) == 1 && !bytes.Equal(raws[0], m.Data) {
+		return 0, 0, &StreamMismatchError{StoreID: o.StoreID, Position: pos, Reason: "the stream's copy differs from this ledger's event (altered in the stream, or another store uses this id)"}
+	}
+	return pos, m.Sequence, nil
+}
+
+// pubAck is the server's answer to a batch commit.
+type pubAck struct {
+	Stream   string              `json:"stream"`
+	Sequence uint64              `json:"seq"`
+	Batch    string              `json:"batch"`
+	Count    int                 `json:"count"`
+	Error    *jetstream.APIError `json:"error"`
+}
+
+// sendBatch publishes raws (positions after+1...) as one atomic batch whose
+// first message expects lastSeq as the subject's last stream sequence, and
+// returns the stream sequence of the batch's last message.
+func sendBatch(ctx context.Context, nc *nats.Conn, subj string, raws [][]byte, after, lastSeq uint64, o PublishOptions) (uint64, error) {
+	batchID := nuid.Next()
+	for i, raw := range raws {
+		pos := after + uint64(i) + 1
+		ref, err := events.DecodeStoredRef(raw)
+		if err != nil {
+			return 0, permanent{fmt.Errorf("position %d: %w", pos, err)}
+		}
+		if ref.Position != pos {
+			return 0, permanent{fmt.Errorf("ledger position %d holds an envelope that says %d", pos, ref.Position)}
+		}
+		m := nats.NewMsg(subj)
+		m.Data = raw
+		m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
+		m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
+		m.Header.Set(HeaderHash, ref.Hash)
+		m.Header.Set("Nats-Batch-Id", batchID)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i == 0 {
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(lastSeq, 10))
+		}
+		if i < len(raws)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				return 0, fmt.Errorf("publish position %d: %w", pos, err)
+			}
+			if o.afterSend != nil {
+				o.afterSend(pos)
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		resp, err := nc.RequestMsgWithContext(rctx, m)
+		cancel()
+		if o.afterSend != nil {
+			o.afterSend(pos)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("commit batch ending at position %d: %w", pos, err)
+		}
+		var ack pubAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return 0, fmt.Errorf("commit batch ending at position %d: unreadable acknowledgement: %w", pos, err)
+		}
+		if ack.Error != nil {
+			if ack.Error.ErrorCode == 10174 { // atomic publish disabled
+				return 0, &StreamConfigError{Stream: o.Stream, Reason: ack.Error.Description}
+			}
+			return 0, fmt.Errorf("commit batch ending at position %d: %w", pos, ack.Error)
+		}
+		if ack.Count != len(raws) {
+			return 0, fmt.Errorf("commit batch ending at position %d: the server stored %d of %d messages", pos, ack.Count, len(raws))
+		}
+		return ack.Sequence, nil
+	}
+	return lastSeq, nil
+}
