@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,3 +122,89 @@ func TestFleetPublishCollectOne(t *testing.T) {
 		t.Fatal("replica stopped")
 	}
 }
+
+// editYear changes one byte of an envelope: the year of recorded_at (still
+// a valid envelope, no longer hashing to its hash).
+func editYear(b []byte) []byte {
+	i := bytes.Index(b, []byte(`"recorded_at":"2026`))
+	b[i+len(`"recorded_at":"2026`)-1] = '7'
+	return b
+}
+
+func TestFleetThreeProjects(t *testing.T) {
+	srv := startNATS(t)
+	var roots, ids []string
+	var ps []*hp
+	for k := 1; k <= 3; k++ {
+		p := fleetProject(t, k)
+		root := filepath.Join(p.dir, ".tree-ring")
+		p.ok("", "fleet", "publish", "--nats", srv.URL())
+		ps, roots, ids = append(ps, p), append(roots, root), append(ids, storeIDOf(t, root))
+	}
+	dir := t.TempDir()
+	ps[0].ok("", "fleet", "collect", "--nats", srv.URL(), "--into", dir)
+	for i := range roots {
+		sameLedger(t, roots[i], filepath.Join(dir, ids[i]))
+	}
+
+	var st struct {
+		OK   bool       `json:"ok"`
+		Rows []fleetRow `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(ps[0].ok("", "--json", "fleet", "status", "--from", dir)), &st); err != nil || !st.OK {
+		t.Fatalf("status: %v", err)
+	}
+	active := map[string]bool{}
+	for _, r := range st.Rows {
+		if r.HarnessID == "claude-code" && r.State == "active" && r.NewestReceiptAt != nil && r.LastEventAt != nil && r.Replica == "ok" && r.ProjectRootFingerprint != "" {
+			active[r.StoreID] = true
+		}
+	}
+	for _, id := range ids {
+		if !active[id] {
+			t.Errorf("status has no active claude-code row with a receipt for store %s: %+v", id, st.Rows)
+		}
+	}
+	// Long before the first event: nothing is proven, nothing happened yet.
+	text := ps[0].ok("", "fleet", "status", "--from", dir, "--at", "2020-01-01T00:00:00Z")
+	if strings.Contains(text, "active") || strings.Count(text, "\n") != 7 || strings.Count(text, " unsupported ") != 6 {
+		t.Errorf("status at 2020:\n%s", text)
+	}
+	out := ps[0].ok("", "fleet", "verify", "--from", dir)
+	if !strings.HasSuffix(out, "fleet verified: 3 replicas, "+itoa(len(ledgerBytes(t, roots[0]))+len(ledgerBytes(t, roots[1]))+len(ledgerBytes(t, roots[2])))+" events\n") {
+		t.Fatalf("verify: %s", out)
+	}
+	// Every read command works on a replica.
+	if r := ps[0].raw("", "--root", filepath.Join(dir, ids[1]), "audit", "replay", "--harness", "claude-code"); r.code != 0 || !strings.Contains(r.stdout, "claude-code: active") {
+		t.Fatalf("audit replay on a replica: %+v", r)
+	}
+
+	// One byte of one stored message edited in the stream: a new
+	// collection stops that store at that position, verify exits 3 naming it.
+	if _, err := fleettest.EditMessage(srv.URL(), "TREE_RING", "tree-ring.events."+ids[1], 3, editYear); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := t.TempDir()
+	r := ps[0].run("", "fleet", "collect", "--nats", srv.URL(), "--into", dir2, "--durable", "second")
+	if r.code != 0 || !strings.Contains(r.stderr, "store "+ids[1]+": replica stopped at position 3") {
+		t.Fatalf("collect after the edit: %+v", r)
+	}
+	for _, i := range []int{0, 2} {
+		sameLedger(t, roots[i], filepath.Join(dir2, ids[i]))
+	}
+	if got := ledgerBytes(t, filepath.Join(dir2, ids[1])); len(got) != 2 {
+		t.Errorf("the stopped replica holds %d events, want the 2 before the edit", len(got))
+	}
+	r = ps[0].run("", "fleet", "verify", "--from", dir2)
+	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "store "+ids[1]+": position 3: replica stopped by fleet collect") {
+		t.Fatalf("verify after the edit: %+v", r)
+	}
+	// The publisher notices too: the stream's last event for the store is
+	// no longer the ledger's.
+	r = ps[1].run("", "fleet", "publish", "--nats", srv.URL())
+	if r.code != 2 || !strings.Contains(r.stderr, "differs from this ledger's event") {
+		t.Fatalf("publish after the edit: %+v", r)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,62 @@
+package fleettest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EditMessage alters a store's event inside the stream, as anyone with
+// write access to it could: it finds the message of subject whose
+// Tree-Ring-Position header is pos, deletes it, and publishes edit(body)
+// with the same position and hash headers at the end of the stream (not
+// its Nats-Msg-Id, which the duplicate window would drop, nor the batch
+// headers). It returns the deleted message's
+// stream sequence.
+func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []byte) (uint64, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, fmt.Errorf("%s holds no position %d", subject, pos)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if m.Header.Get("Tree-Ring-Position") != strconv.FormatUint(pos, 10) {
+			seq = m.Sequence + 1
+			continue
+		}
+		if err := st.DeleteMsg(ctx, m.Sequence); err != nil {
+			return 0, err
+		}
+		out := nats.NewMsg(subject)
+		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash"} {
+			out.Header.Set(k, m.Header.Get(k))
+		}
+		out.Data = edit(append([]byte(nil), m.Data...))
+		if _, err := js.PublishMsg(ctx, out); err != nil {
+			return 0, err
+		}
+		return m.Sequence, nil
+	}
+}
