@@ -57,9 +57,6 @@ type CollectOptions struct {
 	Batch int
 	// OnStop, when set, is told at once when a store's replica stops.
 	OnStop func(store string, position uint64, reason string)
-	// beforeAck, when set (tests), runs after a store's batch is committed
-	// and before its messages are acknowledged; an error ends Collect there.
-	beforeAck func(store string, a Applied) error
 }
 
 // StoreCount is what Collect did for one store.
@@ -85,6 +82,7 @@ type CollectResult struct {
 // heldMsg is a delivered, unacknowledged message of one store.
 type heldMsg struct {
 	pos uint64
+	seq uint64 // stream sequence: a redelivery replaces the held delivery
 	msg jetstream.Msg
 }
 
@@ -172,13 +170,18 @@ func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
 			err = batch.Error()
 		}
 		if len(msgs) > 0 {
-			if err := c.apply(ctx, msgs); err != nil {
+			moved, err := c.apply(ctx, msgs)
+			if err != nil {
 				return err
 			}
-			progress = time.Now()
-			continue
+			if moved {
+				progress = time.Now()
+				continue
+			}
+			// Only redeliveries of messages held behind a gap: see
+			// whether anything can still fill it.
 		}
-		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		if len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			if ctx.Err() != nil {
 				continue
 			}
@@ -238,14 +241,18 @@ func (c *collector) drained(ctx context.Context, nc *nats.Conn) (bool, error) {
 	return true, nil
 }
 
-// apply splits msgs by store, in order of first appearance.
-func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) error {
+// apply splits msgs by store, in order of first appearance, and reports
+// whether any replica moved (an event applied, a duplicate acknowledged, a
+// store stopped).
+func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) (bool, error) {
 	var order []string
+	moved := false
 	byStore := map[string][]heldMsg{}
 	for _, m := range msgs {
 		id, ok := StoreOfSubject(m.Subject())
 		if !ok {
 			c.ignored++
+			moved = true
 			_ = m.Term()
 			continue
 		}
@@ -253,22 +260,31 @@ func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) error {
 			order = append(order, id)
 		}
 		pos, _ := strconv.ParseUint(m.Headers().Get(HeaderPosition), 10, 64)
-		byStore[id] = append(byStore[id], heldMsg{pos: pos, msg: m})
+		var seq uint64
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+		byStore[id] = append(byStore[id], heldMsg{pos: pos, seq: seq, msg: m})
 	}
 	for _, id := range order {
-		if err := c.applyStore(ctx, id, byStore[id]); err != nil {
-			return err
+		m, err := c.applyStore(ctx, id, byStore[id])
+		if err != nil {
+			return false, err
 		}
+		moved = moved || m
 	}
-	return nil
+	return moved, nil
 }
 
-func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) error {
+// applyStore hands one store's messages, with those held for it, to the
+// sink in position order, acknowledges what the sink committed and holds or
+// terminates the rest. It reports whether the replica moved.
+func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bool, error) {
 	s := c.stores[id]
 	if s == nil {
 		stopped, err := c.sink.Stopped(id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		s = &storeState{count: StoreCount{StoreID: id}, stopped: stopped}
 		c.stores[id] = s
@@ -277,9 +293,9 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) err
 		for _, h := range in {
 			_ = h.msg.Term()
 		}
-		return nil
+		return true, nil
 	}
-	cand := append(s.held, in...)
+	cand, fresh := mergeHeld(s.held, in)
 	s.held = nil
 	// Position order; a message without a valid position header sorts
 	// first and is refused by the sink as what its body is.
@@ -290,20 +306,15 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) err
 	}
 	a, err := c.sink.Replicate(ctx, id, raws)
 	if err != nil {
-		return fmt.Errorf("store %s: %w", id, err)
+		return false, fmt.Errorf("store %s: %w", id, err)
 	}
 	s.count.Appended += a.Appended
 	s.count.Duplicates += a.Duplicates
 	s.count.Head = a.Head
-	if c.o.beforeAck != nil {
-		if err := c.o.beforeAck(id, a); err != nil {
-			return err
-		}
-	}
 	k := a.Appended + a.Duplicates
 	for _, h := range cand[:k] {
 		if err := h.msg.Ack(); err != nil {
-			return fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
+			return false, fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
 		}
 	}
 	rest := cand[k:]
@@ -311,15 +322,39 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) err
 	case a.Refused == nil:
 	case a.Gap:
 		s.held = rest
+		return k > 0 || fresh, nil
 	default:
 		pos := a.Position
 		if pos == 0 && len(rest) > 0 {
 			pos = rest[0].pos
 		}
 		s.held = rest
-		return c.stop(id, s, pos, a.Refused.Error())
+		return true, c.stop(id, s, pos, a.Refused.Error())
 	}
-	return nil
+	return true, nil
+}
+
+// mergeHeld adds newly delivered messages to the held ones; a redelivery
+// of a held message replaces it (one entry per stream sequence). fresh
+// tells whether any message was new.
+func mergeHeld(held, in []heldMsg) ([]heldMsg, bool) {
+	if len(held) == 0 {
+		return in, len(in) > 0
+	}
+	idx := make(map[uint64]int, len(held))
+	for i, h := range held {
+		idx[h.seq] = i
+	}
+	fresh := false
+	for _, h := range in {
+		if i, ok := idx[h.seq]; ok && h.seq != 0 {
+			held[i] = h
+			continue
+		}
+		fresh = true
+		held = append(held, h)
+	}
+	return held, fresh
 }
 
 // stop records that a store's replica stops at position and terminates

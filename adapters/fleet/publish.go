@@ -37,9 +37,6 @@ type PublishOptions struct {
 	Timeout time.Duration
 	// Batch is the number of events per atomic batch (at most 1,000).
 	Batch int
-	// afterSend, when set (tests), runs after each message is handed to
-	// the connection, with the event's position.
-	afterSend func(pos uint64)
 }
 
 // PublishResult says what Publish did.
@@ -173,6 +170,13 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 	}
 }
 
+// requestTimeout bounds one request: a fifth of the time allowed without
+// progress (at least 2s), so a request lost in a server restart or a leader
+// change is retried several times before Publish gives up.
+func requestTimeout(noProgress time.Duration) time.Duration {
+	return min(noProgress, max(noProgress/5, 2*time.Second))
+}
+
 // permanent marks an error that retrying cannot fix (the local ledger).
 type permanent struct{ err error }
 
@@ -182,7 +186,7 @@ func (p permanent) Error() string { return p.err.Error() }
 // (0 for none) and that message's stream sequence, after checking that it
 // is exactly the ledger's event at that position.
 func streamHead(ctx context.Context, st jetstream.Stream, subj string, src Source, o PublishOptions) (uint64, uint64, error) {
-	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout(o.Timeout))
 	defer cancel()
 	m, err := st.GetLastMsgForSubject(rctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -242,18 +246,12 @@ func sendBatch(ctx context.Context, nc *nats.Conn, subj string, raws [][]byte, a
 			if err := nc.PublishMsg(m); err != nil {
 				return 0, fmt.Errorf("publish position %d: %w", pos, err)
 			}
-			if o.afterSend != nil {
-				o.afterSend(pos)
-			}
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
-		rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(o.Timeout))
 		resp, err := nc.RequestMsgWithContext(rctx, m)
 		cancel()
-		if o.afterSend != nil {
-			o.afterSend(pos)
-		}
 		if err != nil {
 			return 0, fmt.Errorf("commit batch ending at position %d: %w", pos, err)
 		}

@@ -125,3 +125,14 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// StreamLeader returns the server that leads stream (in the global
+// account), or nil.
+func StreamLeader(servers []*Server, stream string) *Server {
+	for _, s := range servers {
+		if s.Running() && s.JetStreamIsStreamLeader(s.GlobalAccount().Name, stream) {
+			return s
+		}
+	}
+	return nil
+}

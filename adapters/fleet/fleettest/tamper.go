@@ -16,8 +16,8 @@ import (
 // Tree-Ring-Position header is pos, deletes it, and publishes edit(body)
 // with the same position and hash headers at the end of the stream (not
 // its Nats-Msg-Id, which the duplicate window would drop, nor the batch
-// headers). It returns the deleted message's
-// stream sequence.
+// headers). An edit that returns nil only deletes. It returns the deleted
+// message's stream sequence.
 func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []byte) (uint64, error) {
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -49,14 +49,42 @@ func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []by
 		if err := st.DeleteMsg(ctx, m.Sequence); err != nil {
 			return 0, err
 		}
+		body := edit(append([]byte(nil), m.Data...))
+		if body == nil {
+			return m.Sequence, nil
+		}
 		out := nats.NewMsg(subject)
 		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash"} {
 			out.Header.Set(k, m.Header.Get(k))
 		}
-		out.Data = edit(append([]byte(nil), m.Data...))
+		out.Data = body
 		if _, err := js.PublishMsg(ctx, out); err != nil {
 			return 0, err
 		}
 		return m.Sequence, nil
 	}
+}
+
+// SubjectCount is how many messages the stream holds on subject.
+func SubjectCount(url, stream, subject string) (uint64, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Subjects[subject], nil
 }

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet"
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// The fault tests run publish and collect against embedded servers and
+// end, whatever happened, with every event of the project exactly once in
+// the stream and in its replica, and `fleet verify` passing.
+
+// bulkStore is an initialized project with n more events (run.started, one
+// run each), appended in large transactions so a test has many batches.
+type bulkStore struct {
+	p    *hp
+	root string
+	id   string
+	n    int // events in the ledger
+}
+
+func newBulkStore(t *testing.T, k, n int) *bulkStore {
+	t.Helper()
+	p := fleetProject(t, k)
+	root := filepath.Join(p.dir, ".tree-ring")
+	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &events.Factory{Now: eventstest.Clock(eventstest.Epoch, time.Millisecond), NewID: eventstest.IDs(uint32(k)), Actor: "cli"}
+	started := events.FormatRunTime(eventstest.Epoch)
+	for done := 0; done < n; {
+		err := st.Update(context.Background(), func(tx *bolt.Tx) error {
+			for i := 0; i < 5000 && done < n; i++ {
+				id := f.NewID()
+				e, err := f.New(events.RunStream(id.String()), events.TypeRunStarted, &events.RunStarted{
+					RunID: id.String(), ScopeKey: "0123456789abcdef01234567", Command: events.RunCmdEventsImport,
+					Stage: "append", PID: done + 1, StartedAt: started,
+				})
+				if err != nil {
+					return err
+				}
+				e.ID = id
+				if _, err := tx.Append(e.Stream, 0, e); err != nil {
+					return err
+				}
+				done++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, _, err := st.Head()
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bulkStore{p: p, root: root, id: storeIDOf(t, root), n: int(head)}
+}
+
+func (b *bulkStore) source() *ledgerSource {
+	return &ledgerSource{g: &Globals{Root: b.root, LockTimeout: 3 * time.Second, Now: time.Now}}
+}
+
+// hookSource runs fn once, when Publish makes its at-th read.
+type hookSource struct {
+	fleet.Source
+	reads, at int
+	fn        func()
+}
+
+func (h *hookSource) Read(ctx context.Context, after uint64, max int) ([][]byte, error) {
+	h.reads++
+	if h.reads == h.at {
+		h.fn()
+	}
+	return h.Source.Read(ctx, after, max)
+}
+
+func publishTo(t *testing.T, url string, src fleet.Source, id string, replicas int) (fleet.PublishResult, error) {
+	t.Helper()
+	nc, err := fleet.Connect(fleet.ConnOptions{URL: url, Timeout: 10 * time.Second})
+	if err != nil {
+		return fleet.PublishResult{}, err
+	}
+	defer nc.Close()
+	return fleet.Publish(context.Background(), nc, src, fleet.PublishOptions{StoreID: id, Replicas: replicas, Timeout: 10 * time.Second})
+}
+
+// publishUntilDone reruns a publish that failed (as cron would), at most
+// three times.
+func publishUntilDone(t *testing.T, url string, b *bulkStore, src fleet.Source, replicas int) {
+	t.Helper()
+	var err error
+	for range 3 {
+		if _, err = publishTo(t, url, src, b.id, replicas); err == nil {
+			return
+		}
+		t.Logf("publish failed, rerunning: %v", err)
+		src = b.source()
+	}
+	t.Fatalf("publish: %v", err)
+}
+
+// wantStream fails unless the stream holds each of the store's events
+// exactly once.
+func wantStream(t *testing.T, url string, b *bulkStore) {
+	t.Helper()
+	n, err := fleettest.SubjectCount(url, fleet.DefaultStream, fleet.Subject(b.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != uint64(b.n) {
+		t.Fatalf("the stream holds %d messages for the store, the ledger %d events", n, b.n)
+	}
+}
+
+func collectInto(t *testing.T, url, dir string, sink fleet.Sink) (fleet.CollectResult, error) {
+	t.Helper()
+	nc, err := fleet.Connect(fleet.ConnOptions{URL: url, Timeout: 10 * time.Second})
+	if err != nil {
+		return fleet.CollectResult{}, err
+	}
+	defer nc.Close()
+	if sink == nil {
+		sink = &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir}
+	}
+	return fleet.Collect(context.Background(), nc, sink, fleet.CollectOptions{AckWait: time.Second, Timeout: 10 * time.Second})
+}
+
+// wantReplicas collects (again) and fails unless every store's replica is
+// its ledger, byte for byte, and fleet verify passes.
+func wantReplicas(t *testing.T, url, dir string, stores ...*bulkStore) {
+	t.Helper()
+	if _, err := collectInto(t, url, dir, nil); err != nil {
+		t.Fatalf("collect: %v", err)
+	}
+	for _, b := range stores {
+		sameLedger(t, b.root, filepath.Join(dir, b.id))
+	}
+	if r := runCLI(t, "", "fleet", "verify", "--from", dir); r.code != 0 {
+		t.Fatalf("fleet verify: %+v", r)
+	}
+}
+
+func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
+	srv := startNATS(t)
+	b := newBulkStore(t, 1, 30_000)
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "--root", b.root, "fleet", "publish", "--nats", srv.URL())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var held uint64
+	for deadline := time.Now().Add(20 * time.Second); held == 0 && time.Now().Before(deadline); {
+		held, _ = fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(b.id))
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	// A batch whose commit reached the server is stored whole even though
+	// its publisher is gone; wait until the count settles.
+	held = 0
+	for {
+		time.Sleep(300 * time.Millisecond)
+		n, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(b.id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == held {
+			break
+		}
+		held = n
+	}
+	t.Logf("killed with %d of %d events in the stream", held, b.n)
+	if held == 0 || held%1000 != 0 && held != uint64(b.n) {
+		t.Fatalf("after the kill the stream holds %d events: not whole batches", held)
+	}
+	res, err := publishTo(t, srv.URL(), b.source(), b.id, 1)
+	if err != nil || res.Held != held || res.Published != uint64(b.n)-held {
+		t.Fatalf("rerun: %+v %v", res, err)
+	}
+	wantStream(t, srv.URL(), b)
+	wantReplicas(t, srv.URL(), t.TempDir(), b)
+}
+
+func TestFleetFaultSameEventsTwice(t *testing.T) {
+	srv := startNATS(t)
+	b := newBulkStore(t, 2, 5_000)
+	// Two publishers of the same store at once, then a third after them:
+	// every event lands once (the batches expect the subject's last
+	// sequence; a loser asks the stream again and resumes after it).
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = publishTo(t, srv.URL(), b.source(), b.id, 1)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	res, err := publishTo(t, srv.URL(), b.source(), b.id, 1)
+	if err != nil || res.Published != 0 || res.Held != uint64(b.n) {
+		t.Fatalf("third publish: %+v %v", res, err)
+	}
+	wantStream(t, srv.URL(), b)
+	dir := t.TempDir()
+	wantReplicas(t, srv.URL(), dir, b)
+	// Collecting again from the start (a new durable) into the same
+	// directory finds only duplicates.
+	nc, err := fleet.Connect(fleet.ConnOptions{URL: srv.URL(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cr, err := fleet.Collect(context.Background(), nc, &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir},
+		fleet.CollectOptions{Durable: "again", AckWait: time.Second, Timeout: 10 * time.Second})
+	if err != nil || len(cr.Stores) != 1 || cr.Stores[0].Appended != 0 || cr.Stores[0].Duplicates != b.n {
+		t.Fatalf("second collection: %+v %v", cr, err)
+	}
+	sameLedger(t, b.root, filepath.Join(dir, b.id))
+}
+
+func TestFleetFaultServerRestartDuringPublish(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := fleettest.Start(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := srv
+	var mu sync.Mutex
+	t.Cleanup(func() { mu.Lock(); cur.Shutdown(); mu.Unlock() })
+	b := newBulkStore(t, 3, 8_000)
+	restarted := make(chan error, 1)
+	src := &hookSource{Source: b.source(), at: 4, fn: func() {
+		go func() {
+			time.Sleep(2 * time.Millisecond) // while the batch is on the wire
+			mu.Lock()
+			defer mu.Unlock()
+			cur.Shutdown()
+			cur.WaitForShutdown()
+			s, err := cur.Restart()
+			if err == nil {
+				cur = s
+			}
+			restarted <- err
+		}()
+	}}
+	publishUntilDone(t, srv.URL(), b, src, 1)
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	wantStream(t, srv.URL(), b)
+	wantReplicas(t, srv.URL(), t.TempDir(), b)
+}
+
+// killSink is a collector dying in the middle of its work: on its at-th
+// batch it closes the connection, after committing (so no acknowledgement
+// is sent) or before.
+type killSink struct {
+	*replicaDir
+	at, calls   int
+	afterCommit bool
+	kill        func()
+}
+
+func (k *killSink) Replicate(ctx context.Context, store string, raws [][]byte) (fleet.Applied, error) {
+	k.calls++
+	if k.calls != k.at {
+		return k.replicaDir.Replicate(ctx, store, raws)
+	}
+	if !k.afterCommit {
+		k.kill()
+		return fleet.Applied{}, errors.New("killed before commit")
+	}
+	a, err := k.replicaDir.Replicate(ctx, store, raws)
+	k.kill()
+	return a, err
+}
+
+func TestFleetFaultCollectorKilled(t *testing.T) {
+	for _, afterCommit := range []bool{true, false} {
+		name := map[bool]string{true: "between commit and ack", false: "before commit"}[afterCommit]
+		t.Run(name, func(t *testing.T) {
+			srv := startNATS(t)
+			b := newBulkStore(t, 4, 5_000)
+			if _, err := publishTo(t, srv.URL(), b.source(), b.id, 1); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			nc, err := fleet.Connect(fleet.ConnOptions{URL: srv.URL(), Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &killSink{replicaDir: &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir}, at: 3, afterCommit: afterCommit, kill: nc.Close}
+			_, err = fleet.Collect(context.Background(), nc, sink, fleet.CollectOptions{AckWait: time.Second, Timeout: 10 * time.Second})
+			if err == nil {
+				t.Fatal("the killed collector returned no error")
+			}
+			head := uint64(len(ledgerBytes(t, filepath.Join(dir, b.id))))
+			if want := map[bool]uint64{true: 3000, false: 2000}[afterCommit]; head != want {
+				t.Fatalf("the killed collector left %d events in the replica, want %d", head, want)
+			}
+			wantReplicas(t, srv.URL(), dir, b)
+		})
+	}
+}
+
+func TestFleetFaultClusterLeaderLost(t *testing.T) {
+	nodes, err := fleettest.Cluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.Shutdown()
+		}
+	})
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.URL())
+	}
+	all := strings.Join(urls, ",")
+	b := newBulkStore(t, 5, 8_000)
+	lost := make(chan *fleettest.Server, 1)
+	src := &hookSource{Source: b.source(), at: 4, fn: func() {
+		go func() {
+			time.Sleep(2 * time.Millisecond)
+			l := fleettest.StreamLeader(nodes, fleet.DefaultStream)
+			if l != nil {
+				l.Shutdown()
+			}
+			lost <- l
+		}()
+	}}
+	publishUntilDone(t, all, b, src, 3)
+	l := <-lost
+	if l == nil {
+		t.Fatal("no stream leader to stop")
+	}
+	var alive string
+	for _, n := range nodes {
+		if n != l {
+			alive = n.URL()
+		}
+	}
+	wantStream(t, alive, b)
+	wantReplicas(t, all, t.TempDir(), b)
+}
+
+func TestFleetFaultGapStopsOnlyThatStore(t *testing.T) {
+	srv := startNATS(t)
+	a, b := newBulkStore(t, 6, 2_500), newBulkStore(t, 7, 2_500)
+	for _, s := range []*bulkStore{a, b} {
+		if _, err := publishTo(t, srv.URL(), s.source(), s.id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Someone deletes one of a's messages from the stream.
+	if _, err := fleettest.EditMessage(srv.URL(), fleet.DefaultStream, fleet.Subject(a.id), 1500, func([]byte) []byte { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := collectInto(t, srv.URL(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got fleet.StoreCount
+	for _, s := range res.Stores {
+		if s.StoreID == a.id {
+			got = s
+		}
+	}
+	if got.StoppedAt != 1500 || got.Appended != 1499 || !strings.Contains(got.Reason, "gap: position 1500 is not in the stream (the next it holds is 1501)") {
+		t.Fatalf("store with a gap: %+v", got)
+	}
+	sameLedger(t, b.root, filepath.Join(dir, b.id))
+	r := runCLI(t, "", "fleet", "verify", "--from", dir)
+	if r.code != 3 || !strings.Contains(r.stderr, "store "+a.id+": position 1500: replica stopped by fleet collect: gap") {
+		t.Fatalf("verify: %+v", r)
+	}
+	// A rerun does not touch the stopped replica.
+	before := ledgerBytes(t, filepath.Join(dir, a.id))
+	if _, err := collectInto(t, srv.URL(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := ledgerBytes(t, filepath.Join(dir, a.id)); len(after) != len(before) {
+		t.Fatalf("a stopped replica grew from %d to %d events", len(before), len(after))
+	}
+}
