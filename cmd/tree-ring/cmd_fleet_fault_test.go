@@ -36,10 +36,19 @@ func newBulkStore(t *testing.T, k, n int) *bulkStore {
 	t.Helper()
 	p := fleetProject(t, k)
 	root := filepath.Join(p.dir, ".tree-ring")
+	head := appendRuns(t, root, k, n)
+	return &bulkStore{p: p, root: root, id: storeIDOf(t, root), n: int(head)}
+}
+
+// appendRuns appends n run.started events (one run each, ids marked k) to
+// the ledger under root, 5,000 per transaction, and returns its head.
+func appendRuns(tb testing.TB, root string, k, n int) uint64 {
+	tb.Helper()
 	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	defer st.Close()
 	f := &events.Factory{Now: eventstest.Clock(eventstest.Epoch, time.Millisecond), NewID: eventstest.IDs(uint32(k)), Actor: "cli"}
 	started := events.FormatRunTime(eventstest.Epoch)
 	for done := 0; done < n; {
@@ -62,15 +71,14 @@ func newBulkStore(t *testing.T, k, n int) *bulkStore {
 			return nil
 		})
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	head, _, err := st.Head()
-	st.Close()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &bulkStore{p: p, root: root, id: storeIDOf(t, root), n: int(head)}
+	return head
 }
 
 func (b *bulkStore) source() *ledgerSource {
