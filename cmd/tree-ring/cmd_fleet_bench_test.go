@@ -117,7 +117,7 @@ func benchFleetOnce(b *testing.B, n int) {
 	rate("raw-consume", start)
 
 	// The replica's floor: the same bytes through bolt Replicate, in the
-	// collector's batches of 1,000, with every projection.
+	// collector's batches of 5,000, with every projection.
 	floor, err := bolt.OpenRoot(filepath.Join(base, "floor"), bolt.Options{Projections: projections.All()})
 	if err != nil {
 		b.Fatal(err)
@@ -126,7 +126,7 @@ func benchFleetOnce(b *testing.B, n int) {
 	src, at = &ledgerSource{g: g}, 0
 	start = time.Now()
 	for at < head {
-		raws, err := src.Read(context.Background(), at, 1000)
+		raws, err := src.Read(context.Background(), at, 5000)
 		if err != nil {
 			b.Fatal(err)
 		}

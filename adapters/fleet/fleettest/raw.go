@@ -37,7 +37,7 @@ func RawPublish(url string, next func() [][]byte) (int, error) {
 	n := 0
 	for bodies := next(); bodies != nil; bodies = next() {
 		for _, b := range bodies {
-			if _, err := js.PublishAsync(rawSubject, b); err != nil {
+			if _, err := js.PublishAsync(rawSubject, b, jetstream.WithStallWait(time.Minute)); err != nil {
 				return n, err
 			}
 			n++
