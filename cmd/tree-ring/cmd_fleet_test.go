@@ -208,3 +208,70 @@ func TestFleetThreeProjects(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// filesContaining lists the files under dir whose bytes contain canary.
+func filesContaining(t *testing.T, dir, canary string) (hits []string, searched int) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		searched += len(b)
+		if bytes.Contains(b, []byte(canary)) {
+			hits = append(hits, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits, searched
+}
+
+// Memory text and hook input stay on the host: after publishing and
+// collecting, no byte the server stored and no byte of the replicas holds
+// the canaries, while the project's own ledger holds the memory text.
+func TestFleetPrivacyCanary(t *testing.T) {
+	natsDir := t.TempDir()
+	srv, err := fleettest.Start(natsDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	const memory, transcript = "CANARY-memory-7f3a9e", "CANARY-transcript-c41d"
+	p := newHP(t, ".claude")
+	p.init()
+	p.ok("", "remember", "Deploys go through "+memory, "--event-type", "decision", "--project", "demo")
+	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", func(m map[string]any) {
+		m["transcript_path"] = "/home/dev/.claude/projects/" + transcript + ".jsonl"
+	})); r.code != 0 {
+		t.Fatalf("hook: %s", r.stderr)
+	}
+	if hits, _ := filesContaining(t, filepath.Join(p.dir, ".tree-ring"), memory); len(hits) == 0 {
+		t.Fatal("the canary memory is not in the project's ledger: the test planted nothing")
+	}
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	dir := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", dir)
+	srv.Shutdown() // flush everything the server keeps to its files
+	srv.WaitForShutdown()
+	// The events are there in plain bytes (so the search can see them).
+	if hits, _ := filesContaining(t, natsDir, `"type":"memory.captured"`); len(hits) == 0 {
+		t.Fatal("the server's files hold no readable event: the search would prove nothing")
+	}
+	for _, where := range []string{natsDir, dir} {
+		for _, c := range []string{memory, transcript} {
+			hits, searched := filesContaining(t, where, c)
+			if len(hits) > 0 {
+				t.Errorf("%s found in %v", c, hits)
+			}
+			if searched == 0 {
+				t.Errorf("nothing searched under %s", where)
+			}
+		}
+	}
+}
