@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -314,7 +315,7 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bo
 	s.held = nil
 	// Position order; a message without a valid position header sorts
 	// first and is refused by the sink as what its body is.
-	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmpU64(a.pos, b.pos) })
+	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
 	raws := make([][]byte, len(cand))
 	for i, h := range cand {
 		raws[i] = h.msg.Data()
@@ -405,14 +406,4 @@ func (c *collector) result() CollectResult {
 		res.Stores = append(res.Stores, c.stores[id].count)
 	}
 	return res
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -275,3 +275,40 @@ func TestFleetPrivacyCanary(t *testing.T) {
 		}
 	}
 }
+
+func TestFleetUserPassword(t *testing.T) {
+	const pw = "pa55-CANARY-word"
+	srv, err := fleettest.StartWithUser(t.TempDir(), "host", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	p := fleetProject(t, 8)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("wrong-CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL()
+	if r := p.run("", "fleet", "publish", "--nats", url, "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "connect to NATS") {
+		t.Fatalf("without credentials: %+v", r)
+	}
+	r := p.run("", "fleet", "publish", "--nats", url, "--user", "host", "--password-file", bad, "--timeout", "2s")
+	if r.code != 2 || !strings.Contains(r.stderr, "connect to NATS") || strings.Contains(r.stderr, "CANARY") {
+		t.Fatalf("wrong password: %+v", r)
+	}
+	if r := p.run("", "fleet", "publish", "--nats", url, "--user", "host"); r.code != 2 || !strings.Contains(r.stderr, "--user and --password-file go together") {
+		t.Fatalf("user without a password file: %+v", r)
+	}
+	out := p.ok("", "fleet", "publish", "--nats", url, "--user", "host", "--password-file", good)
+	if !strings.HasPrefix(out, "published ") || strings.Contains(out, "CANARY") {
+		t.Fatalf("publish: %s", out)
+	}
+	replicas := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", url, "--user", "host", "--password-file", good, "--into", replicas)
+	root := filepath.Join(p.dir, ".tree-ring")
+	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+}

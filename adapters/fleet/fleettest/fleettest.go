@@ -43,6 +43,19 @@ func Start(dir string, port int) (*Server, error) {
 	})
 }
 
+// StartWithUser is Start with one user who needs the password to connect.
+func StartWithUser(dir, user, password string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return start(&server.Options{
+		ServerName: "tree-ring-test", Host: "127.0.0.1", Port: port,
+		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+		Username: user, Password: password,
+	})
+}
+
 // Restart starts a stopped server again with the same options (address,
 // store directory, cluster routes).
 func (s *Server) Restart() (*Server, error) {

@@ -19,21 +19,13 @@ import (
 // headers). An edit that returns nil only deletes. It returns the deleted
 // message's stream sequence.
 func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []byte) (uint64, error) {
-	nc, err := nats.Connect(url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, st, err := openStream(ctx, url, stream)
 	if err != nil {
 		return 0, err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		return 0, err
-	}
 	for seq := uint64(1); ; {
 		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -67,24 +59,32 @@ func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []by
 
 // SubjectCount is how many messages the stream holds on subject.
 func SubjectCount(url, stream, subject string) (uint64, error) {
-	nc, err := nats.Connect(url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, _, st, err := openStream(ctx, url, stream)
 	if err != nil {
 		return 0, err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		return 0, err
-	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		return 0, err
 	}
 	return info.State.Subjects[subject], nil
+}
+
+func openStream(ctx context.Context, url, stream string) (*nats.Conn, jetstream.JetStream, jetstream.Stream, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		var st jetstream.Stream
+		if st, err = js.Stream(ctx, stream); err == nil {
+			return nc, js, st, nil
+		}
+	}
+	nc.Close()
+	return nil, nil, nil, err
 }
