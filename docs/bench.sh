@@ -63,6 +63,10 @@ step recall gt ./projections/recall -bench 'Recall' -benchtime 2000x
 step memory-rebuild gt ./projections/recall -bench RebuildMemories -benchtime 1x
 step memory-import gt ./cmd/tree-ring -bench '^BenchmarkImport$' -benchtime 1x
 
+# Fleet: publish and collect of 1M events on an embedded NATS server, beside
+# raw nats.go publish/consume and the replica's own append (docs/fleet.md).
+step fleet env TREE_RING_FLEET_BENCH_EVENTS=1000000 go test -run '^$' -timeout 60m ./cmd/tree-ring -bench BenchmarkFleet -benchtime 1x
+
 # Run ledger: the recorder's extra commit, its fold and rebuild.
 step runs gt ./cmd/tree-ring -bench 'RunRecorder' -benchtime 300x
 step runs-fold gt ./projections -bench RunsFold -benchmem

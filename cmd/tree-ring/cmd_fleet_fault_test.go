@@ -168,7 +168,7 @@ func wantReplicas(t *testing.T, url, dir string, stores ...*bulkStore) {
 
 func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
 	srv := startNATS(t)
-	b := newBulkStore(t, 1, 30_000)
+	b := newBulkStore(t, 1, 12_000)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "--root", b.root, "fleet", "publish", "--nats", srv.URL())
 	if err := cmd.Start(); err != nil {

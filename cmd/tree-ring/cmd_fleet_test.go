@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
@@ -311,4 +312,56 @@ func TestFleetUserPassword(t *testing.T) {
 	p.ok("", "fleet", "collect", "--nats", url, "--user", "host", "--password-file", good, "--into", replicas)
 	root := filepath.Join(p.dir, ".tree-ring")
 	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+}
+
+func TestFleetCollectFollow(t *testing.T) {
+	srv := startNATS(t)
+	p := fleetProject(t, 9)
+	root := filepath.Join(p.dir, ".tree-ring")
+	id := storeIDOf(t, root)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		io := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := mainWith(ctx, []string{"fleet", "collect", "--nats", srv.URL(), "--into", dir, "--follow"}, io, testDeps())
+		done <- result{code, out.String(), errb.String()}
+	}()
+	// waitFor polls the replica (it is open only during each commit) until
+	// it holds the project's events.
+	waitFor := func() {
+		t.Helper()
+		want := len(ledgerBytes(t, root))
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, id, bolt.LedgerFile)); err != nil {
+				continue
+			}
+			st, err := bolt.OpenRoot(filepath.Join(dir, id), bolt.Options{ReadOnly: true, LockTimeout: time.Second, Projections: projections.All()})
+			if err != nil {
+				continue
+			}
+			head, _, _ := st.Head()
+			st.Close()
+			if head == uint64(want) {
+				return
+			}
+		}
+		t.Fatalf("the following collector did not reach %d events", want)
+	}
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	waitFor()
+	// New events on the host, published later, reach the replica too.
+	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", func(m map[string]any) { m["session_id"] = "second" })); r.code != 0 {
+		t.Fatalf("hook: %s", r.stderr)
+	}
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	waitFor()
+	cancel()
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Fatalf("interrupted follow: %+v", r)
+	}
+	sameLedger(t, root, filepath.Join(dir, id))
 }
