@@ -241,7 +241,9 @@ func TestFleetFaultSameEventsTwice(t *testing.T) {
 	defer nc.Close()
 	cr, err := fleet.Collect(context.Background(), nc, &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir},
 		fleet.CollectOptions{Durable: "again", AckWait: time.Second, Timeout: 10 * time.Second})
-	if err != nil || len(cr.Stores) != 1 || cr.Stores[0].Appended != 0 || cr.Stores[0].Duplicates != b.n {
+	// (More duplicates than events when the 1s ack wait expired on
+	// prefetched messages of a slow run: redeliveries, also duplicates.)
+	if err != nil || len(cr.Stores) != 1 || cr.Stores[0].Appended != 0 || cr.Stores[0].Duplicates < b.n {
 		t.Fatalf("second collection: %+v %v", cr, err)
 	}
 	sameLedger(t, b.root, filepath.Join(dir, b.id))
