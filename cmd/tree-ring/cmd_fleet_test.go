@@ -33,7 +33,7 @@ func startNATS(t *testing.T) *fleettest.Server {
 func fleetProject(t *testing.T, k int) *hp {
 	t.Helper()
 	p := newHP(t, ".claude")
-	p.n = uint64(k) * 10_000_000
+	p.n = uint64(k) * 1_000_000 // 8 digits (hp formats ids with %08d) for k < 100
 	p.init()
 	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", nil)); r.code != 0 {
 		t.Fatalf("hook: %s", r.stderr)
@@ -279,7 +279,7 @@ func TestFleetPrivacyCanary(t *testing.T) {
 
 func TestFleetUserPassword(t *testing.T) {
 	const pw = "pa55-CANARY-word"
-	srv, err := fleettest.StartWithUser(t.TempDir(), "host", pw)
+	srv, err := fleettest.StartAuth(t.TempDir(), fleettest.Auth{User: "host", Password: pw})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,17 +43,37 @@ func Start(dir string, port int) (*Server, error) {
 	})
 }
 
-// StartWithUser is Start with one user who needs the password to connect.
-func StartWithUser(dir, user, password string) (*Server, error) {
+// Auth is what a test server demands of its clients: a user and password,
+// or a user NKey, and (with TLSCert and TLSKey, files) TLS; with TLSCA too,
+// a client certificate signed by that CA.
+type Auth struct {
+	User, Password         string
+	NKey                   string // a user's public NKey
+	TLSCert, TLSKey, TLSCA string
+}
+
+// StartAuth is Start with authentication.
+func StartAuth(dir string, a Auth) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	return start(&server.Options{
+	o := &server.Options{
 		ServerName: "tree-ring-test", Host: "127.0.0.1", Port: port,
 		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-		Username: user, Password: password,
-	})
+		Username: a.User, Password: a.Password,
+	}
+	if a.NKey != "" {
+		o.Nkeys = []*server.NkeyUser{{Nkey: a.NKey}}
+	}
+	if a.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: a.TLSCert, KeyFile: a.TLSKey, CaFile: a.TLSCA, Verify: a.TLSCA != ""})
+		if err != nil {
+			return nil, err
+		}
+		o.TLS, o.TLSConfig, o.TLSVerify = true, tc, a.TLSCA != ""
+	}
+	return start(o)
 }
 
 // Restart starts a stopped server again with the same options (address,

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
+)
+
+func TestFleetNKey(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "host.nk")
+	if err := os.WriteFile(seedFile, append(seed, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fleettest.StartAuth(t.TempDir(), fleettest.Auth{NKey: pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	p := fleetProject(t, 10)
+	if r := p.run("", "fleet", "publish", "--nats", srv.URL(), "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "connect to NATS") {
+		t.Fatalf("without the seed: %+v", r)
+	}
+	if r := p.run("", "fleet", "publish", "--nats", srv.URL(), "--nkey", filepath.Join(t.TempDir(), "absent")); r.code != 2 || !strings.Contains(r.stderr, "nkey seed file") {
+		t.Fatalf("absent seed file: %+v", r)
+	}
+	out := p.ok("", "fleet", "publish", "--nats", srv.URL(), "--nkey", seedFile)
+	if !strings.HasPrefix(out, "published ") || strings.Contains(out, string(seed)) {
+		t.Fatalf("publish: %s", out)
+	}
+}
+
+// testPKI writes a CA and, signed by it, a server certificate for
+// 127.0.0.1 and a client certificate; it returns their file names.
+func testPKI(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	caKey := key()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tree-ring test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	ca = write("ca.pem", "CERTIFICATE", caDER)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+		k := key()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			KeyUsage: x509.KeyUsageDigitalSignature, IPAddresses: ips}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kd, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kd)
+	}
+	srvCert, srvKey = leaf("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
+	cliCert, cliKey = leaf("client", 3, x509.ExtKeyUsageClientAuth, nil)
+	return
+}
+
+func TestFleetMutualTLS(t *testing.T) {
+	ca, sc, sk, cc, ck := testPKI(t)
+	srv, err := fleettest.StartAuth(t.TempDir(), fleettest.Auth{TLSCert: sc, TLSKey: sk, TLSCA: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	p := fleetProject(t, 11)
+	if r := p.run("", "fleet", "publish", "--nats", srv.URL(), "--tls-ca", ca, "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "connect to NATS") {
+		t.Fatalf("without a client certificate: %+v", r)
+	}
+	if r := p.run("", "fleet", "publish", "--nats", srv.URL(), "--tls-cert", cc, "--tls-key", ck, "--timeout", "2s"); r.code != 2 {
+		t.Fatalf("without the CA (the server is not trusted): %+v", r)
+	}
+	out := p.ok("", "fleet", "publish", "--nats", srv.URL(), "--tls-ca", ca, "--tls-cert", cc, "--tls-key", ck)
+	if !strings.HasPrefix(out, "published ") {
+		t.Fatalf("publish: %s", out)
+	}
+	replicas := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--tls-ca", ca, "--tls-cert", cc, "--tls-key", ck, "--into", replicas)
+	root := filepath.Join(p.dir, ".tree-ring")
+	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+}
