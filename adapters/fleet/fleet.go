@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 const (
@@ -53,28 +55,9 @@ func StoreOfSubject(subject string) (string, bool) {
 	return id, true
 }
 
-// ValidStoreID reports whether s has the shape of a store id (a
-// hyphenated lowercase UUID), which makes it safe as a subject token and a
-// directory name.
-func ValidStoreID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
-}
+// ValidStoreID reports whether s is a store id (events.ValidStoreID), which
+// makes it safe as a subject token and a directory name.
+func ValidStoreID(s string) bool { return events.ValidStoreID(s) }
 
 // StreamConfigError is a stream that exists but cannot hold a fleet: it
 // lacks atomic batch publishing or does not cover the subjects. Retrying
