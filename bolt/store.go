@@ -60,13 +60,18 @@ type Options struct {
 	ReadOnly bool
 	// Projections are folded inline on every append.
 	Projections []fold.Projection
+	// OnCommit, when set, is called after every write transaction that
+	// committed (each is one durable bbolt commit: data and meta page
+	// synced). Tests count commits with it; it must not use the Store.
+	OnCommit func()
 }
 
 // Store is an open ledger.
 type Store struct {
-	db    *bbolt.DB
-	path  string
-	projs []fold.Projection
+	db       *bbolt.DB
+	path     string
+	projs    []fold.Projection
+	onCommit func()
 }
 
 // OpenRoot opens <root>/ledger.db. In write mode it creates the root (0700)
@@ -131,7 +136,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, projs: opts.Projections}
+	s := &Store{db: db, path: path, projs: opts.Projections, onCommit: opts.OnCommit}
 	if err := s.checkFile(); err != nil {
 		db.Close()
 		return nil, err
@@ -333,7 +338,13 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 			err = &CorruptError{Path: s.path, Err: fmt.Errorf("%v", r)}
 		}
 	}()
-	return s.db.Update(fn)
+	if err := s.db.Update(fn); err != nil {
+		return err
+	}
+	if s.onCommit != nil {
+		s.onCommit()
+	}
+	return nil
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }

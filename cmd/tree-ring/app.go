@@ -62,6 +62,9 @@ type Globals struct {
 	Log zerolog.Logger
 
 	rec *runrec.Recorder // this invocation's run recorder, made on first use
+	// onCommit, when set (tests), is called after every durable ledger
+	// commit of this invocation (bolt.Options.OnCommit).
+	onCommit func()
 }
 
 // Run and RunSpec are the run recorder's (docs/runs.md).
@@ -82,6 +85,12 @@ func (g *Globals) recorder() *runrec.Recorder {
 // StartRun records run.started in its own commit (runrec.Recorder.Start).
 func (g *Globals) StartRun(ctx context.Context, st *bolt.Store, spec RunSpec) (*Run, error) {
 	return g.recorder().Start(ctx, st, spec)
+}
+
+// BeginRun mints a run that StartIn records with the command's own work
+// (runrec.Recorder.Begin).
+func (g *Globals) BeginRun(st *bolt.Store, spec RunSpec) (*Run, error) {
+	return g.recorder().Begin(st, spec)
 }
 
 // StartRunIn records run.started in tx (runrec.Recorder.StartIn).
@@ -118,6 +127,7 @@ func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
 		LockTimeout: g.LockTimeout,
 		ReadOnly:    readOnly,
 		Projections: projections.All(),
+		OnCommit:    g.onCommit,
 	})
 }
 
@@ -320,10 +330,12 @@ type deps struct {
 	NewID   func() ulid.ULID
 	Entropy io.Reader  // nil: crypto/rand
 	PID     func() int // nil: os.Getpid
+	// OnCommit counts durable ledger commits (tests; nil in production).
+	OnCommit func()
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit}
 	err := run(ctx, g, argv)
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(err.Error()))

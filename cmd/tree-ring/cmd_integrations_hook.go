@@ -73,12 +73,8 @@ func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapte
 	if err != nil {
 		return err
 	}
-	out, err := deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data})
-	if err != nil {
-		return err
-	}
-	_, err = g.Stdout.Write(preflight.HookOutput(in.Event, out.context))
-	return err
+	return deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data},
+		func(out delivered) []byte { return preflight.HookOutput(in.Event, out.context) })
 }
 
 // hookStop answers a stop event: {} on a re-run, else the capture

@@ -7,9 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -76,16 +78,12 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 	if err != nil {
 		return err
 	}
-	out, err := deliver(ctx, g, loc, job)
-	if err != nil {
-		return err
-	}
-	if o.ContextFormat == preflight.FormatClaudeSessionStart {
-		_, err = g.Stdout.Write(preflight.HookOutput(preflight.SessionStart, out.context))
-		return err
-	}
-	_, err = g.Stdout.Write(preflight.JSONOutput(out.context, out.receipt.State, out.receipt.Summary()))
-	return err
+	return deliver(ctx, g, loc, job, func(out delivered) []byte {
+		if o.ContextFormat == preflight.FormatClaudeSessionStart {
+			return preflight.HookOutput(preflight.SessionStart, out.context)
+		}
+		return preflight.JSONOutput(out.context, out.receipt.State, out.receipt.Summary())
+	})
 }
 
 // check validates the flags' combination for harness a.
@@ -269,7 +267,7 @@ type delivery struct {
 	input  []byte
 }
 
-// delivered is what the caller prints.
+// delivered is what the caller's print renders.
 type delivered struct {
 	context string
 	receipt preflight.Receipt
@@ -280,72 +278,99 @@ type delivered struct {
 // and concurrent session starts queue on the lock.
 const hookLockTimeout = 8 * time.Second
 
-// deliver runs a preflight and records it: verify the activation contract
-// on disk, then, holding the ledger's exclusive lock for the whole of it,
-// in ONE write transaction, apply the plan preflight.Decide returns (the
-// ledger checks, eligibility, recall, the FSM transition, the events and
-// the retention decision): append its events, and write the receipt file
-// create-only. The file is written inside the transaction, before its
-// commit: if the write fails nothing is committed; if the commit fails the
-// file is removed (and a file left by a crash between the two has no index
-// entry, proves nothing, and is removed by the next write in its
-// directory). Files of pruned receipts are removed after the commit. Only
-// then does the caller print: a failure at any step prints nothing and
-// leaves no receipt.
-func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ delivered, err error) {
+// deliver runs a preflight, prints its output and records it: verify the
+// activation contract on disk, then, holding the ledger's exclusive lock
+// for the whole of it, in ONE write transaction (the hook's one durable
+// commit), record run.started, apply the plan preflight.Decide returns
+// (the ledger checks, eligibility, recall, the FSM transition, the events
+// and the retention decision), finish the run, create the receipt file
+// (fsync, directory fsync), write the output (print renders it) to stdout,
+// and only then commit: deliver before acknowledging. A failed or short
+// write of the output commits nothing, so no receipt exists for output the
+// host did not get in full; the receipt file is removed and the run is
+// recorded failed in one commit of its own. If the commit itself fails
+// after the output was written, the command exits non-zero, which every
+// client takes as a failed hook and discards the output
+// (docs/preflight.md). Files of pruned receipts are removed after the
+// commit. A failure before the output prints nothing.
+func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print func(delivered) []byte) (err error) {
 	start := g.Now()
 	root, m, checked, err := loadContract(loc, d.adapter)
 	if err != nil {
-		return delivered{}, err
+		return err
 	}
 	defer root.Close()
 	if err := preflight.Admit(checked, d.plugin); err != nil {
-		return delivered{}, err
+		return err
 	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
-		return delivered{}, fmt.Errorf("no Tree Ring ledger under --root; run `tree-ring init` first")
+		return fmt.Errorf("no Tree Ring ledger under --root; run `tree-ring init` first")
 	}
 	if !g.lockTimeoutSet {
 		g.LockTimeout = hookLockTimeout
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {
-		return delivered{}, pathless(err)
+		return pathless(err)
 	}
 	defer st.Close()
-	// The run: run.started is the hook path's one extra commit; its
-	// outcome rides the receipt transaction below (FinishIn), or End
-	// records a failure on the way out.
+	// The run rides the receipt transaction (StartIn, FinishIn); if that
+	// does not commit, End records the failed run in one commit.
 	sha, chars := runrec.InputDigest(d.input)
 	if d.input == nil {
 		sha, chars = "", 0
 	}
-	run, err := g.StartRun(ctx, st, RunSpec{Command: d.runCmd, Scope: d.scope, Harness: d.adapter.ID, Stage: "preflight", InputSHA256: sha, InputChars: chars})
+	run, err := g.BeginRun(st, RunSpec{Command: d.runCmd, Scope: d.scope, Harness: d.adapter.ID, Stage: "preflight", InputSHA256: sha, InputChars: chars})
 	if err != nil {
-		return delivered{}, err
+		return err
 	}
 	defer run.End(ctx, &err)
 
 	job := preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
 		TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin}
 	deps := preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}
+	// A host that closed its end of stdout must make the write fail with
+	// EPIPE, not kill this process by SIGPIPE in the middle of the
+	// transaction (the Go runtime's default for fd 1): then the run is
+	// recorded failed instead of left running.
+	signal.Ignore(syscall.SIGPIPE)
 	var plan preflight.Plan
-	var wrote bool
+	var wrote, printed bool
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		if err := run.StartIn(tx); err != nil {
+			return err
+		}
 		p, err := preflight.Decide(txLedger{ctx: ctx, tx: tx}, job, deps)
 		if err != nil {
 			return err
 		}
 		plan = p
-		wrote, err = applyPlan(tx, root, run, &plan)
-		return err
+		if wrote, err = applyPlan(tx, root, run, &plan); err != nil {
+			return err
+		}
+		run.SetStage("deliver")
+		printed = true
+		if err := writeOutput(g.Stdout, print(delivered{context: plan.Context, receipt: plan.Receipt})); err != nil {
+			return err
+		}
+		if commitFault != nil {
+			return commitFault()
+		}
+		return nil
 	})
 	if err != nil {
 		if wrote {
 			// Nothing was committed: the file must not outlive it.
 			_, _ = root.RemoveFile(plan.Receipt.Path())
 		}
-		return delivered{}, pathless(err)
+		var oe *outputError
+		switch {
+		case errors.As(err, &oe): // names no path; its cause is the message
+			return err
+		case printed:
+			return &deliveryError{err: pathless(err)}
+		}
+		return pathless(err)
 	}
 	// Retention on disk (the lock is still held): files of pruned receipts
 	// and strays. Best effort: a file left behind has no index entry, never
@@ -353,14 +378,51 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery) (_ deliv
 	for _, p := range plan.Removals {
 		_, _ = root.RemoveFile(p)
 	}
-	return delivered{context: plan.Context, receipt: plan.Receipt}, nil
+	return nil
 }
+
+// commitFault, set only by tests, fails a preflight's transaction after
+// its output was written, exactly where a failing bbolt commit fails it.
+var commitFault func() error
+
+// writeOutput writes b to w in full: a short write is an error.
+func writeOutput(w io.Writer, b []byte) error {
+	n, err := w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return &outputError{err: unwrapPath(err)}
+	}
+	return nil
+}
+
+// outputError is a failed or short write of a preflight's output: nothing
+// was committed.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string {
+	return "write the output: " + e.err.Error() + "; no receipt recorded"
+}
+func (e *outputError) Unwrap() error      { return e.err }
+func (e *outputError) Diagnostic() string { return "output_failed" }
+
+// deliveryError is a transaction that failed after the preflight's output
+// was written in full (the commit): the host holds the output, and the
+// non-zero exit says it is void (docs/preflight.md says which clients
+// discard it).
+type deliveryError struct{ err error }
+
+func (e *deliveryError) Error() string {
+	return "record the receipt after the output was written: " + e.err.Error() + "; the output is void (non-zero exit)"
+}
+func (e *deliveryError) Unwrap() error { return e.err }
 
 // applyPlan appends a preflight plan's events in tx, finishes the run in
 // the same commit, adds the worker directory's strays to the plan's
 // removals, and creates the receipt file (O_EXCL, O_NOFOLLOW, fsync,
-// directory fsync) before the commit: deliver before acknowledging. wrote
-// reports whether the file may exist.
+// directory fsync) before the output and the commit. wrote reports whether
+// the file may exist.
 func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *preflight.Plan) (wrote bool, err error) {
 	for _, a := range plan.Appends {
 		if _, err := tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...); err != nil {

@@ -144,6 +144,10 @@ type Run struct {
 	telSet  bool
 	pending bool // FinishIn appended run.finished to a tx not yet known committed
 	done    bool
+	// startEv is the run.started of a run from Begin: appended by StartIn
+	// with the command's work, or, if that transaction did not commit,
+	// by Finish together with the outcome, in one commit.
+	startEv *events.Envelope
 }
 
 // maxRecover bounds how many running runs of a scope one start examines.
@@ -188,6 +192,33 @@ func (rc *Recorder) StartIn(tx *bolt.Tx, st *bolt.Store, spec Spec) (*Run, error
 	}
 	rc.own.Store(r.id, struct{}{})
 	return r, nil
+}
+
+// Begin mints a run without writing anything, for a command whose work is
+// one transaction that must also record a failure (the hook): StartIn
+// appends run.started to that transaction, FinishIn its outcome, and if it
+// does not commit, End records run.started and the failure together in one
+// commit. Either way the run costs the command no commit of its own.
+func (rc *Recorder) Begin(st *bolt.Store, spec Spec) (*Run, error) {
+	r, started, err := rc.newRun(st, spec)
+	if err != nil {
+		return nil, err
+	}
+	r.startEv = &started
+	rc.own.Store(r.id, struct{}{})
+	return r, nil
+}
+
+// StartIn appends the run.started of a run from Begin to tx (with
+// run.interrupted for the scope's dead running runs).
+func (r *Run) StartIn(tx *bolt.Tx) error {
+	if r.startEv == nil {
+		return fmt.Errorf("start run %s: not from Begin", r.id)
+	}
+	if _, err := r.appendStart(tx, *r.startEv); err != nil {
+		return fmt.Errorf("start run: %w", err)
+	}
+	return nil
 }
 
 // newRun mints the run and its run.started event.
@@ -365,6 +396,13 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 	// A signal cancels ctx; the outcome must still be written.
 	wctx := context.WithoutCancel(ctx)
 	err = r.st.Update(wctx, func(tx *bolt.Tx) error {
+		if r.startEv != nil && tx.StreamVersion(r.stream) == 0 {
+			// Begin's run whose StartIn did not commit: start and
+			// outcome share this one commit.
+			if _, err := r.appendStart(tx, *r.startEv); err != nil {
+				return err
+			}
+		}
 		ok, version, err := r.canFinish(tx)
 		if err != nil || !ok {
 			return err
@@ -458,6 +496,9 @@ func (r *Run) finishedEvent(cause error) (events.Envelope, error) {
 	}
 	if r.telSet {
 		t := r.tel
+		if cause != nil {
+			t.ReceiptID = "" // nothing the failed run wrote stands
+		}
 		p.Telemetry = &t
 	}
 	ev, err := r.f.New(r.stream, events.TypeRunFinished, p)
