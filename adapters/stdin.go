@@ -92,9 +92,15 @@ func (c StdinContract) IsKnown(key string) bool {
 	return false
 }
 
-// hookForbidden: fields that would select a store or root or carry a
-// capability; a lifecycle hook rejects them instead of ignoring them.
-var hookForbidden = []string{"authorization", "capability", "capabilities", "coordinator_capability", "memory_root", "project_root", "store_id", "task_hint"}
+// hookForbidden: top-level fields that would carry a capability or claim
+// a store, root, bridge fingerprint, harness identity or receipt state
+// (the protocol's rejected inputs; only the manifest supplies these), plus
+// task_hint, which a hook never takes; a lifecycle hook rejects them
+// instead of ignoring them. No real client sends any of them
+// (testdata/harness-payloads).
+var hookForbidden = []string{"authorization", "bridge_fingerprint", "capabilities", "capability", "coordinator_capability", "harness_id",
+	"memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "root", "state", "store_id", "task_hint",
+	"token", "tree_ring_coordinator_token"}
 
 // AdapterStdinForbidden is the forbidden-key list of adapter-mode preflight
 // stdin (checked at every depth), which also applies when a lifecycle

@@ -62,8 +62,8 @@ func (h HookInput) Start() bool { return h.Event == SessionStart || h.Event == S
 func (h HookInput) Subagent() bool { return h.Event == SubagentStart || h.Event == SubagentStop }
 
 // ParseHook validates a lifecycle hook event against the harness's
-// contract: at most adapters.MaxStdinBytes; one JSON object without
-// repeated keys; no forbidden top-level key; hook_event_name one of the
+// contract: at most adapters.MaxStdinBytes; UTF-8 text (checkText); one
+// JSON object without repeated keys; no forbidden top-level key; hook_event_name one of the
 // contract's events; session_id, cwd (and agent_id, agent_type for
 // subagent events) non-blank strings; stop_hook_active a boolean for stop
 // events. Fields not needed for the event are not decoded.
@@ -79,6 +79,9 @@ func ParseHook(c adapters.StdinContract, data []byte) (HookInput, error) {
 		wanted = append(wanted, ks...)
 	}
 	wanted = append(wanted, c.Optional...)
+	if err := checkText(data); err != nil {
+		return HookInput{}, inputErr("lifecycle hook stdin %v", err)
+	}
 	res, err := scan(data, scanSpec{wanted: wanted, forbidden: c.IsForbidden, nested: c.ForbiddenNested})
 	if err != nil {
 		return HookInput{}, inputErr("lifecycle hook stdin %v", err)
@@ -208,6 +211,9 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 	wanted := append(slices.Clone(c.Required), c.Optional...)
 	if harness == "claude-code" {
 		wanted = []string{"session_id", "cwd", "agent_type"}
+	}
+	if err := checkText(data); err != nil {
+		return Request{}, inputErr("adapter preflight stdin %v", err)
 	}
 	res, err := scan(data, scanSpec{wanted: wanted, forbidden: isForbidden, nested: true})
 	if err != nil {

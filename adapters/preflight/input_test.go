@@ -3,6 +3,7 @@ package preflight
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,16 +99,22 @@ func TestParseHookRefusals(t *testing.T) {
 // its value; benign host metadata next to it is not.
 func TestParseHookForbiddenKeys(t *testing.T) {
 	c := contract(t, "claude-code")
-	for _, k := range []string{"authorization", "capability", "capabilities", "coordinator_capability", "memory_root", "project_root", "store_id", "task_hint"} {
-		in := `{"session_id":"s","cwd":"/p","hook_event_name":"SessionStart","transcript_path":"/t","` + k + `":null}`
-		_, err := ParseHook(c, []byte(in))
-		var fe *ForbiddenError
-		if !errors.As(err, &fe) || len(fe.Keys) != 1 || fe.Keys[0] != k || !strings.Contains(err.Error(), "lifecycle hook stdin contains forbidden fields") {
-			t.Errorf("%s: %v", k, err)
+	for _, k := range []string{"authorization", "bridge_fingerprint", "capabilities", "capability", "coordinator_capability", "harness_id",
+		"memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "root", "state", "store_id", "task_hint",
+		"token", "tree_ring_coordinator_token"} {
+		// As written, upper-cased (TREE_RING_COORDINATOR_TOKEN is the
+		// protocol's spelling) and with its first letter escaped.
+		for _, written := range []string{k, strings.ToUpper(k), fmt.Sprintf("%su%04x%s", "\\", k[0], k[1:])} {
+			in := `{"session_id":"s","cwd":"/p","hook_event_name":"SessionStart","transcript_path":"/t","` + written + `":null}`
+			_, err := ParseHook(c, []byte(in))
+			var fe *ForbiddenError
+			if !errors.As(err, &fe) || len(fe.Keys) != 1 || fe.Keys[0] != k || !strings.Contains(err.Error(), "lifecycle hook stdin contains forbidden fields") {
+				t.Errorf("%s: %v", written, err)
+			}
 		}
 	}
 	// Hook hosts nest benign metadata: only top-level keys are checked.
-	in := `{"session_id":"s","cwd":"/p","hook_event_name":"Stop","stop_hook_active":false,"background_tasks":[{"capability":"x","token":"y"}]}`
+	in := `{"session_id":"s","cwd":"/p","hook_event_name":"Stop","stop_hook_active":false,"background_tasks":[{"capability":"x","token":"y","state":"running","receipt":{"root":"/r"}}]}`
 	if _, err := ParseHook(c, []byte(in)); err != nil {
 		t.Errorf("nested benign metadata refused: %v", err)
 	}
@@ -224,5 +231,37 @@ func TestParseHookSkipsBenignValues(t *testing.T) {
 	b, _ := json.Marshal(m)
 	if _, err := ParseHook(contract(t, "claude-code"), b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Stdin that is not UTF-8 text is refused, so two byte strings a decoder
+// would both turn into U+FFFD never name the same worker; valid non-ASCII
+// text and escaped surrogate pairs are accepted.
+func TestParseHookUTF8(t *testing.T) {
+	c := contract(t, "codex")
+	doc := func(session string) []byte {
+		return []byte(`{"session_id":"` + session + `","cwd":"/p","hook_event_name":"SessionStart","model":"m"}`)
+	}
+	for name, session := range map[string]string{
+		"invalid byte ff":      "s\xff",
+		"invalid byte fe":      "s\xfe",
+		"truncated sequence":   "s\xe2\x82",
+		"lone high surrogate":  `s\ud800`,
+		"lone low surrogate":   `s\udc00`,
+		"high then non-low":    `s\ud800\u0041`,
+		"high at the very end": `s\udbff`,
+	} {
+		_, err := ParseHook(c, doc(session))
+		if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := ParseAdapter("pi", []byte(`{"agent_profile":"a","workflow_id":"w","session_id":"`+session+`"}`)); err == nil {
+			t.Errorf("%s: adapter stdin accepted", name)
+		}
+	}
+	for _, session := range []string{"sé", `s\u00e9`, `s\ud83d\ude00`, `s\\ud800`, `s\"\u0041`} {
+		if _, err := ParseHook(c, doc(session)); err != nil {
+			t.Errorf("%q refused: %v", session, err)
+		}
 	}
 }

@@ -409,6 +409,17 @@ func TestHookFailuresPrintNothing(t *testing.T) {
 		{"capability key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["capability"] = "trcap_v1_x" })},
 		{"store_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["store_id"] = "x" })},
 		{"task_hint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["task_hint"] = "x" })},
+		{"token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["token"] = "x" })},
+		{"coordinator token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["TREE_RING_COORDINATOR_TOKEN"] = "x" })},
+		{"bridge_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["bridge_fingerprint"] = "x" })},
+		{"harness_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["harness_id"] = "codex" })},
+		{"state key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["State"] = "active" })},
+		{"receipt key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt"] = map[string]any{} })},
+		{"receipt_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt_id"] = "receipt-x" })},
+		{"root key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["root"] = outside })},
+		{"project_root_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["project_root_fingerprint"] = "x" })},
+		{"invalid UTF-8 session", nil, strings.Replace(p.payload("codex", "session-start.json", func(m map[string]any) { m["session_id"] = "sINVALID" }), "INVALID", "\xff", 1)},
+		{"cwd is a file", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = filepath.Join(p.dir, ".codex", "hooks.json") })},
 		{"empty object", nil, `{}`},
 		{"not json", nil, `hello`},
 		{"cwd outside", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = outside })},
@@ -559,5 +570,35 @@ func TestHookSessionStartGolden(t *testing.T) {
 			}
 			golden(t, "hook_"+harness+"_session_start.json", []byte(r.stdout))
 		})
+	}
+}
+
+// Every real-client payload under testdata/harness-payloads (each field a
+// client sends, the 2.1.328 and 0.169.0 captures included) is accepted:
+// start events print their context, stops their checkpoint or {}.
+func TestHookAcceptsEveryRealPayload(t *testing.T) {
+	for _, harness := range []string{"claude-code", "codex"} {
+		dir := filepath.Join("..", "..", "testdata", "harness-payloads", harness)
+		var files []string // relative to dir, the version directories included
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") && d.Name() != "pre-compact-unhooked.json" {
+				rel, _ := filepath.Rel(dir, path)
+				files = append(files, rel)
+			}
+			return err
+		})
+		if err != nil || len(files) < 10 {
+			t.Fatalf("%s payloads: %v %v", harness, files, err)
+		}
+		p := newHP(t, ".claude", ".codex")
+		p.init()
+		for _, f := range files {
+			r := p.hook(harness, p.payload(harness, f, nil))
+			if r.code != 0 {
+				t.Errorf("%s/%s: exit %d: %s", harness, f, r.code, r.stderr)
+				continue
+			}
+			oneObject(t, r.stdout)
+		}
 	}
 }

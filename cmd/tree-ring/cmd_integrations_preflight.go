@@ -199,9 +199,9 @@ func readBounded(r io.Reader, limit int, tooLarge string) ([]byte, error) {
 	return data, nil
 }
 
-// checkCwd requires the host's working directory to resolve inside the
-// project (relative values resolve against this process's directory). The
-// path is never echoed.
+// checkCwd requires the host's working directory to resolve to a
+// directory inside the project (relative values resolve against this
+// process's directory). The path is never echoed.
 func checkCwd(cwd, project string) error {
 	abs, err := filepath.Abs(cwd)
 	if err == nil {
@@ -209,6 +209,9 @@ func checkCwd(cwd, project string) error {
 	}
 	if err != nil {
 		return errors.New("cwd does not resolve to an existing directory")
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return errors.New("cwd is not a directory")
 	}
 	if abs != project && !strings.HasPrefix(abs, project+string(filepath.Separator)) {
 		return errors.New("cwd is outside the activated project")
