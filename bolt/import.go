@@ -46,13 +46,18 @@ func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResul
 // appended in chunks of importChunk events, each atomic; a retry after an
 // interruption skips what landed.
 // CheckImport refuses, without writing, what ImportProgress would refuse up
-// front (an id present with different content, in the ledger or in envs).
-// A caller that records something before importing (a run) checks first, so
-// that a bad file still changes nothing.
-func (s *Store) CheckImport(envs []events.Envelope) error {
+// front (an id present with different content, in the ledger or in envs),
+// then, when admit is not nil, asks it in the same read transaction, with
+// which envelopes are already present (same id, same content). A caller
+// that records something before importing (a run) checks first, so that a
+// bad file still changes nothing.
+func (s *Store) CheckImport(envs []events.Envelope, admit func(r *Reader, present []bool) error) error {
 	return s.view(func(tx *bbolt.Tx) error {
-		_, err := s.importPlan(tx, envs)
-		return err
+		present, err := s.importPlan(tx, envs)
+		if err != nil || admit == nil {
+			return err
+		}
+		return admit(&Reader{s: s, tx: tx}, present)
 	})
 }
 

@@ -16,10 +16,11 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 func init() {
-	register("events import", "FILE|-", "merge envelopes exported from another ledger (idempotent by id)", runEventsImport)
+	register("events import", "FILE|-", "import envelopes exported from this store (idempotent by id; a project store refuses another store's events)", runEventsImport)
 }
 
 // maxImportBytes bounds an import file: every envelope is decoded and held
@@ -54,7 +55,7 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckImport(envs); err != nil {
+	if err := st.CheckImport(envs, ownEvents(envs)); err != nil {
 		return importError(name, lines, err)
 	}
 	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope, Stage: "append"})
@@ -79,6 +80,61 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		return err
 	}
 	return printImport(g, res)
+}
+
+// ownEvents admits an import into a project store (a ledger with
+// store.initialized) only of that store's own events
+// (events.CheckOwnImport); a ledger that is no project's store yet (a
+// restore into an empty root) takes the events of one store (oneStore).
+// Its refusal is an *bolt.ImportError, so that the message names the line.
+func ownEvents(envs []events.Envelope) func(r *bolt.Reader, present []bool) error {
+	return func(r *bolt.Reader, present []bool) error {
+		m, project, err := projections.ManifestOf(r.Projection(projections.ManifestName))
+		if err != nil {
+			return err
+		}
+		if !project {
+			return oneStore(envs)
+		}
+		head, hash := r.Head()
+		err = events.CheckOwnImport(m.StoreID, head, hash, envs, present)
+		var fe *events.ForeignStoreError
+		if errors.As(err, &fe) {
+			return &bolt.ImportError{Index: fe.Index, Err: err}
+		}
+		return err
+	}
+}
+
+// oneStore refuses an export that initializes more than one store (two
+// projects' exports concatenated), which would leave a ledger with two
+// store.initialized that no command can use.
+func oneStore(envs []events.Envelope) error {
+	first := ""
+	for i := range envs {
+		if envs[i].Type != events.TypeStoreInitialized {
+			continue
+		}
+		id, err := initializedID(&envs[i])
+		switch {
+		case err != nil:
+			return &bolt.ImportError{Index: i, Err: err}
+		case first == "":
+			first = id
+		case id != first:
+			return &bolt.ImportError{Index: i, Err: fmt.Errorf("the export initializes two stores (%s, then %s); a ledger holds one store's events", first, id)}
+		}
+	}
+	return nil
+}
+
+// initializedID is the store id of a store.initialized envelope.
+func initializedID(e *events.Envelope) (string, error) {
+	v, err := events.DecodePayload(e)
+	if err != nil {
+		return "", err
+	}
+	return v.(*events.StoreInitialized).StoreID, nil
 }
 
 // openImport opens the import FILE (stdin for "-"); close releases it.

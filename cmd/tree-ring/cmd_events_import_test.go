@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -301,4 +303,85 @@ func TestConcurrentImportProcesses(t *testing.T) {
 	}
 	t.Logf("import: %d processes x 250 events, %d events at positions 1..%d without gaps, %d distinct imported ids, verify passed",
 		len(files), len(lines), len(lines), len(ids))
+}
+
+// A project store imports only its own events: another project's export is
+// refused before anything is written, naming the foreign store id, and
+// the project keeps working; its own export imports nothing; a newer export
+// of itself onto a copy restored from an older backup continues its chain.
+func TestEventsImportForeignLedger(t *testing.T) {
+	a, b := newHP(t, ".codex"), newHP(t, ".codex")
+	b.n = 50_000_000 // b's event ids differ from a's
+	a.init()
+	b.init()
+	storeOf := func(p *hp) string {
+		var s statusOut
+		if err := json.Unmarshal([]byte(p.ok("", "--json", "integrations", "status")), &s); err != nil || s.StoreID == "" {
+			t.Fatalf("status: %v", err)
+		}
+		return s.StoreID
+	}
+	export := func(p *hp, name string) string {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(p.ok("", "events")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	aRoot := filepath.Join(a.dir, ".tree-ring")
+	foreign := export(b, "b.ndjson")
+	before := ledgerState(t, aRoot)
+	r := a.run("", "events", "import", foreign)
+	assertRefused(t, r, exitError, foreign+":1:", "the export is of store "+storeOf(b)+", not this store "+storeOf(a))
+	if after := ledgerState(t, aRoot); after != before {
+		t.Fatal("a refused import changed the ledger")
+	}
+	// Another store's events without its store.initialized line.
+	lines := strings.SplitAfterN(b.ok("", "events"), "\n", 2)
+	tail := filepath.Join(t.TempDir(), "b-tail.ndjson")
+	if err := os.WriteFile(tail, []byte(lines[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	assertRefused(t, a.run("", "events", "import", tail), exitError, tail+":1:", "not of this store "+storeOf(a))
+	if after := ledgerState(t, aRoot); after != before {
+		t.Fatal("a refused import changed the ledger")
+	}
+	if r := a.hook("codex", a.payload("codex", "session-start.json", nil)); r.code != 0 {
+		t.Fatalf("hook after the refused import: %s", r.stderr)
+	}
+
+	// Its own export: nothing imported (the import's own run is recorded).
+	own := export(a, "a.ndjson")
+	n := len(a.eventTypes())
+	if out := a.ok("", "events", "import", own); out != fmt.Sprintf("imported 0, skipped %d duplicates\n", n) {
+		t.Fatalf("own export: %q", out)
+	}
+	// Restore an older copy of the ledger, then import the newer export.
+	ledger := filepath.Join(aRoot, bolt.LedgerFile)
+	old, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldN := len(a.eventTypes())
+	if r := a.hook("codex", a.payload("codex", "session-start.json", nil)); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	newer := export(a, "a-newer.ndjson")
+	want := a.eventTypes()
+	if err := os.WriteFile(ledger, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := a.ok("", "events", "import", newer); !strings.HasPrefix(out, "imported ") || strings.HasPrefix(out, "imported 0,") {
+		t.Fatalf("newer own export: %q", out)
+	}
+	a.ok("", "audit", "verify")
+	// The old copy, the import's run.started, the newer events in order,
+	// its run.finished.
+	want = slices.Concat(want[:oldN], []string{"run.started"}, want[oldN:], []string{"run.finished"})
+	if got := a.eventTypes(); !slices.Equal(got, want) {
+		t.Errorf("after the restore: %v, want %v and the import's run", got, want)
+	}
+	if got := a.state("codex"); got != "active" {
+		t.Errorf("status %s after the restore", got)
+	}
 }

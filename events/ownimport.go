@@ -1,0 +1,68 @@
+package events
+
+import "fmt"
+
+// ForeignStoreError refuses an import into a project store of events that
+// are not that store's. StoreID is the foreign store the export names
+// (its store.initialized), "" when the refused events name none. Index is
+// the refused envelope's index in the import.
+type ForeignStoreError struct {
+	Index   int
+	Own     string // this store's id
+	StoreID string
+}
+
+func (e *ForeignStoreError) Error() string {
+	if e.StoreID != "" {
+		return fmt.Sprintf("the export is of store %s, not this store %s: a project store imports only its own events", e.StoreID, e.Own)
+	}
+	return fmt.Sprintf("the event is not of this store %s (not in its ledger and not continuing its chain): a project store imports only its own events", e.Own)
+}
+
+// Diagnostic is the run diagnostic of a refused foreign import.
+func (e *ForeignStoreError) Diagnostic() string { return "foreign_store" }
+
+// CheckOwnImport decides whether envs may be imported into the project
+// store own, whose ledger ends at position head with chain hash headHash;
+// present[i] reports that envs[i] is already in that ledger with the same
+// content. A project store accepts only its own events, so that another
+// project's export can never add a second store.initialized or another
+// store's harness events to it:
+//
+//   - a store.initialized must name own (else the foreign store id is
+//     named);
+//   - an envelope already present is its own (an idempotent re-import: a
+//     backup of the store, or any part of its export, imports nothing);
+//   - an envelope not present must continue the ledger's own chain, in
+//     order: the first at head+1 with prev_hash headHash, each next one at
+//     the following position chained to the one before (a newer export of
+//     the same store onto a copy restored from an older backup).
+//
+// Anything else is refused, before anything is written. Merging other
+// stores' ledgers belongs in a separate auditor ledger, never a project's.
+func CheckOwnImport(own string, head uint64, headHash string, envs []Envelope, present []bool) error {
+	for i := range envs {
+		if envs[i].Type != TypeStoreInitialized {
+			continue
+		}
+		v, err := DecodePayload(&envs[i])
+		if err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if id := v.(*StoreInitialized).StoreID; id != own {
+			return &ForeignStoreError{Index: i, Own: own, StoreID: id}
+		}
+	}
+	pos, prev := head, headHash
+	for i := range envs {
+		if present[i] {
+			continue
+		}
+		e := &envs[i]
+		if e.Position != pos+1 || e.PrevHash != prev {
+			return &ForeignStoreError{Index: i, Own: own}
+		}
+		pos, prev = e.Position, e.Hash
+	}
+	return nil
+}
