@@ -14,7 +14,8 @@ const HarnessesName = "harnesses"
 
 // Harness is the folded state of one harness stream: its FSM state (the To
 // of the last event that carries a transition), the markers of its last
-// detection, and while it needs review, why and which paths.
+// detection, while it needs review, why and which paths, and while it is
+// failed, the failed preflight's diagnostic code.
 type Harness struct {
 	State   string   `json:"state"`
 	Markers []string `json:"markers,omitempty"`
@@ -74,8 +75,14 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		}
 	case *events.HarnessDeactivationRequested:
 		h.Reason, h.Paths = "deactivation_requested", pl.Paths
+	case *events.PreflightFailed:
+		h.Reason, h.Paths = pl.Reason, nil
 	}
-	if h.State != "needs-user-review" {
+	switch h.State {
+	case "needs-user-review":
+	case "failed":
+		h.Paths = nil
+	default:
 		h.Reason, h.Paths = "", nil
 	}
 	raw, err := json.Marshal(h)

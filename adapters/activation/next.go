@@ -22,6 +22,13 @@ const (
 	NextMount          = "Make the canonical project root reachable from the harness runtime, then start a new session."
 )
 
+// NextFailedWith is the step of a harness whose last preflight failed
+// with diagnostic code (a bounded code, never error text).
+func NextFailedWith(a *adapters.Adapter, code string) string {
+	return "The last preflight failed (diagnostic " + code + "; `tree-ring runs` lists the failed run). Repair the cause, then open a new " +
+		a.Name + " session: a successful preflight clears it."
+}
+
 // NextReview is the creation-only review sentence for harness id.
 func NextReview(id string) string {
 	return "Tree Ring will not replace or remove an existing " + id + " bridge entry; review and reconcile it before retrying."

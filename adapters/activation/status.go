@@ -46,6 +46,9 @@ type Evidence struct {
 	LedgerState fsm.State
 	// LedgerRecord is the ledger's manifest record (nil: none).
 	LedgerRecord *LedgerRecord
+	// LedgerDiagnostic is the failed preflight's diagnostic code while
+	// the recorded state is failed.
+	LedgerDiagnostic string
 }
 
 // LedgerRecord is a harness's record in the ledger's manifest projection.
@@ -86,6 +89,7 @@ type Status struct {
 	Recomputed string   // the bridge fingerprint on disk, when inspected
 	Changed    []string // paths that differ on disk, when inspected
 	Plugin     string   // the descriptor's refusal, for a plugin-proven harness
+	Diagnostic string   // the failed preflight's diagnostic code, when failed
 	Found
 }
 
@@ -180,8 +184,13 @@ func (s Status) set(st fsm.State, next string) Status {
 	return s
 }
 
-// recorded keeps the ledger's blocked state.
+// recorded keeps the ledger's blocked state (a failed one with its
+// diagnostic).
 func (s Status) recorded(e Evidence) Status {
+	if e.LedgerState == fsm.Failed && e.LedgerDiagnostic != "" {
+		s.Diagnostic = e.LedgerDiagnostic
+		return s.set(fsm.Failed, NextFailedWith(e.Adapter, e.LedgerDiagnostic))
+	}
 	return s.set(e.LedgerState, NextFor(e.Adapter, e.LedgerState, false))
 }
 

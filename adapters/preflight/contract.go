@@ -102,13 +102,14 @@ func Current(a *adapters.Adapter, rec adapters.Record) bool {
 }
 
 // Eligible reports whether a harness in state s may run preflight: the
-// published configured-awaiting-proof, active and active-isolated, plus
+// published configured-awaiting-proof, active and active-isolated, failed
+// (a failed preflight stands until the next one succeeds), plus
 // needs-trust for a harness behind a trust gate and needs-plugin for one a
 // separate plugin proves (Agent Zero, whose resting state is needs-plugin
 // until its plugin proves it).
 func Eligible(harness string, s fsm.State) bool {
 	switch s {
-	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated:
+	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated, fsm.Failed:
 		return true
 	}
 	a, ok := adapters.Lookup(harness)

@@ -81,11 +81,12 @@ func TestCheckActivationContract(t *testing.T) {
 
 func TestEligibleAndPassive(t *testing.T) {
 	for _, s := range fsm.States {
-		want := s == fsm.ConfiguredAwaitingProof || s == fsm.Active || s == fsm.ActiveIsolated || s == fsm.NeedsTrust
+		// failed: a failed preflight stands until the next one succeeds.
+		want := s == fsm.ConfiguredAwaitingProof || s == fsm.Active || s == fsm.ActiveIsolated || s == fsm.Failed || s == fsm.NeedsTrust
 		if Eligible("codex", s) != want {
 			t.Errorf("codex in %s", s)
 		}
-		wantAZ := s == fsm.ConfiguredAwaitingProof || s == fsm.Active || s == fsm.ActiveIsolated || s == fsm.NeedsPlugin
+		wantAZ := s == fsm.ConfiguredAwaitingProof || s == fsm.Active || s == fsm.ActiveIsolated || s == fsm.Failed || s == fsm.NeedsPlugin
 		if Eligible("agent-zero", s) != wantAZ {
 			t.Errorf("agent-zero in %s", s)
 		}

@@ -1,12 +1,15 @@
 package preflight_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,7 +137,6 @@ func TestDecideRefusesBeforeRecall(t *testing.T) {
 		{"record unpublished", func(_ *preflight.Job, l *fakeLedger) { l.published = false }, preflight.ErrLedgerMismatch, "manifest record"},
 		{"no ledger record", func(_ *preflight.Job, l *fakeLedger) { l.hasRec = false }, preflight.ErrLedgerMismatch, "manifest record"},
 		{"record differs", func(_ *preflight.Job, l *fakeLedger) { l.rec.BridgePath = "elsewhere" }, preflight.ErrLedgerMismatch, "manifest record"},
-		{"failed", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.Failed }, preflight.ErrNotEligible, "manifest record state"},
 		{"needs review", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.NeedsUserReview }, preflight.ErrNotEligible, "manifest record state"},
 		{"needs-plugin without a plugin capability", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.NeedsPlugin }, preflight.ErrNotEligible, "manifest record state"},
 	} {
@@ -164,6 +166,8 @@ func TestDecideProves(t *testing.T) {
 		{"first proof", "codex", nil, fsm.ConfiguredAwaitingProof, fsm.Active,
 			[]string{"harness/codex: preflight.succeeded receipt.recorded"}},
 		{"re-proof of an active harness", "codex", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.Active }, fsm.Active, fsm.Active,
+			[]string{"harness/codex: preflight.succeeded receipt.recorded"}},
+		{"a retry after a failed preflight", "codex", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.Failed }, fsm.Failed, fsm.Active,
 			[]string{"harness/codex: preflight.succeeded receipt.recorded"}},
 		{"through a trust gate", "pi", func(_ *preflight.Job, l *fakeLedger) { l.state = fsm.NeedsTrust }, fsm.NeedsTrust, fsm.Active,
 			[]string{"harness/pi: preflight.succeeded receipt.recorded"}},
@@ -329,6 +333,48 @@ func TestAdmit(t *testing.T) {
 	} {
 		if err := preflight.Admit(c.checked, c.plugin); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// A failure after the contract check moves the harness to failed with the
+// diagnostic code, from its state at now; needs-user-review stands; the
+// refusals that are not failures record nothing.
+func TestFailure(t *testing.T) {
+	for _, c := range []struct {
+		from fsm.State
+		code string
+		ok   bool
+		want string // the recorded reason
+	}{
+		{fsm.ConfiguredAwaitingProof, "output_failed", true, "output_failed"},
+		{fsm.Active, "disk_full", true, "disk_full"},
+		{fsm.Failed, "ledger_corrupt", true, "ledger_corrupt"},
+		{fsm.NeedsTrust, "error", true, "error"},
+		{fsm.Active, "Not A Code /tmp/x", true, "error"},
+		{fsm.NeedsUserReview, "disk_full", false, ""},
+	} {
+		_, l := job(t, "codex")
+		l.state = c.from
+		f := &events.Factory{Now: eventstest.Clock(eventstest.Epoch, time.Second), NewID: eventstest.IDs(0), Actor: "codex"}
+		a, ok, err := preflight.Failure(l, "codex", c.code, eventstest.Epoch, f)
+		if err != nil || ok != c.ok {
+			t.Fatalf("%s: ok %v err %v", c.from, ok, err)
+		}
+		if !ok {
+			continue
+		}
+		pf, err := events.Payload[events.PreflightFailed](&a.Events[0])
+		if err != nil || a.Stream != "harness/codex" || len(a.Events) != 1 || pf.From != string(c.from) || pf.To != string(fsm.Failed) || pf.Reason != c.want {
+			t.Errorf("%s: %+v %+v %v", c.from, a, pf, err)
+		}
+	}
+	for err, want := range map[error]bool{
+		preflight.ErrNotEligible: false, preflight.ErrLedgerMismatch: false, context.Canceled: false,
+		fmt.Errorf("preflight recall: %w", errors.New("x")): true, syscall.ENOSPC: true, nil: false,
+	} {
+		if preflight.RecordsFailure(err) != want {
+			t.Errorf("RecordsFailure(%v) = %v", err, !want)
 		}
 	}
 }

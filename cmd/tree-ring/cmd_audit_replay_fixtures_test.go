@@ -248,6 +248,20 @@ var scenarios = []struct {
 			return &events.PreflightFailed{Transition: tr, HarnessID: "claude-code", Reason: "preflight_timeout"}
 		})
 	}},
+	{"hook-failed-then-proved", func(b *builder) {
+		b.detect("codex")
+		b.publish("codex")
+		b.after(time.Hour)
+		b.preflight("codex", 'b', "receipt-before-1", false)
+		b.after(time.Hour)
+		// The hook could not write its output (a full stdout): its failed
+		// run and this, in one commit (docs/preflight.md).
+		b.move("codex", events.TypePreflightFailed, fsm.Fail, func(tr events.Transition) any {
+			return &events.PreflightFailed{Transition: tr, HarnessID: "codex", Reason: "output_failed"}
+		})
+		b.after(time.Hour)
+		b.preflight("codex", 'b', "receipt-after-1", false)
+	}},
 	{"project-unreachable", func(b *builder) {
 		b.detect("agent-zero")
 		b.publish("agent-zero")

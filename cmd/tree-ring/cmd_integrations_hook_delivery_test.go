@@ -76,8 +76,9 @@ func (w *shortWriter) Write(b []byte) (int, error) { return min(len(b), w.n), ni
 // Deliver before acknowledging: when the output cannot be written in full
 // (a full disk, a reader that closed its end, a short write), or the commit
 // fails after it was written, the hook exits 2, no receipt exists (no file,
-// no receipt.recorded, status is not active) and the run is recorded
-// failed, in one commit. A later hook with a working stdout proves it.
+// no receipt.recorded) and the run is recorded failed with preflight.failed,
+// in one commit: status is failed with the diagnostic until a later hook
+// with a working stdout proves the harness.
 func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 	const session = "019a1b2c-3d4e-7f60-8a9b-0c1d2e3f4a5b" // the payload's
 	cases := []struct {
@@ -129,11 +130,16 @@ func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 				t.Errorf("receipt files left: %v", rs)
 			}
 			added := p.eventTypes()[len(before):]
-			if !slices.Equal(added, []string{"run.started", "run.finished"}) {
-				t.Errorf("the failed hook appended %v, want its failed run only", added)
+			if !slices.Equal(added, []string{"run.started", "run.finished", "preflight.failed"}) {
+				t.Errorf("the failed hook appended %v, want its failed run and preflight.failed", added)
 			}
-			if got := p.state("codex"); got != "configured-awaiting-proof" {
-				t.Errorf("status %s after an undelivered preflight", got)
+			// Status: failed, with the diagnostic, until a preflight succeeds.
+			e := p.status()["codex"]
+			if e["state"] != "failed" || e["diagnostic"] != c.diagnostic || !strings.Contains(e["next_step"].(string), "diagnostic "+c.diagnostic) {
+				t.Errorf("status after an undelivered preflight: %v", e)
+			}
+			if text := p.ok("", "integrations", "status"); !strings.Contains(text, "Codex: failed\n") || !strings.Contains(text, "  diagnostic: "+c.diagnostic+"\n") {
+				t.Errorf("status text:\n%s", text)
 			}
 			runs := p.runsOf("codex", session)
 			if len(runs) != 1 || runs[0].Status != "failed" || runs[0].Diagnostic != c.diagnostic || runs[0].Stage != "deliver" {
@@ -144,9 +150,10 @@ func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 				t.Fatalf("retry: exit %d %s, receipts %v", r.code, r.stderr, p.receipts())
 			}
 			oneObject(t, out.String())
-			if got := p.state("codex"); got != "active" {
-				t.Errorf("status %s after the retry", got)
+			if e := p.status()["codex"]; e["state"] != "active" || e["diagnostic"] != nil {
+				t.Errorf("status after the retry: %v", e)
 			}
+			p.ok("", "audit", "verify")
 		})
 	}
 }

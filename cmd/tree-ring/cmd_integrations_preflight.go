@@ -328,6 +328,20 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return err
 	}
 	defer run.End(ctx, &err)
+	// A preflight that passed the contract check and then failed moves the
+	// harness to failed, with the run's diagnostic code, in the commit that
+	// records the failed run; status shows it until a preflight succeeds.
+	run.OnFail(func(tx *bolt.Tx, cause error, code string) error {
+		if !preflight.RecordsFailure(cause) {
+			return nil
+		}
+		a, ok, err := preflight.Failure(txLedger{ctx: ctx, tx: tx}, d.adapter.ID, code, g.Now().UTC(), g.Factory(d.adapter.ID))
+		if err != nil || !ok {
+			return err
+		}
+		_, err = tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...)
+		return err
+	})
 
 	job := preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
 		TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin}

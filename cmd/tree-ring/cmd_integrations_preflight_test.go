@@ -243,9 +243,10 @@ func TestPreflightAgentZero(t *testing.T) {
 	p.ok("", "audit", "verify")
 }
 
-// If the receipt cannot be written, nothing is printed, no preflight or
-// receipt event is committed and no receipt exists; the run record says
-// the hook started and failed (docs/runs.md).
+// If the receipt cannot be written, nothing is printed, no receipt event is
+// committed and no receipt exists; the run record says the hook started
+// and failed (docs/runs.md) and preflight.failed moves the harness to
+// failed, until the next preflight succeeds.
 func TestPreflightFailureLeavesNothing(t *testing.T) {
 	p := newHP(t, ".codex")
 	p.init()
@@ -259,14 +260,14 @@ func TestPreflightFailureLeavesNothing(t *testing.T) {
 	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "write the receipt") {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if got := p.eventTypes(); !slices.Equal(got[len(eventsBefore):], []string{"run.started", "run.finished"}) {
+	if got := p.eventTypes(); !slices.Equal(got[len(eventsBefore):], []string{"run.started", "run.finished", "preflight.failed"}) {
 		t.Fatalf("events appended: %v", got[len(eventsBefore):])
 	}
 	if ev := p.ok("", "events", "--type", "run.finished"); !strings.Contains(ev, `"status":"failed"`) {
 		t.Fatalf("run outcome: %s", ev)
 	}
-	if p.state("codex") != "configured-awaiting-proof" {
-		t.Error("state moved")
+	if p.state("codex") != "failed" {
+		t.Error("a failed preflight left the state")
 	}
 	os.Remove(dir)
 	if r := p.hook("codex", p.payload("codex", "session-start.json", nil)); r.code != 0 {

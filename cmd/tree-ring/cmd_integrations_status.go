@@ -42,7 +42,9 @@ type statusEntry struct {
 	ReceiptAgeSeconds     *int64   `json:"receipt_age_seconds,omitempty"`
 	LastRecallResultCount *int     `json:"last_recall_result_count,omitempty"`
 	LastRecallQueryClass  string   `json:"last_recall_query_class,omitempty"`
-	NextStep              string   `json:"next_step"`
+	// Diagnostic is a failed harness's preflight diagnostic code.
+	Diagnostic string `json:"diagnostic,omitempty"`
+	NextStep   string `json:"next_step"`
 }
 
 type statusReport struct {
@@ -101,6 +103,9 @@ func printStatus(w io.Writer, rep statusReport) {
 		if len(e.ManagedPaths) > 0 {
 			fmt.Fprintf(w, "  managed: %s\n", strings.Join(e.ManagedPaths, ", "))
 		}
+		if e.Diagnostic != "" {
+			fmt.Fprintf(w, "  diagnostic: %s\n", e.Diagnostic)
+		}
 		printNext(w, e.NextStep)
 	}
 }
@@ -122,7 +127,8 @@ type harnessEval struct {
 }
 
 func (h *harnessEval) entry(verbose bool) statusEntry {
-	e := statusEntry{ID: h.adapter.ID, Name: h.adapter.Name, State: string(h.State), Capability: string(h.adapter.Capability), NextStep: h.Next}
+	e := statusEntry{ID: h.adapter.ID, Name: h.adapter.Name, State: string(h.State), Capability: string(h.adapter.Capability),
+		Diagnostic: h.Status.Diagnostic, NextStep: h.Next}
 	if !verbose {
 		return e
 	}
@@ -145,6 +151,7 @@ type ledgerView struct {
 	receipts           map[string][]projections.ReceiptEntry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
+	diagnostics        map[string]string // failed harnesses' codes
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -212,6 +219,9 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 	if s, ok := lv.states[a.ID]; ok {
 		e.LedgerState = s
 	}
+	if e.LedgerState == fsm.Failed {
+		e.LedgerDiagnostic = lv.diagnostics[a.ID]
+	}
 	if rec, ok := m.Harnesses[a.ID]; ok && cond == activation.ManifestPresent {
 		e.Record = &rec
 	}
@@ -226,7 +236,8 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 // 30-day expiry), the recorded states.
 func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
-		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{}}
+		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
+		diagnostics: map[string]string{}}
 	st, err := g.OpenStore(true)
 	if err != nil {
 		return nil, err
@@ -251,6 +262,11 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 			}
 			if lv.proofs[a.ID], err = projections.ReceiptProofOf(rkv, a.ID); err != nil {
 				return err
+			}
+			if h, ok, err := projections.HarnessState(r.Projection(projections.HarnessesName), a.ID); err != nil {
+				return err
+			} else if ok && h.State == string(fsm.Failed) {
+				lv.diagnostics[a.ID] = h.Reason
 			}
 		}
 		return nil

@@ -148,7 +148,16 @@ type Run struct {
 	// with the command's work, or, if that transaction did not commit,
 	// by Finish together with the outcome, in one commit.
 	startEv *events.Envelope
+	// onFail adds the command's own record of a failure to the commit that
+	// records the failed run (OnFail).
+	onFail func(tx *bolt.Tx, cause error, diagnostic string) error
 }
+
+// OnFail has Finish (and so End) call fn in the transaction that records
+// a failed outcome (not an aborted one), with the cause and its diagnostic
+// code, so that the command's own failure event (a preflight.failed)
+// commits together with its failed run, in one commit.
+func (r *Run) OnFail(fn func(tx *bolt.Tx, cause error, diagnostic string) error) { r.onFail = fn }
 
 // maxRecover bounds how many running runs of a scope one start examines.
 const maxRecover = projections.MaxRunsPerScope
@@ -393,6 +402,7 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 	if err != nil {
 		return err
 	}
+	failed := cause != nil && !errors.Is(cause, context.Canceled)
 	// A signal cancels ctx; the outcome must still be written.
 	wctx := context.WithoutCancel(ctx)
 	err = r.st.Update(wctx, func(tx *bolt.Tx) error {
@@ -407,8 +417,13 @@ func (r *Run) Finish(ctx context.Context, cause error) error {
 		if err != nil || !ok {
 			return err
 		}
-		_, err = tx.Append(r.stream, int64(version), ev)
-		return err
+		if _, err := tx.Append(r.stream, int64(version), ev); err != nil {
+			return err
+		}
+		if r.onFail != nil && failed {
+			return r.onFail(tx, cause, r.rc.diagnose(cause))
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.id, err)
