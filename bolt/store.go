@@ -198,8 +198,15 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 		ReadOnly:     opts.ReadOnly,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+			if err != nil {
+				return nil, err
+			}
+			if err := waitLock(f, !opts.ReadOnly, opts.LockTimeout); err != nil {
+				f.Close()
+				return nil, err
+			}
 			file = f
-			return f, err
+			return f, nil
 		},
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -215,7 +222,7 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, berrors.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockWait):
 		return nil, &LockedError{Path: path, Timeout: opts.LockTimeout}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ELOOP):
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)

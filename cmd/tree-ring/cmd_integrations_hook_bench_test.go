@@ -47,15 +47,21 @@ func benchBuild(out string) *exec.Cmd {
 	return cmd
 }
 
-// benchBinaries builds tree-ring and an empty Go program (func main(){})
-// with the same toolchain and flags, into the benchmark's temporary
-// directory (the build cache makes a rebuild cheap).
-func benchBinaries(b *testing.B) (string, string) {
+// benchBinaries builds tree-ring, the floor program (testdata/floor) and
+// an empty Go program (func main(){}) with the same toolchain and flags,
+// into the benchmark's temporary directory (the build cache makes a
+// rebuild cheap).
+func benchBinaries(b *testing.B) (bin, empty, floor string) {
 	b.Helper()
 	dir := b.TempDir()
-	bin, empty := filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty")
+	bin, empty, floor = filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty"), filepath.Join(dir, "floor")
 	if out, err := benchBuild(bin).CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v %s", err, out)
+	}
+	fl := benchBuild(floor)
+	fl.Dir = filepath.Join("testdata", "floor")
+	if out, err := fl.CombinedOutput(); err != nil {
+		b.Fatalf("go build floor: %v %s", err, out)
 	}
 	src := filepath.Join(dir, "empty-src")
 	os.Mkdir(src, 0o755)
@@ -66,7 +72,7 @@ func benchBinaries(b *testing.B) (string, string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build empty: %v %s", err, out)
 	}
-	return bin, empty
+	return bin, empty, floor
 }
 
 func benchRun(b *testing.B, dir, stdin, name string, args ...string) []byte {
@@ -232,14 +238,18 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // BenchmarkHookSessionStart times, side by side in one run, the codex
 // SessionStart hook through its installed command line (sh -c, from a
 // nested directory, PATH=/usr/bin:/bin) on a ledger holding 10,000
-// memories and 10,000 receipts, and an empty Go program started by the
-// same command line (installed at .tree-ring/bin/tree-ring of an identical
-// project). Each iteration runs both, alternating which goes first.
-// Reported: medians and p99s in ms and the ratio of medians, the median of
-// a Stop re-run (see below); then 32 hook processes started at once (wall
-// time until the last exits).
+// memories and 10,000 receipts, against two programs installed at
+// .tree-ring/bin/tree-ring of identical projects and started by the same
+// command line: the floor program (testdata/floor: what any durable
+// implementation must do) and an empty Go program. The same three are also
+// executed directly (no shell, no git), and `tree-ring version` against the
+// empty program (start-up). Each iteration runs every series, rotating the
+// order. Reported: medians and p99s in ms and the ratios of medians; a Stop
+// re-run (start-up plus the contract on disk); then 32 hooks started at
+// once against 32 floor programs at once (wall until the last exits), the
+// durable syncs of one hook (strace) and its ledger commits.
 func BenchmarkHookSessionStart(b *testing.B) {
-	bin, empty := benchBinaries(b)
+	bin, empty, floor := benchBinaries(b)
 	dir := benchProjectDir(b, "bench project")
 	benchRun(b, dir, "", bin, "init")
 	// TREE_RING_BENCH_MEMORIES and TREE_RING_BENCH_RECEIPTS change the
@@ -250,11 +260,15 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	if n := benchCount("TREE_RING_BENCH_RECEIPTS"); n > 0 {
 		seedReceipts(b, dir, n)
 	}
-	other := benchProjectDir(b, "bench project")
-	os.MkdirAll(filepath.Join(other, ".tree-ring", "bin"), 0o700)
-	if err := os.WriteFile(filepath.Join(other, ".tree-ring", "bin", "tree-ring"), mustRead(b, empty), 0o755); err != nil {
-		b.Fatal(err)
+	install := func(prog string) string {
+		p := benchProjectDir(b, "bench project")
+		os.MkdirAll(filepath.Join(p, ".tree-ring", "bin"), 0o700)
+		if err := os.WriteFile(filepath.Join(p, ".tree-ring", "bin", "tree-ring"), mustRead(b, prog), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		return p
 	}
+	other, floorDir := install(empty), install(floor)
 	var hooks struct {
 		Hooks map[string][]struct {
 			Hooks []struct{ Command string } `json:"hooks"`
@@ -266,80 +280,110 @@ func BenchmarkHookSessionStart(b *testing.B) {
 		return fmt.Sprintf(`{"session_id":"bench-%d","transcript_path":"/t.jsonl","cwd":%q,"hook_event_name":"SessionStart","model":"gpt-5.5","permission_mode":"default","source":"startup"}`,
 			i, filepath.Join(root, "src", "deep"))
 	}
-	if out := benchRun(b, filepath.Join(dir, "src", "deep"), payload(dir, -1), "/bin/sh", "-c", line); !bytes.HasPrefix(out, []byte(`{"hookSpecificOutput":`)) {
-		b.Fatalf("hook output %s", out)
+	for _, root := range []string{dir, floorDir} {
+		if out := benchRun(b, filepath.Join(root, "src", "deep"), payload(root, -1), "/bin/sh", "-c", line); !bytes.HasPrefix(out, []byte(`{"hookSpecificOutput":`)) {
+			b.Fatalf("hook output %s", out)
+		}
 	}
-	// A third series decomposes the difference: the same binary answering
-	// a Stop re-run (stop_hook_active: true) through the Stop command line:
-	// process start, stdin, the activation contract on disk, "{}"; no
-	// ledger, no recall, no fsync.
+	// The Stop re-run (stop_hook_active: true) through the Stop command
+	// line: process start, stdin, the activation contract on disk, "{}";
+	// no ledger, no recall, no fsync.
 	stopLine := hooks.Hooks["Stop"][0].Hooks[0].Command
 	stopPayload := func(i int) string {
 		return fmt.Sprintf(`{"session_id":"bench-%d","cwd":%q,"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"done"}`, i, filepath.Join(dir, "src", "deep"))
 	}
-	var hook, base, stop []time.Duration
-	timed := func(root, stdin, line string) time.Duration {
+	// The arguments the command line ends with, for the direct series.
+	args := func(root string) []string {
+		return []string{"--root", filepath.Join(root, ".tree-ring"), "integrations", "hook", "--harness", "codex", "--input-json-stdin"}
+	}
+	type series struct {
+		name string
+		run  func(i int) time.Duration
+		d    []time.Duration
+	}
+	timed := func(cwd, stdin, name string, argv ...string) time.Duration {
 		t0 := time.Now()
-		benchRun(b, filepath.Join(root, "src", "deep"), stdin, "/bin/sh", "-c", line)
+		benchRun(b, cwd, stdin, name, argv...)
 		return time.Since(t0)
+	}
+	deep := func(root string) string { return filepath.Join(root, "src", "deep") }
+	all := []*series{
+		{name: "hook", run: func(i int) time.Duration { return timed(deep(dir), payload(dir, i), "/bin/sh", "-c", line) }},
+		{name: "floor", run: func(i int) time.Duration { return timed(deep(floorDir), payload(floorDir, i), "/bin/sh", "-c", line) }},
+		{name: "empty", run: func(i int) time.Duration { return timed(deep(other), payload(other, i), "/bin/sh", "-c", line) }},
+		{name: "stop", run: func(i int) time.Duration { return timed(deep(dir), stopPayload(i), "/bin/sh", "-c", stopLine) }},
+		{name: "hook-direct", run: func(i int) time.Duration {
+			return timed(deep(dir), payload(dir, 3_000_000+i), filepath.Join(dir, ".tree-ring", "bin", "tree-ring"), args(dir)...)
+		}},
+		{name: "floor-direct", run: func(i int) time.Duration {
+			return timed(deep(floorDir), payload(floorDir, 3_000_000+i), filepath.Join(floorDir, ".tree-ring", "bin", "tree-ring"), args(floorDir)...)
+		}},
+		{name: "empty-direct", run: func(i int) time.Duration { return timed(deep(other), "", empty) }},
+		{name: "version-direct", run: func(i int) time.Duration { return timed(deep(dir), "", bin, "version") }},
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		// Rotate the order so that no series always runs first.
-		for k := 0; k < 3; k++ {
-			switch (i + k) % 3 {
-			case 0:
-				hook = append(hook, timed(dir, payload(dir, i), line))
-			case 1:
-				base = append(base, timed(other, payload(other, i), line))
-			case 2:
-				stop = append(stop, timed(dir, stopPayload(i), stopLine))
-			}
+		for k := range all { // rotate the order so that no series always runs first
+			s := all[(i+k)%len(all)]
+			s.d = append(s.d, s.run(i))
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(quantile(hook, 0.5)), "hook-median-ms")
-	b.ReportMetric(ms(quantile(hook, 0.99)), "hook-p99-ms")
-	b.ReportMetric(ms(quantile(base, 0.5)), "empty-median-ms")
-	b.ReportMetric(ms(quantile(base, 0.99)), "empty-p99-ms")
-	b.ReportMetric(ms(quantile(stop, 0.5)), "stop-median-ms")
-	b.ReportMetric(float64(quantile(hook, 0.5))/float64(quantile(base, 0.5)), "median-ratio")
-
-	// 32 at once.
-	var wg sync.WaitGroup
-	errs := make([]error, 32)
-	t0 := time.Now()
-	for i := 0; i < 32; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			cmd := exec.Command("/bin/sh", "-c", line)
-			cmd.Dir = filepath.Join(dir, "src", "deep")
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
-			cmd.Stdin = strings.NewReader(payload(dir, 1_000_000+i))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("%v: %s", err, out)
-			}
-		}(i)
-	}
-	wg.Wait()
-	b.ReportMetric(ms(time.Since(t0)), "burst32-ms")
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
+	med := map[string]time.Duration{}
+	for _, s := range all {
+		med[s.name] = quantile(s.d, 0.5)
+		b.ReportMetric(ms(med[s.name]), s.name+"-median-ms")
+		if s.name == "hook" || s.name == "floor" || s.name == "empty" {
+			b.ReportMetric(ms(quantile(s.d, 0.99)), s.name+"-p99-ms")
 		}
 	}
+	ratio := func(a, c string) float64 { return float64(med[a]) / float64(med[c]) }
+	b.ReportMetric(ratio("hook", "floor"), "hook/floor")
+	b.ReportMetric(ratio("hook-direct", "floor-direct"), "direct-hook/floor")
+	b.ReportMetric(ratio("hook", "empty"), "hook/empty")
+	b.ReportMetric(ratio("version-direct", "empty-direct"), "version/empty")
+
+	// 32 at once, the hook and then the floor program.
+	burst := func(root string, base int) time.Duration {
+		var wg sync.WaitGroup
+		errs := make([]error, 32)
+		t0 := time.Now()
+		for i := 0; i < 32; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				cmd := exec.Command("/bin/sh", "-c", line)
+				cmd.Dir = deep(root)
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + root}
+				cmd.Stdin = strings.NewReader(payload(root, base+i))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs[i] = fmt.Errorf("%v: %s", err, out)
+				}
+			}(i)
+		}
+		wg.Wait()
+		d := time.Since(t0)
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		return d
+	}
+	hb, fb := burst(dir, 1_000_000), burst(floorDir, 1_000_000)
+	b.ReportMetric(ms(hb), "burst32-ms")
+	b.ReportMetric(ms(fb), "floor-burst32-ms")
+	b.ReportMetric(float64(hb)/float64(fb), "burst/floor")
 	benchRun(b, dir, "", bin, "audit", "verify")
 
-	// What the run record adds to the hook. There is no switch to turn
-	// run records off, so the hook without them is measured by its
-	// difference: the durable syncs of one hook process (strace, when
-	// installed; run.started is one commit of its own, two fdatasyncs) and
-	// the StartRun commit itself, timed in process on this same ledger.
+	// The durable syncs of one hook process and of one floor program
+	// (strace, when installed).
 	if syncs, ok := benchSyncs(b, dir, line, payload(dir, 2_000_000)); ok {
 		b.ReportMetric(float64(syncs), "hook-syncs")
 	}
-	b.ReportMetric(ms(quantile(benchStartRuns(b, dir), 0.5)), "startrun-median-ms")
+	if syncs, ok := benchSyncs(b, floorDir, line, payload(floorDir, 2_000_000)); ok {
+		b.ReportMetric(float64(syncs), "floor-syncs")
+	}
 }
 
 // benchSyncs runs the hook once under strace and counts its fdatasync and
@@ -359,43 +403,4 @@ func benchSyncs(b *testing.B, dir, line, stdin string) (int, bool) {
 		}
 	}
 	return n, true
-}
-
-// benchStartRuns times, in process on the hook's ledger, the commit the
-// run record adds to every hook: StartRun for a codex hook run, each in
-// its own session scope (as distinct hook sessions are). The runs are
-// finished afterwards, untimed.
-func benchStartRuns(b *testing.B, dir string) []time.Duration {
-	b.Helper()
-	ctx := context.Background()
-	g := &Globals{Root: filepath.Join(dir, ".tree-ring"), SourceRoot: dir, LockTimeout: 3 * time.Second, Now: time.Now, NewID: ulid.Make}
-	g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
-	_ = g.setupLog()
-	st, err := g.OpenStore(false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	const n = 200
-	d := make([]time.Duration, 0, n)
-	runs := make([]*Run, 0, n)
-	for i := 0; i < n; i++ {
-		scope, err := events.SessionScope("codex", fmt.Sprintf("bench-run-%d", i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		t0 := time.Now()
-		run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdIntegrationsHook, Scope: scope, Harness: "codex", Stage: "preflight"})
-		d = append(d, time.Since(t0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		runs = append(runs, run)
-	}
-	for _, run := range runs {
-		if err := run.Finish(ctx, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return d
 }
