@@ -145,6 +145,20 @@ func LastPublished(kv KV) (PublishedManifest, bool, error) {
 	return p, true, nil
 }
 
+// ManifestStoreOf returns only the store identity of the folded manifest
+// (ok is false before store.initialized): one key, not every record, for
+// the hook's ledger check.
+func ManifestStoreOf(kv KV) (m ManifestStore, ok bool, err error) {
+	raw := kv.Get([]byte("store"))
+	if raw == nil {
+		return ManifestStore{}, false, nil
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return ManifestStore{}, false, fmt.Errorf("manifest store: %w", err)
+	}
+	return m, true, nil
+}
+
 // ManifestOf returns the folded manifest; ok is false before
 // store.initialized. adapters.ManifestOf materializes it as
 // activation.json.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,13 +34,19 @@ import (
 //
 // TREE_RING_BENCH_MEMORIES, TREE_RING_BENCH_RECEIPTS (default 10000 each)
 // size the ledger; TREE_RING_BENCH_CGO=1 builds with the toolchain's
-// default cgo setting instead of a static release build.
+// default cgo setting instead of a static release build;
+// TREE_RING_BENCH_CALLGRIND=DIR keeps the callgrind profiles there (and
+// the symbols in the binaries).
 
 // benchBuild is how both binaries are built: a release build (static,
 // no symbol tables). TREE_RING_BENCH_CGO=1 keeps the toolchain's default
 // (a cgo-linked binary when a C compiler is present) for comparison.
 func benchBuild(out string) *exec.Cmd {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	ldflags := "-ldflags=-s -w"
+	if os.Getenv("TREE_RING_BENCH_CALLGRIND") != "" {
+		ldflags = "-ldflags=" // keep the symbols for callgrind_annotate
+	}
+	cmd := exec.Command("go", "build", "-trimpath", ldflags, "-o", out, ".")
 	cmd.Env = os.Environ()
 	if os.Getenv("TREE_RING_BENCH_CGO") != "1" {
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
@@ -384,6 +391,66 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	if syncs, ok := benchSyncs(b, floorDir, line, payload(floorDir, 2_000_000)); ok {
 		b.ReportMetric(float64(syncs), "floor-syncs")
 	}
+
+	// Instructions of one process of each, executed directly, under
+	// valgrind --tool=callgrind (when installed). TREE_RING_BENCH_CALLGRIND
+	// names a directory to keep the hook's profile in (callgrind_annotate).
+	keep := os.Getenv("TREE_RING_BENCH_CALLGRIND")
+	instr := map[string]float64{}
+	for _, c := range []struct {
+		name, cwd, stdin, prog string
+		argv                   []string
+	}{
+		{"hook", deep(dir), payload(dir, 4_000_000), filepath.Join(dir, ".tree-ring", "bin", "tree-ring"), args(dir)},
+		{"floor", deep(floorDir), payload(floorDir, 4_000_000), filepath.Join(floorDir, ".tree-ring", "bin", "tree-ring"), args(floorDir)},
+		{"version", deep(dir), "", bin, []string{"version"}},
+		{"empty", deep(other), "", empty, nil},
+	} {
+		n, ok := benchInstructions(b, c.cwd, c.stdin, keep, c.name, c.prog, c.argv...)
+		if !ok {
+			return
+		}
+		instr[c.name] = n
+		b.ReportMetric(n/1e6, c.name+"-Minstr")
+	}
+	b.ReportMetric(instr["hook"]/instr["floor"], "instr-hook/floor")
+	b.ReportMetric(instr["version"]/instr["empty"], "instr-version/empty")
+}
+
+// benchInstructions runs prog once under callgrind and returns the
+// instructions it executed (callgrind's "Collected" total); ok is false
+// when valgrind is not installed. The profile is kept in keep (if set) as
+// callgrind.<name>.
+func benchInstructions(b *testing.B, cwd, stdin, keep, name, prog string, argv ...string) (float64, bool) {
+	b.Helper()
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		return 0, false
+	}
+	out := filepath.Join(b.TempDir(), "callgrind."+name)
+	if keep != "" {
+		out = filepath.Join(keep, "callgrind."+name)
+	}
+	cmd := exec.Command(vg, append([]string{"--tool=callgrind", "--callgrind-out-file=" + out, prog}, argv...)...)
+	// Async preemption signals (SIGURG) crash callgrind 3.19's signal
+	// bookkeeping; turning them off changes no instruction of the work.
+	cmd.Dir, cmd.Env, cmd.Stdin = cwd, []string{"PATH=/usr/bin:/bin", "HOME=" + cwd, "GODEBUG=asyncpreemptoff=1"}, strings.NewReader(stdin)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("callgrind %s: %v %s", name, err, errb.String())
+	}
+	for l := range strings.Lines(errb.String()) {
+		if _, v, ok := strings.Cut(l, "Collected : "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				b.Fatalf("callgrind %s: %q", name, l)
+			}
+			return n, true
+		}
+	}
+	b.Fatalf("callgrind %s: no total in %s", name, errb.String())
+	return 0, false
 }
 
 // benchSyncs runs the hook once under strace and counts its fdatasync and

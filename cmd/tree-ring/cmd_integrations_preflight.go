@@ -474,7 +474,7 @@ type txLedger struct {
 }
 
 func (l txLedger) ManifestStore() (string, string, bool, error) {
-	m, ok, err := projections.ManifestOf(l.tx.Projection(projections.ManifestName))
+	m, ok, err := projections.ManifestStoreOf(l.tx.Projection(projections.ManifestName))
 	return m.StoreID, m.ProjectRootFingerprint, ok, err
 }
 
