@@ -74,7 +74,7 @@ step runs-rebuild gt ./cmd/tree-ring -bench RunLedgerRebuild -benchtime 2x
 
 # The SessionStart hook, whole process: 10k memories + 10k receipts, then
 # memories and receipts varied one at a time for the growth table.
-step hook-10k-10k gt ./cmd/tree-ring -bench HookSessionStart -benchtime 300x
+step hook-10k-10k gt ./cmd/tree-ring -bench HookSessionStart -benchtime 200x
 for mr in "0 10000" "100000 10000" "10000 0" "10000 1000"; do
 	set -- $mr
 	step "hook-$1-$2" env TREE_RING_BENCH_MEMORIES=$1 TREE_RING_BENCH_RECEIPTS=$2 \
