@@ -93,6 +93,20 @@ type Status struct {
 	Found
 }
 
+// Unreachable is the status of a plugin-proven harness (Agent Zero) whose
+// descriptor-scoped call cannot reach the bound project root at all (the
+// directory does not exist in the harness's runtime: a container without
+// the mount): needs-plugin when the live descriptor is refused (pluginErr),
+// else needs-project-mount. Nothing can be read or recorded there.
+func Unreachable(a *adapters.Adapter, pluginErr error) Status {
+	var s Status
+	if pluginErr != nil {
+		s.Plugin = pluginErr.Error()
+		return s.set(fsm.NeedsPlugin, NextNeedsPlugin)
+	}
+	return s.set(fsm.NeedsProjectMount, NextMount)
+}
+
 // Listed reports whether status lists a harness: detected, recorded in the
 // manifest on disk or the ledger, or proven by a plugin (which may be
 // installed where no marker shows it).

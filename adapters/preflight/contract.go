@@ -19,6 +19,9 @@ var (
 	ErrNotPassive     = errors.New("the Agent Zero manifest record is not the exact passive binding")
 	ErrIsolatedRoots  = errors.New("isolated preflight roots are invalid")
 	ErrLedgerMismatch = errors.New("the activation manifest differs from the ledger; run `tree-ring integrations status --verbose`")
+	// ErrProjectUnreachable: a plugin's preflight whose bound project root
+	// does not exist in the harness's runtime (needs-project-mount).
+	ErrProjectUnreachable = errors.New("needs-project-mount: the bound project root is not reachable from this runtime; make the canonical project root reachable from the harness runtime, then start a new session")
 )
 
 // BridgeChangedError reports bridge material on disk that no longer

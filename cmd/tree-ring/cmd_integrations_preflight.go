@@ -68,6 +68,9 @@ func runPreflight(ctx context.Context, g *Globals, o *preflightOptions, args []s
 		return err
 	}
 	if absent {
+		if _, unmounted := unreachableProject(g); unmounted && a.PluginDescriptor && g.Getenv(preflight.DescriptorEnv) != "" {
+			return preflight.ErrProjectUnreachable
+		}
 		return fmt.Errorf("no Tree Ring store at --root; run `tree-ring init` first")
 	}
 	req, err := o.request(g, a, loc)

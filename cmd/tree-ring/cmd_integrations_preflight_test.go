@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -307,4 +309,63 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// Descriptor-scoped status and preflight (the Agent Zero plugin's calls)
+// whose bound project root does not exist in the runtime report
+// needs-project-mount (status, top level too) and refuse the preflight
+// with that state; a refused descriptor is needs-plugin; without the
+// descriptor the calls are what they always were.
+func TestAgentZeroNeedsProjectMount(t *testing.T) {
+	plugin := filepath.Join(t.TempDir(), "tree_ring_memory")
+	os.MkdirAll(plugin, 0o755)
+	os.WriteFile(filepath.Join(plugin, preflight.DescriptorName), []byte(testDescriptor), 0o644)
+	os.WriteFile(filepath.Join(plugin, "plugin.yaml"), []byte("name: tree_ring_memory\nversion: 3.4.0\n"), 0o644)
+	gone := filepath.Join(t.TempDir(), "a0", "usr", "projects", "unmounted")
+	root := filepath.Join(gone, ".tree-ring")
+	env := map[string]string{preflight.DescriptorEnv: filepath.Join(plugin, preflight.DescriptorName)}
+	run := func(stdin string, args ...string) result {
+		var out, errb bytes.Buffer
+		io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
+		code := mainWith(context.Background(), append([]string{"--root", root}, args...), io, testDeps())
+		return result{code, out.String(), errb.String()}
+	}
+	var rep struct {
+		State        string `json:"state"`
+		Next         string `json:"next_step"`
+		Integrations []struct{ ID, State string }
+	}
+	r := run("", "--json", "integrations", "status", "--source-root", gone)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil {
+		t.Fatalf("status: %d %s %v", r.code, r.stderr, err)
+	}
+	if rep.State != "needs-project-mount" || !strings.HasPrefix(rep.Next, "Make the canonical project root reachable") ||
+		len(rep.Integrations) != 1 || rep.Integrations[0].ID != "agent-zero" || rep.Integrations[0].State != "needs-project-mount" {
+		t.Fatalf("status %s", r.stdout)
+	}
+	if text := run("", "integrations", "status"); text.code != 0 || text.stdout != "Agent Zero: needs-project-mount\n  next: "+rep.Next+"\n" {
+		t.Errorf("status text %q", text.stdout)
+	}
+	in := `{"agent_profile":"agent-zero-worker","workflow_id":"wf-1","session_id":"chat-1"}`
+	args := []string{"--json", "integrations", "preflight", "--harness", "agent-zero", "--input-json-stdin", "--context-format", "json"}
+	if r := run(in, args...); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "needs-project-mount") || strings.Contains(r.stderr, gone) {
+		t.Fatalf("preflight: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(gone); err == nil {
+		t.Fatal("a call created the unreachable root")
+	}
+	// A refused descriptor: needs-plugin.
+	os.WriteFile(filepath.Join(plugin, "plugin.yaml"), []byte("name: other\nversion: 3.4.0\n"), 0o644)
+	r = run("", "--json", "integrations", "status", "--source-root", gone)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil || rep.State != "needs-plugin" {
+		t.Fatalf("refused descriptor: %s %s", r.stdout, r.stderr)
+	}
+	// Without the descriptor: the ordinary refusals.
+	delete(env, preflight.DescriptorEnv)
+	if r := run("", "--json", "integrations", "status", "--source-root", gone); r.code != 2 {
+		t.Errorf("status without the descriptor: %d %s", r.code, r.stdout)
+	}
+	if r := run(in, args...); r.code != 2 || !strings.Contains(r.stderr, "run `tree-ring init` first") {
+		t.Errorf("preflight without the descriptor: %d %s", r.code, r.stderr)
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,6 +66,13 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if len(args) > 0 {
 		return usagef("integrations status takes no arguments")
 	}
+	if rep, ok := unmountedStatus(g); ok {
+		if g.JSON {
+			return writeJSON(g.Stdout, rep)
+		}
+		printStatus(g.Stdout, rep)
+		return nil
+	}
 	pr, err := resolveProject(g)
 	if err != nil {
 		return err
@@ -86,6 +96,45 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	}
 	printStatus(g.Stdout, rep)
 	return nil
+}
+
+// unmountedStatus is the report of a descriptor-scoped status (the Agent
+// Zero plugin's call) whose bound project root, the parent of --root, does
+// not exist in this runtime: the plugin-proven harness is
+// needs-project-mount (activation.Unreachable), at the top level too.
+func unmountedStatus(g *Globals) (statusReport, bool) {
+	env := g.Getenv(preflight.DescriptorEnv)
+	if env == "" {
+		return statusReport{}, false
+	}
+	project, ok := unreachableProject(g)
+	if !ok {
+		return statusReport{}, false
+	}
+	rep := statusReport{Integrations: []statusEntry{}}
+	for _, a := range adapters.All() {
+		if !a.PluginDescriptor {
+			continue
+		}
+		_, err := preflight.LoadDescriptor(env, project)
+		h := &harnessEval{adapter: a, Status: activation.Unreachable(a, err)}
+		e := h.entry(false)
+		rep.Integrations = append(rep.Integrations, e)
+		rep.State, rep.NextStep = e.State, e.NextStep
+	}
+	return rep, true
+}
+
+// unreachableProject reports whether the project --root names (its
+// parent directory) does not exist at all, and returns its absolute path.
+func unreachableProject(g *Globals) (string, bool) {
+	abs, err := filepath.Abs(g.Root)
+	if err != nil || filepath.Base(abs) != adapters.StoreDir {
+		return "", false
+	}
+	project := filepath.Dir(abs)
+	_, err = os.Lstat(project)
+	return project, errors.Is(err, fs.ErrNotExist)
 }
 
 func printStatus(w io.Writer, rep statusReport) {
