@@ -12,6 +12,7 @@ import (
 type captureOptions struct {
 	EventType, Ring, Project, AgentProfile, WorkflowID, SessionID, OperationID, SourceRef string
 	Tags                                                                                  []string
+	AllowDuplicate                                                                        bool
 }
 
 func (o *captureOptions) AddFlags(fs *pflag.FlagSet) {
@@ -24,6 +25,7 @@ func (o *captureOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OperationID, "operation-id", "", "auto-<checkpoint>-<1|2|3> (required)")
 	fs.StringVar(&o.SourceRef, "source-ref", "", "agent-checkpoint:<checkpoint> (required)")
 	fs.StringArrayVar(&o.Tags, "tag", nil, "tag (repeatable)")
+	fs.BoolVar(&o.AllowDuplicate, "allow-duplicate", false, allowDuplicateUsage)
 }
 
 func init() {
@@ -52,5 +54,5 @@ func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []strin
 	if err != nil {
 		return err
 	}
-	return writeMemory(ctx, g, rec, events.OriginCapture)
+	return writeMemory(ctx, g, rec, events.OriginCapture, o.AllowDuplicate)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
-	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
 type importOptions struct {
@@ -162,14 +161,14 @@ func dryRunImport(g *Globals, recs []memory.Record, res *importResult) error {
 	var nf *bolt.NotFoundError
 	if errors.As(err, &nf) || errors.Is(err, fs.ErrNotExist) {
 		// A dry run never creates a store.
-		return plan(memIndex{kv: emptyKV{}, bodies: emptyKV{}, version: func(string) uint64 { return 0 }})
+		return plan(memIndex{kv: emptyKV{}, dups: emptyKV{}, bodies: emptyKV{}, version: func(string) uint64 { return 0 }})
 	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return st.View(func(r *bolt.Reader) error {
-		return plan(memIndex{kv: r.Projection(recall.Name), bodies: r, version: r.StreamVersion})
+		return plan(txIndex(r))
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/projections"
 	"github.com/tree-ring/tree-ring/projections/recall"
 )
 
@@ -29,6 +30,7 @@ type rememberOptions struct {
 	SourceRef, ExpiresAt                                      string
 	Tags, Supersedes                                          []string
 	Salience, Confidence                                      float64
+	AllowDuplicate                                            bool
 }
 
 func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
@@ -46,7 +48,10 @@ func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Confidence, "confidence", memory.DefaultConfidence, "confidence in [0,1]")
 	fs.StringVar(&o.ExpiresAt, "expires-at", "", "RFC 3339 instant after which the memory is not recalled")
 	fs.StringArrayVar(&o.Supersedes, "supersedes", nil, "id of a memory this one replaces (repeatable)")
+	fs.BoolVar(&o.AllowDuplicate, "allow-duplicate", false, allowDuplicateUsage)
 }
+
+const allowDuplicateUsage = "store it even if an active memory in the same scope has the same summary (by default that memory's id is printed and nothing is written)"
 
 func init() {
 	register("remember", "SUMMARY", "store a memory (its text stays deletable; secret-like text is refused)", runRemember)
@@ -70,7 +75,7 @@ func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []str
 	if err != nil {
 		return err
 	}
-	return writeMemory(ctx, g, rec, events.OriginRemember)
+	return writeMemory(ctx, g, rec, events.OriginRemember, o.AllowDuplicate)
 }
 
 // newMemoryID reads the clock and draws a new memory id's random part
@@ -100,15 +105,23 @@ var memoryNonce = func() string {
 }
 
 // memIndex is what the memory write rules read, inside one transaction:
-// the recall index and the memory streams.
+// the recall and duplicate indexes and the memory streams.
 type memIndex struct {
-	kv      recall.KV
-	bodies  recall.Bodies
-	version func(stream string) uint64
+	kv, dups recall.KV
+	bodies   recall.Bodies
+	version  func(stream string) uint64
 }
 
-func txIndex(tx *bolt.Tx) memIndex {
-	return memIndex{kv: tx.Projection(recall.Name), bodies: tx, version: tx.StreamVersion}
+// memLedger is a write transaction (*bolt.Tx) or a read snapshot
+// (*bolt.Reader).
+type memLedger interface {
+	Projection(name string) recall.KV
+	Body(digest string) []byte
+	StreamVersion(stream string) uint64
+}
+
+func txIndex(v memLedger) memIndex {
+	return memIndex{kv: v.Projection(recall.Name), dups: v.Projection(projections.DuplicatesName), bodies: v, version: v.StreamVersion}
 }
 
 func (x memIndex) Exists(id string) bool { return x.version(events.MemoryStream(id)) != 0 }
@@ -120,11 +133,18 @@ func (x memIndex) Lookup(id string) (memory.Record, bool, bool, error) {
 	return rec, st.Redacted, ok, err
 }
 
+func (x memIndex) SameSummary(key [32]byte) ([]string, error) {
+	return projections.SameSummary(x.dups, key)
+}
+
 // writeMemory stores a prepared record (remember, capture): in one
 // transaction it plans the write (memory.PlanRemember), stores the body,
 // appends memory.captured (and memory.superseded for each replaced
-// memory), and prints the stored memory.
-func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin string) error {
+// memory), and prints the stored memory. An exact retry or a duplicate
+// appends no memory event and prints the existing memory; a capture's run
+// is still recorded for a duplicate (items 0), so the audit shows the
+// checkpoint's candidate and that it added nothing.
+func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin string, allowDuplicate bool) error {
 	// capture is a recorded run (docs/runs.md); its whole work is the one
 	// transaction below, so the record rides in it.
 	var scope string
@@ -140,13 +160,17 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	}
 	defer st.Close()
 	var out memory.Record
+	var dup bool
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		plan, err := memory.PlanRemember(txIndex(tx), &rec, origin, memoryNonce)
-		if err != nil || plan.Existing != nil {
-			if plan.Existing != nil {
-				out = *plan.Existing
-			}
+		plan, err := memory.PlanRemember(txIndex(tx), &rec, memory.WriteOptions{
+			Origin: origin, Nonce: memoryNonce, Now: g.Now(), AllowDuplicate: allowDuplicate,
+		})
+		if err != nil {
 			return err
+		}
+		if plan.Existing != nil && !plan.Duplicate {
+			out = *plan.Existing
+			return nil
 		}
 		var run *Run
 		if origin == events.OriginCapture {
@@ -154,17 +178,17 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 				return err
 			}
 		}
-		if err := appendWrite(g, tx, rec.ID, &plan.Write); err != nil {
-			return err
-		}
-		for i := range plan.Supersede {
-			if err := appendSuperseded(g, tx, &plan.Supersede[i]); err != nil {
+		var items int64
+		if plan.Duplicate {
+			out, dup = *plan.Existing, true
+		} else {
+			if err := appendMemoryPlan(g, tx, rec.ID, &plan); err != nil {
 				return err
 			}
+			out, items = rec, 1
 		}
-		out = rec
 		if run != nil {
-			run.SetItems(1)
+			run.SetItems(items)
 			return run.FinishIn(tx, nil)
 		}
 		return nil
@@ -172,7 +196,23 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	if err != nil {
 		return err
 	}
+	if dup && !g.JSON {
+		fmt.Fprintf(g.Stderr, "tree-ring: %s already holds this summary in the same scope; nothing written (--allow-duplicate stores another)\n", out.ID)
+	}
 	return printMemory(g, &out)
+}
+
+// appendMemoryPlan appends a planned new memory and the supersessions it makes.
+func appendMemoryPlan(g *Globals, tx *bolt.Tx, id string, plan *memory.Plan) error {
+	if err := appendWrite(g, tx, id, &plan.Write); err != nil {
+		return err
+	}
+	for i := range plan.Supersede {
+		if err := appendSuperseded(g, tx, &plan.Supersede[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendWrite stores a memory's body and appends its events to its new

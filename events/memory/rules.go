@@ -55,6 +55,9 @@ type Index interface {
 	// Lookup returns memory id as recalled; found is false when it was
 	// never captured or was deleted, redacted true for a tombstone.
 	Lookup(id string) (rec Record, redacted, found bool, err error)
+	// SameSummary returns the live memories (not superseded, redacted or
+	// deleted) indexed under a DuplicateKey, oldest first.
+	SameSummary(key [32]byte) ([]string, error)
 }
 
 // Prepare applies the sensitivity guard first (so that no error message or
@@ -263,18 +266,33 @@ func NewWrite(rec *Record, origin string, nonce func() string) Write {
 
 // Plan is what one remember or capture does in its transaction.
 type Plan struct {
-	// Existing is set for an exact retry: nothing is written and it is the
-	// memory to print.
+	// Existing is set for an exact retry or a duplicate: no memory event is
+	// written and it is the memory to print.
 	Existing *Record
-	Write    Write
+	// Duplicate is true when Existing is an active memory with the same
+	// normalized summary in the same scope (not an operation retry).
+	Duplicate bool
+	Write     Write
 	// Supersede marks each memory the record replaces, in order.
 	Supersede []events.MemorySuperseded
 }
 
+// WriteOptions are the choices of one remember or capture.
+type WriteOptions struct {
+	Origin string        // events.OriginRemember or events.OriginCapture
+	Nonce  func() string // salts the body (see NewWrite)
+	Now    time.Time     // decides whether a duplicate candidate has expired
+	// AllowDuplicate writes a new memory even when an active one in the
+	// same scope has the same normalized summary.
+	AllowDuplicate bool
+}
+
 // PlanRemember decides a remember or capture of the prepared record rec:
 // an exact retry writes nothing; otherwise the id must be new and every
-// memory it supersedes must exist and not be a redaction tombstone.
-func PlanRemember(idx Index, rec *Record, origin string, nonce func() string) (Plan, error) {
+// memory it supersedes must exist and not be a redaction tombstone; then,
+// unless o.AllowDuplicate, a duplicate of an active memory (Duplicate)
+// writes nothing and returns that memory.
+func PlanRemember(idx Index, rec *Record, o WriteOptions) (Plan, error) {
 	if existing, ok, err := Retry(idx, rec); err != nil {
 		return Plan{}, err
 	} else if ok {
@@ -292,7 +310,14 @@ func PlanRemember(idx Index, rec *Record, origin string, nonce func() string) (P
 			return Plan{}, refused("memory_not_found", "--supersedes: memory %s not found", target)
 		}
 	}
-	p := Plan{Write: NewWrite(rec, origin, nonce)}
+	if !o.AllowDuplicate {
+		if dup, ok, err := Duplicate(idx, rec, o.Now); err != nil {
+			return Plan{}, err
+		} else if ok {
+			return Plan{Existing: &dup, Duplicate: true}, nil
+		}
+	}
+	p := Plan{Write: NewWrite(rec, o.Origin, o.Nonce)}
 	for _, target := range rec.Supersedes {
 		p.Supersede = append(p.Supersede, events.MemorySuperseded{MemoryID: target, SupersededBy: rec.ID})
 	}

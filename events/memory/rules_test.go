@@ -39,6 +39,19 @@ func (x *fakeIndex) Lookup(id string) (Record, bool, bool, error) {
 	return r, x.redacted[id], ok, nil
 }
 
+// SameSummary is the duplicate index: every memory held, live or not (the
+// rule must itself skip what is not active).
+func (x *fakeIndex) SameSummary(key [32]byte) ([]string, error) {
+	var ids []string
+	for id, r := range x.memories {
+		if DuplicateKeyOf(&r) == key {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 var random6 = [6]byte{0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6}
 
 func counter() func() string {
@@ -182,14 +195,14 @@ func TestPlanRemember(t *testing.T) {
 
 	t.Run("exact retry writes nothing", func(t *testing.T) {
 		r := withOp("mem_new", "op-1", "Use pnpm, not npm")
-		p, err := PlanRemember(idx, &r, events.OriginRemember, counter())
+		p, err := PlanRemember(idx, &r, WriteOptions{Origin: events.OriginRemember, Nonce: counter(), Now: t0})
 		if err != nil || p.Existing == nil || p.Existing.ID != "mem_stored" || p.Write.Body != nil {
 			t.Fatalf("%+v %v", p, err)
 		}
 	})
 	t.Run("another intent conflicts", func(t *testing.T) {
 		r := withOp("mem_new", "op-1", "Use yarn")
-		_, err := PlanRemember(idx, &r, events.OriginRemember, counter())
+		_, err := PlanRemember(idx, &r, WriteOptions{Origin: events.OriginRemember, Nonce: counter(), Now: t0})
 		var oc *OperationConflictError
 		if !errors.As(err, &oc) || oc.OperationID != "op-1" || code(err) != "operation_conflict" ||
 			err.Error() != "operation_id op-1 is already bound to a different memory write" {
@@ -209,7 +222,7 @@ func TestPlanRemember(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := validRecord()
 			tc.edit(&r)
-			_, err := PlanRemember(idx, &r, events.OriginRemember, counter())
+			_, err := PlanRemember(idx, &r, WriteOptions{Origin: events.OriginRemember, Nonce: counter(), Now: t0})
 			if err == nil || err.Error() != tc.err || code(err) != tc.code {
 				t.Fatalf("err %v (%q), want %q (%q)", err, code(err), tc.err, tc.code)
 			}
@@ -218,7 +231,7 @@ func TestPlanRemember(t *testing.T) {
 	t.Run("new memory", func(t *testing.T) {
 		r := validRecord()
 		r.Supersedes = []string{"mem_stored"}
-		p, err := PlanRemember(idx, &r, events.OriginCapture, counter())
+		p, err := PlanRemember(idx, &r, WriteOptions{Origin: events.OriginCapture, Nonce: counter(), Now: t0})
 		if err != nil || p.Existing != nil {
 			t.Fatal(p, err)
 		}

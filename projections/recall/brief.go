@@ -324,15 +324,22 @@ func byScoreBytes(sa float64, ida []byte, sb float64, idb string) int {
 }
 
 // render builds the context from ranked results, as published: only safe
-// lines, in rank order, each skipped when it does not fit.
+// lines, in rank order, each skipped when it does not fit or when an
+// included line already has its normalized summary (memory.NormalizeSummary:
+// duplicates stored before de-duplication, or in another scope).
 func render(top []ranked) (string, []string, error) {
 	remaining := MaxContextBytes - len(ContextHeader) - len(ContextFooter)
 	var lines strings.Builder
 	var ids []string
+	shown := map[string]bool{}
 	for i := range top {
 		r := &top[i].rec
 		if r.Sensitivity != memory.SensitivityNormal || !safeIdentity(r.ID) ||
 			events.HasControl(r.Summary) || memory.InspectText(r.Summary) != memory.SensitivityNormal {
+			continue
+		}
+		norm := memory.NormalizeSummary(r.Summary)
+		if shown[norm] {
 			continue
 		}
 		n := len("- [") + len(r.ID) + len("] ") + len(r.Summary) + len("\n")
@@ -355,6 +362,7 @@ func render(top []ranked) (string, []string, error) {
 		}
 		lines.WriteString("\n")
 		ids = append(ids, r.ID)
+		shown[norm] = true
 	}
 	if len(ids) == 0 {
 		lines.WriteString(EmptyResultLine)

@@ -101,7 +101,8 @@ func TestStartupBriefPrefersScarThenHeartwood(t *testing.T) {
 func TestBudgetIncludesExactlyFourOfEight1200ByteMemories(t *testing.T) {
 	fx := newFixture(t)
 	for i := 0; i < 8; i++ {
-		fx.capture(mem{id: fmt.Sprintf("mem_%d", i), project: "proj", summary: strings.Repeat("界", 400), sal: 0.9 - float64(i)/100})
+		// 1,200 bytes each, distinct (the brief shows one of equal summaries).
+		fx.capture(mem{id: fmt.Sprintf("mem_%d", i), project: "proj", summary: strings.Repeat("界", 399) + fmt.Sprintf("%03d", i), sal: 0.9 - float64(i)/100})
 	}
 	c := fx.brief(BriefQuery{Scope: me})
 	if !slices.Equal(c.MemoryIDs, []string{"mem_0", "mem_1", "mem_2", "mem_3"}) || c.ResultCount != 4 {
@@ -112,6 +113,21 @@ func TestBudgetIncludesExactlyFourOfEight1200ByteMemories(t *testing.T) {
 	}
 	if !strings.HasSuffix(c.Text, ContextFooter) || len(c.Text) > MaxContextBytes {
 		t.Fatalf("context of %d bytes", len(c.Text))
+	}
+}
+
+func TestBriefShowsEachNormalizedSummaryOnce(t *testing.T) {
+	fx := newFixture(t)
+	fx.capture(mem{id: "mem_a", project: "proj", summary: "Run make before pushing", sal: 0.9})
+	fx.capture(mem{id: "mem_b", project: "proj", summary: "run  MAKE before pushing", sal: 0.8})
+	fx.capture(mem{id: "mem_c", project: "proj", scope: "agent", agent: "claude-code", summary: "Run make before pushing ", sal: 0.7})
+	fx.capture(mem{id: "mem_d", project: "proj", summary: "Run make after pulling", sal: 0.6})
+	for _, hint := range []string{"", "make"} {
+		c := fx.brief(BriefQuery{Scope: me, TaskHint: hint})
+		if !slices.Equal(c.MemoryIDs, []string{"mem_a", "mem_d"}) || c.ResultCount != 2 ||
+			c.SelectedMemoryIDsSHA256 != SelectedIDsDigest([]string{"mem_a", "mem_d"}) || strings.Count(c.Text, "before pushing") != 1 {
+			t.Fatalf("hint %q: %v\n%s", hint, c.MemoryIDs, c.Text)
+		}
 	}
 }
 
