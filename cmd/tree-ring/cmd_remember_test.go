@@ -217,7 +217,7 @@ func TestOperationIDIdempotency(t *testing.T) {
 	}
 	// Another namespace (workflow) is free to reuse the key.
 	other := append([]string{}, args...)
-	other[9] = "w2"
+	other[1], other[9] = "Pin Node 22 in CI", "w2" // other words: not a duplicate of the first
 	if id := strings.TrimSpace(c.ok(other...)); id == first {
 		t.Fatal("another namespace returned the first memory")
 	}
