@@ -355,7 +355,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	help := pre.BoolP("help", "h", false, "show help")
 	version := pre.Bool("version", false, "print the version")
 	if err := pre.Parse(argv); err != nil {
-		return usagef("%v", err)
+		return flagError("", err)
 	}
 	rest := pre.Args()
 	if *version {
@@ -390,7 +390,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
 		}
-		return usagef("%s: %v", cmd.name, err)
+		return flagError(cmd.name, err)
 	}
 	g.lockTimeoutSet = pre.Changed("lock-timeout") || fs.Changed("lock-timeout")
 	if err := g.setupLog(); err != nil {

@@ -41,7 +41,7 @@ func TestCaptureStrictPath(t *testing.T) {
 	for _, flag := range []string{"--event-type", "--project", "--agent-profile", "--workflow-id", "--session-id", "--operation-id", "--source-ref"} {
 		c.fails("capture requires "+flag, captureArgs("x", flag, "")...)
 	}
-	c.fails("unknown flag: --scope", append(captureArgs("x"), "--scope", "global")...)
+	c.fails("unknown flag --scope", append(captureArgs("x"), "--scope", "global")...)
 	c.fails("only the cambium, scar or seed ring", captureArgs("x", "--ring", "heartwood")...)
 	c.fails("only event types preference", captureArgs("x", "--event-type", "note")...)
 	c.fails("only normal sensitivity", captureArgs("my medication schedule")...)

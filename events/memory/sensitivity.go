@@ -16,29 +16,71 @@ const (
 // carries no part of the content.
 var ErrSecretBlocked error = &RefusedError{Code: "secret_blocked", Reason: "secret-like memory is blocked by policy"}
 
-// The published detector (core/src/sensitivity.rs). Secret patterns are
-// checked first; category patterns only when no secret matched, first match
-// wins. Go's \b is ASCII-only where Rust's is Unicode-aware: next to a
-// non-ASCII letter Go sees a boundary Rust does not, so Go flags slightly
-// more, never less (the two non-ASCII runes that fold into the patterns'
-// ASCII letters are rewritten first, see prepare). The private-key rule
-// also flags a lone BEGIN line (a truncated key is still a key); the
-// published pattern needs the END line.
+// The published detector (core/src/sensitivity.rs), then ours. Secret
+// patterns are checked first; category patterns only when no secret
+// matched, first match wins. Go's \b is ASCII-only where Rust's is
+// Unicode-aware: next to a non-ASCII letter Go sees a boundary Rust does
+// not, so Go flags slightly more, never less (the two non-ASCII runes that
+// fold into the patterns' ASCII letters are rewritten first, see prepare).
+// The private-key rule also flags a lone BEGIN line (a truncated key is
+// still a key); the published pattern needs the END line.
+//
+// The published patterns miss common credentials (issue 13: a JWT, Slack,
+// Stripe and Google keys, an AWS secret access key, URL credentials, a PGP
+// private key block, `password: ...` passed and were recalled and
+// exported), so ours follow them: the formats of the common rules of
+// gitleaks' default configuration, written from the formats' public
+// descriptions. Every pattern is RE2 (linear in its input), guarded by
+// literal triggers, and run on at most maxInspectBytes.
 var (
-	secretPatterns = []struct {
-		name     string
-		triggers []string // lowercase ASCII; the regexp runs only if one occurs
-		re       *lazyRegexp
-	}{
-		{"openai_key", []string{"sk-"}, lazy(`\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b`)},
-		{"tree_ring_coordinator_capability", []string{"trcap_v1_"}, lazy(`trcap_v1_[A-Fa-f0-9]{64}`)},
-		{"github_token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, lazy(`\bgh[pousr]_[A-Za-z0-9_]{20,}\b`)},
-		{"github_fine_grained_token", []string{"github_pat_"}, lazy(`\bgithub_pat_[A-Za-z0-9_]{20,}\b`)},
-		{"aws_access_key", []string{"akia"}, lazy(`\bAKIA[0-9A-Z]{16}\b`)},
-		{"bearer_token", []string{"bearer"}, lazy(`(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{20,}\b`)},
-		{"private_key", []string{"-----begin"}, lazy(`-----BEGIN (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----`)},
-		{"secret_assignment", []string{"api", "key", "secret", "token", "password", "passwd", "pwd", "database_url"},
-			lazy(`(?i)\b(?:[A-Z0-9_]*(?:API[_-]?KEY|PRIVATE[_-]?KEY|SECRET(?:_ACCESS_KEY)?|TOKEN|PASSWORD|PASSWD|PWD)|DATABASE_URL)\s*=\s*(?:"[^"\n]*"|'[^'\n]*'|\S+)`)},
+	secretPatterns = []secretRule{
+		// Published.
+		{name: "openai_key", triggers: []string{"sk-"}, re: lazy(`\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b`)},
+		{name: "tree_ring_coordinator_capability", triggers: []string{"trcap_v1_"}, re: lazy(`trcap_v1_[A-Fa-f0-9]{64}`)},
+		{name: "github_token", triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: lazy(`\bgh[pousr]_[A-Za-z0-9_]{20,}\b`)},
+		{name: "github_fine_grained_token", triggers: []string{"github_pat_"}, re: lazy(`\bgithub_pat_[A-Za-z0-9_]{20,}\b`)},
+		{name: "aws_access_key", triggers: []string{"akia"}, re: lazy(`\bAKIA[0-9A-Z]{16}\b`)},
+		{name: "bearer_token", triggers: []string{"bearer"}, re: lazy(`(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{20,}\b`)},
+		{name: "private_key", triggers: []string{"-----begin"}, re: lazy(`-----BEGIN (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----`)},
+		{name: "secret_assignment", triggers: []string{"api", "key", "secret", "token", "password", "passwd", "pwd", "database_url"},
+			re: lazy(`(?i)\b(?:[A-Z0-9_]*(?:API[_-]?KEY|PRIVATE[_-]?KEY|SECRET(?:_ACCESS_KEY)?|TOKEN|PASSWORD|PASSWD|PWD)|DATABASE_URL)\s*=\s*(?:"[^"\n]*"|'[^'\n]*'|\S+)`)},
+
+		// Ours.
+		{name: "private_key_block", triggers: []string{"-----begin", "private key"},
+			re: lazy(`-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----`)},
+		{name: "putty_private_key", triggers: []string{"putty-user-key-file-"}, re: lazy(`PuTTY-User-Key-File-[0-9]+:`)},
+		{name: "age_secret_key", triggers: []string{"age-secret-key-1"}, re: lazy(`AGE-SECRET-KEY-1[0-9A-Z]{58}`)},
+		{name: "jwt", triggers: []string{"eyj"}, re: lazy(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+		{name: "aws_access_key_id", triggers: []string{"akia", "asia", "abia", "acca", "a3t"},
+			re: lazy(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+		// A secret access key is 40 characters of base64 with no prefix of
+		// its own: only in the context of AWS or of its name, and only if
+		// it looks random (a 40-hex git commit id does not).
+		{name: "aws_secret_access_key", triggers: []string{"aws", "secret access key", "secret_access_key", "secretaccesskey", "secret-access-key"},
+			re:    lazy(`(?i)(?:\baws|secret[ _-]?access[ _-]?key)[^\n]{0,40}?(?:^|[^A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
+			value: randomLooking},
+		{name: "slack_token", triggers: []string{"xox", "xapp-"}, re: lazy(`\b(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10,}`)},
+		{name: "slack_webhook", triggers: []string{"hooks.slack.com/"}, re: lazy(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}`)},
+		{name: "stripe_key", triggers: []string{"sk_", "rk_"}, re: lazy(`\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}`)},
+		{name: "google_api_key", triggers: []string{"aiza"}, re: lazy(`\bAIza[0-9A-Za-z_-]{35}`)},
+		{name: "gitlab_token", triggers: []string{"glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "glagent-", "gloas-", "glft-"},
+			re: lazy(`\bgl(?:pat|dt|ptt|rt|cbt|imt|soat|ffct|agent|oas|ft)-[0-9A-Za-z_-]{20,}`)},
+		{name: "npm_token", triggers: []string{"npm_"}, re: lazy(`\bnpm_[A-Za-z0-9]{36}\b`)},
+		{name: "pypi_token", triggers: []string{"pypi-"}, re: lazy(`pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}`)},
+		{name: "huggingface_token", triggers: []string{"hf_"}, re: lazy(`\bhf_[A-Za-z]{34}\b`)},
+		{name: "docker_pat", triggers: []string{"dckr_pat_"}, re: lazy(`\bdckr_pat_[A-Za-z0-9_-]{27,}`)},
+		{name: "sendgrid_key", triggers: []string{"sg."}, re: lazy(`\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b`)},
+		{name: "shopify_token", triggers: []string{"shpat_", "shpca_", "shppa_", "shpss_"}, re: lazy(`\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b`)},
+		{name: "vault_token", triggers: []string{"hvs.", "hvb."}, re: lazy(`\bhv[sb]\.[A-Za-z0-9_-]{24,}`)},
+		{name: "digitalocean_token", triggers: []string{"dop_v1_", "doo_v1_", "dor_v1_"}, re: lazy(`\bdo[opr]_v1_[a-f0-9]{64}\b`)},
+		// user:password@ in a URL (postgres://, https://, amqp://, ...).
+		{name: "url_credentials", triggers: []string{"://"}, re: lazy(`\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,256}:[^\s/@]{1,256}@[^\s/@]`)},
+		// password: ..., "token": "...", client_secret: ... (the published
+		// rule covers only `=`). An unquoted value must look like a
+		// credential, not a word of prose (see credentialLooking).
+		{name: "secret_colon_assignment", triggers: []string{"password", "passwd", "secret", "token", "api", "key"},
+			re:    lazy(`(?i)\b[A-Z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?\s*:\s*("[^"\n]{4,}"|'[^'\n]{4,}'|[^\s"',;]{6,})`),
+			value: credentialLooking},
 	}
 	categoryPatterns = []struct {
 		class    string
@@ -72,9 +114,18 @@ func lazy(src string) *lazyRegexp { return &lazyRegexp{src: src} }
 // MatchString compiles the pattern once (it is a constant known to be
 // valid: a bad one panics on first use, as MustCompile would at init, and
 // TestSensitivityPatternsCompile compiles them all) and matches.
-func (l *lazyRegexp) MatchString(s string) bool {
+func (l *lazyRegexp) MatchString(s string) bool { return l.get().MatchString(s) }
+
+// FindAllSubmatchIndex returns the index pairs of every match of s and of
+// its groups, left to right (linear in s: each search resumes after the
+// previous match).
+func (l *lazyRegexp) FindAllSubmatchIndex(s string) [][]int {
+	return l.get().FindAllStringSubmatchIndex(s, -1)
+}
+
+func (l *lazyRegexp) get() *regexp.Regexp {
 	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
-	return l.re.MatchString(s)
+	return l.re
 }
 
 // foldASCII lowercases ASCII letters and maps the two non-ASCII runes that
@@ -123,24 +174,121 @@ func prepare(s string) (text, folded string) {
 	return s, foldASCII(s)
 }
 
-// IsSecretLike reports whether s matches a secret pattern.
-func IsSecretLike(s string) bool {
-	if s == "" {
-		return false
+// maxInspectBytes bounds what the detector reads of one text: more than
+// any field may hold (Validate refuses a longer one after the guard, so
+// nothing past the bound is ever written), so matching stays linear in a
+// bounded input.
+const maxInspectBytes = 1 << 20
+
+// secretRule is one secret pattern. When value is set, a match counts only
+// if value accepts the pattern's first group.
+type secretRule struct {
+	name     string
+	triggers []string // lowercase ASCII; the regexp runs only if one occurs
+	re       *lazyRegexp
+	value    func(string) bool
+}
+
+func (p *secretRule) matches(s string) bool {
+	if p.value == nil {
+		return p.re.MatchString(s)
 	}
-	s, f := prepare(s)
-	for _, p := range secretPatterns {
-		if anyTrigger(f, p.triggers) && p.re.MatchString(s) {
+	for _, m := range p.re.FindAllSubmatchIndex(s) {
+		if len(m) >= 4 && m[2] >= 0 && p.value(s[m[2]:m[3]]) {
 			return true
 		}
 	}
 	return false
 }
 
+// SecretKind returns the name of the first secret pattern s matches ("" for
+// none). The name is public (a rule, never a value).
+func SecretKind(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) > maxInspectBytes {
+		s = s[:maxInspectBytes]
+	}
+	s, f := prepare(s)
+	for i := range secretPatterns {
+		if p := &secretPatterns[i]; anyTrigger(f, p.triggers) && p.matches(s) {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// IsSecretLike reports whether s matches a secret pattern.
+func IsSecretLike(s string) bool { return SecretKind(s) != "" }
+
+// randomLooking reports whether a 40-character candidate AWS secret mixes
+// upper case, lower case and digits and is not hexadecimal.
+func randomLooking(v string) bool {
+	var upper, lower, digit, nonHex bool
+	for _, c := range v {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper, nonHex = true, true
+		case c >= 'a' && c <= 'z':
+			lower = true
+			nonHex = nonHex || c > 'f'
+		case c >= '0' && c <= '9':
+			digit = true
+		default:
+			nonHex = true
+		}
+	}
+	return upper && lower && digit && nonHex
+}
+
+// credentialLooking reports whether the value of a `key: value` pair is a
+// credential rather than prose: a quoted value of one word; an unquoted
+// one that has a digit, a symbol other than the word joiners - _ . ', or
+// upper case after its first letter, and is neither a placeholder (<...>,
+// ${...}, $VAR, ***) nor an environment variable's name.
+func credentialLooking(v string) bool {
+	if q := v[0]; q == '"' || q == '\'' {
+		inner := strings.TrimSpace(v[1 : len(v)-1])
+		return len(inner) >= 4 && !strings.ContainsAny(inner, " \t") && !placeholder(inner)
+	}
+	v = strings.TrimRight(v, ".:)]}")
+	if len(v) < 6 || placeholder(v) || isEnvName(v) {
+		return false
+	}
+	for i, c := range v {
+		switch {
+		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z' && i > 0:
+			return true
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= 0x80, c == '-', c == '_', c == '.', c == '\'':
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+func placeholder(v string) bool {
+	return strings.HasPrefix(v, "<") || strings.HasPrefix(v, "$") || strings.HasPrefix(v, "%") ||
+		strings.Trim(v, "*x•.") == ""
+}
+
+func isEnvName(v string) bool {
+	for _, c := range v {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // categoryOf returns the first category s matches, or "".
 func categoryOf(s string) string {
 	if s == "" {
 		return ""
+	}
+	if len(s) > maxInspectBytes {
+		s = s[:maxInspectBytes]
 	}
 	s, f := prepare(s)
 	for _, p := range categoryPatterns {
