@@ -42,7 +42,7 @@ var (
 		{name: "aws_access_key", triggers: []string{"akia"}, re: lazy(`\bAKIA[0-9A-Z]{16}\b`)},
 		{name: "bearer_token", triggers: []string{"bearer"}, re: lazy(`(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{20,}\b`)},
 		{name: "private_key", triggers: []string{"-----begin"}, re: lazy(`-----BEGIN (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----`)},
-		{name: "secret_assignment", triggers: []string{"api", "key", "secret", "token", "password", "passwd", "pwd", "database_url"},
+		{name: "secret_assignment", triggers: []string{"api", "key", "secret", "token", "password", "passwd", "pwd", "database_url"}, requires: "=",
 			re: lazy(`(?i)\b(?:[A-Z0-9_]*(?:API[_-]?KEY|PRIVATE[_-]?KEY|SECRET(?:_ACCESS_KEY)?|TOKEN|PASSWORD|PASSWD|PWD)|DATABASE_URL)\s*=\s*(?:"[^"\n]*"|'[^'\n]*'|\S+)`)},
 
 		// Ours.
@@ -57,6 +57,7 @@ var (
 		// its own: only in the context of AWS or of its name, and only if
 		// it looks random (a 40-hex git commit id does not).
 		{name: "aws_secret_access_key", triggers: []string{"aws", "secret access key", "secret_access_key", "secretaccesskey", "secret-access-key"},
+			pre:   hasBase64Run40,
 			re:    lazy(`(?i)(?:\baws|secret[ _-]?access[ _-]?key)[^\n]{0,40}?(?:^|[^A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
 			value: randomLooking},
 		{name: "slack_token", triggers: []string{"xox", "xapp-"}, re: lazy(`\b(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10,}`)},
@@ -74,11 +75,11 @@ var (
 		{name: "vault_token", triggers: []string{"hvs.", "hvb."}, re: lazy(`\bhv[sb]\.[A-Za-z0-9_-]{24,}`)},
 		{name: "digitalocean_token", triggers: []string{"dop_v1_", "doo_v1_", "dor_v1_"}, re: lazy(`\bdo[opr]_v1_[a-f0-9]{64}\b`)},
 		// user:password@ in a URL (postgres://, https://, amqp://, ...).
-		{name: "url_credentials", triggers: []string{"://"}, re: lazy(`\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,256}:[^\s/@]{1,256}@[^\s/@]`)},
+		{name: "url_credentials", triggers: []string{"://"}, requires: "@", re: lazy(`\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,256}:[^\s/@]{1,256}@[^\s/@]`)},
 		// password: ..., "token": "...", client_secret: ... (the published
 		// rule covers only `=`). An unquoted value must look like a
 		// credential, not a word of prose (see credentialLooking).
-		{name: "secret_colon_assignment", triggers: []string{"password", "passwd", "secret", "token", "api", "key"},
+		{name: "secret_colon_assignment", triggers: []string{"password", "passwd", "secret", "token", "api", "key"}, requires: ":",
 			re:    lazy(`(?i)\b[A-Z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?\s*:\s*("[^"\n]{4,}"|'[^'\n]{4,}'|[^\s"',;]{6,})`),
 			value: credentialLooking},
 	}
@@ -182,14 +183,23 @@ const maxInspectBytes = 1 << 20
 
 // secretRule is one secret pattern. When value is set, a match counts only
 // if value accepts the pattern's first group.
+//
+// Go's regexp finds no literal prefix in a pattern that starts with \b or
+// a class, so a search costs a few hundred nanoseconds per byte; triggers,
+// requires and pre are linear scans that skip it when it cannot match.
 type secretRule struct {
 	name     string
 	triggers []string // lowercase ASCII; the regexp runs only if one occurs
+	requires string   // a substring every match contains
+	pre      func(string) bool
 	re       *lazyRegexp
 	value    func(string) bool
 }
 
 func (p *secretRule) matches(s string) bool {
+	if p.requires != "" && !strings.Contains(s, p.requires) || p.pre != nil && !p.pre(s) {
+		return false
+	}
 	if p.value == nil {
 		return p.re.MatchString(s)
 	}
@@ -221,6 +231,23 @@ func SecretKind(s string) string {
 
 // IsSecretLike reports whether s matches a secret pattern.
 func IsSecretLike(s string) bool { return SecretKind(s) != "" }
+
+// hasBase64Run40 reports whether s has 40 consecutive characters of
+// [A-Za-z0-9/+], as an AWS secret access key is.
+func hasBase64Run40(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '/' || c == '+' {
+			if n++; n >= 40 {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
 
 // randomLooking reports whether a 40-character candidate AWS secret mixes
 // upper case, lower case and digits and is not hexadecimal.
