@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // oPath is O_PATH (asm-generic value, shared by every Linux architecture Go
@@ -299,4 +300,42 @@ func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
 	}
 	defer syscall.Close(fd)
 	return syscall.Fstat(fd, st)
+}
+
+// RemoveEmptyDir removes directory rel if it is empty, without following a
+// symlink in any component. It exists for Tree Ring's own per-worker
+// receipt directories (retention). An absent or non-empty directory is not
+// an error (removed reports whether this call removed it); a final entry
+// that is not a directory is left alone (the kernel refuses to rmdir it).
+func (r *ProjectRoot) RemoveEmptyDir(rel string) (removed bool, err error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return false, err
+	}
+	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	if err != nil || absent {
+		return false, err
+	}
+	defer syscall.Close(dfd)
+	if err := rmdirat(dfd, comps[len(comps)-1]); err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return false, nil
+		}
+		return false, fmt.Errorf("remove directory %s: %w", rel, err)
+	}
+	return true, nil
+}
+
+// rmdirat is unlinkat(dirfd, name, AT_REMOVEDIR): package syscall's
+// Unlinkat passes no flags.
+func rmdirat(dirfd int, name string) error {
+	const atRemoveDir = 0x200
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return err
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), atRemoveDir); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -36,3 +36,6 @@ func (r *ProjectRoot) ListDir(string, int) ([]string, bool, error) { return nil,
 
 // RemoveFile fails on this platform.
 func (r *ProjectRoot) RemoveFile(string) (bool, error) { return false, errPlatform }
+
+// RemoveEmptyDir fails on this platform.
+func (r *ProjectRoot) RemoveEmptyDir(string) (bool, error) { return false, errPlatform }

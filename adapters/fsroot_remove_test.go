@@ -56,3 +56,36 @@ func TestListDirAndRemoveFile(t *testing.T) {
 		t.Fatal("y.json was removed through a symlink")
 	}
 }
+
+func TestRemoveEmptyDir(t *testing.T) {
+	r, dir := openTestRoot(t)
+	if err := r.CreateFile("a/full/x.json", []byte("x"), 0o600, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "a/empty"), 0o700)
+	os.Symlink(filepath.Join(dir, "a/empty"), filepath.Join(dir, "a/link"))
+	os.WriteFile(filepath.Join(dir, "a/file"), []byte("x"), 0o600)
+	for _, tc := range []struct {
+		rel     string
+		removed bool
+		fails   bool
+	}{
+		{"a/full", false, false},    // not empty: kept
+		{"a/missing", false, false}, // absent: nothing to do
+		{"a/link", false, true},     // a symlink is not a directory: refused
+		{"a/file", false, true},     // nor is a file
+		{"a/link/x", false, true},   // never through a symlink
+		{"a/empty", true, false},
+		{"a/empty", false, false},
+	} {
+		ok, err := r.RemoveEmptyDir(tc.rel)
+		if ok != tc.removed || (err != nil) != tc.fails {
+			t.Errorf("%s: removed %v, err %v", tc.rel, ok, err)
+		}
+	}
+	for _, keep := range []string{"a/full/x.json", "a/link", "a/file"} {
+		if _, err := os.Lstat(filepath.Join(dir, keep)); err != nil {
+			t.Errorf("%s: %v", keep, err)
+		}
+	}
+}

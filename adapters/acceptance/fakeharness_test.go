@@ -197,7 +197,9 @@ func TestFakeHarness(t *testing.T) {
 			if r := p.fire(h, dir+"stop.json", sub, active); r.Stdout != "{}\n" || r.Decision != "" {
 				t.Fatalf("stop_hook_active: %+v", r)
 			}
-			if r := p.fire(h, dir+"subagent-stop.json", sub, mark); r.Decision != "block" || !strings.Contains(r.Reason, "--agent-profile "+h+":") {
+			// A subagent's lessons are filed under the parent session's
+			// profile (docs/memory.md "Subagent lessons").
+			if r := p.fire(h, dir+"subagent-stop.json", sub, mark); r.Decision != "block" || !strings.Contains(r.Reason, "--agent-profile "+h+" --workflow-id ") {
 				t.Fatalf("subagent stop: %+v", r)
 			}
 			p.tr("audit verify", "audit", "verify")

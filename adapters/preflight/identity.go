@@ -69,6 +69,24 @@ func HookIdentity(harness string, in HookInput) Identity {
 	}
 }
 
+// CaptureIdentity is the identity a stop checkpoint's capture lines file
+// lessons under. For Stop it is HookIdentity's. For SubagentStop it is the
+// parent session's agent profile (the harness id, which recurs), the
+// parent session as workflow, and the subagent's own session
+// (normalized("agent", agent_id), as HookIdentity derives it) as session:
+// the subagent's worker profile embeds a hash of agent_id, new on every
+// spawn, so a lesson filed under it would never be recalled again. The
+// subagent stays named by the session (provenance in agent scope), and its
+// worker identity is unchanged for receipts and recall: a new worker still
+// inherits no previous worker's notes (docs/memory.md).
+func CaptureIdentity(harness string, in HookInput) Identity {
+	id := HookIdentity(harness, in)
+	if in.Subagent() {
+		id.AgentProfile = harness
+	}
+	return id
+}
+
 // WorkerKeyFingerprint identifies a worker (a harness and an agent profile:
 // the unit of receipt retention) without naming it: the lowercase hex
 // SHA-256 of the length-delimited fields "worker", harness id, agent

@@ -378,3 +378,16 @@ func TestFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptiedDirs(t *testing.T) {
+	w := func(agent string) string { return preflight.WorkerDir("claude-code", agent) }
+	got := preflight.EmptiedDirs([]string{
+		w("a") + "/receipt-1.json", w("b") + "/receipt-2.json", w("a") + "/receipt-3.json",
+		w("keep") + "/receipt-4.json", ".tree-ring/elsewhere/x.json", preflight.ReceiptsDir + "/claude-code/receipt-5.json",
+	}, w("keep"))
+	want := []string{w("a"), w("b")}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

@@ -57,6 +57,30 @@ func TestHookIdentity(t *testing.T) {
 	}
 }
 
+// A subagent's lessons are filed under the parent session's agent profile
+// (which recurs), named by the subagent's session; a main session's under
+// its own identity.
+func TestCaptureIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		in   HookInput
+		want Identity
+	}{
+		{HookInput{Event: Stop, SessionID: "s1"}, Identity{"codex", "s1", "s1"}},
+		{HookInput{Event: SubagentStop, SessionID: "s1", AgentID: "agent-1", AgentType: "general purpose"}, Identity{"codex", "s1", "agent-1"}},
+		{HookInput{Event: SubagentStop, SessionID: "s1", AgentID: "agent-2", AgentType: "reviewer"}, Identity{"codex", "s1", "agent-2"}},
+		{HookInput{Event: SubagentStop, SessionID: "s 1", AgentID: "/tmp/agent 3", AgentType: "x"},
+			Identity{"codex", Normalized("session", "s 1"), Normalized("agent", "/tmp/agent 3")}},
+	} {
+		got := CaptureIdentity("codex", tc.in)
+		if got != tc.want {
+			t.Errorf("%+v: %+v, want %+v", tc.in, got, tc.want)
+		}
+		if w := HookIdentity("codex", tc.in); tc.in.Subagent() && (w.AgentProfile == got.AgentProfile || w.SessionID != got.SessionID) {
+			t.Errorf("the worker identity must stay the subagent's: %+v", w)
+		}
+	}
+}
+
 func testReceipt() Receipt {
 	return Receipt{
 		SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: "receipt-01234567-89ab-4def-8123-456789abcdef",

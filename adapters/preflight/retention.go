@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -77,3 +78,22 @@ func Retain(now time.Time, expired, beyond []Indexed) []Prune {
 // Beyond is how many of a worker's n retained receipts must make room for
 // a new one: n-99, or none.
 func Beyond(n int) int { return max(0, n-(RetentionPerWorker-1)) }
+
+// EmptiedDirs are the worker directories that retention removes once the
+// plan's files are gone, if they are then empty (the caller removes only
+// an empty one): the directory of each removed receipt file other than
+// keep, the directory the new receipt was written to, each once, sorted.
+// A subagent's worker identity is new on every spawn, so each spawn has
+// its own directory; without this, every spawn would leave one behind
+// after its receipts expire.
+func EmptiedDirs(removed []string, keep string) []string {
+	var out []string
+	for _, f := range removed {
+		d := path.Dir(f)
+		if d != keep && strings.HasPrefix(d, ReceiptsDir+"/") && strings.Count(d[len(ReceiptsDir):], "/") == 2 {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -59,11 +59,10 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	if err := checkCwd(in.Cwd, loc.project); err != nil {
 		return err
 	}
-	id := preflight.HookIdentity(a.ID, in)
 	if in.Start() {
-		return hookStart(ctx, g, loc, a, in, id, data)
+		return hookStart(ctx, g, loc, a, in, preflight.HookIdentity(a.ID, in), data)
 	}
-	return hookStop(g, loc, a, in, id)
+	return hookStop(g, loc, a, in, preflight.CaptureIdentity(a.ID, in))
 }
 
 // hookStart runs the preflight of a start event and prints its
@@ -78,7 +77,7 @@ func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapte
 }
 
 // hookStop answers a stop event: {} on a re-run, else the capture
-// checkpoint decision.
+// checkpoint decision, whose lines file under id (preflight.CaptureIdentity).
 func hookStop(g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity) error {
 	if err := checkStop(loc, a); err != nil {
 		return err

@@ -355,7 +355,7 @@ func TestHookWorkersAndStops(t *testing.T) {
 		t.Fatalf("stop_hook_active: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	r = p.hook("claude-code", p.payload("claude-code", "subagent-stop.json", nil))
-	if r.code != 0 || !strings.Contains(r.stdout, `--agent-profile claude-code:Explore:`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `--agent-profile claude-code --workflow-id abc123 --session-id def456`) {
 		t.Fatalf("subagent stop: %s %s", r.stdout, r.stderr)
 	}
 	if len(p.receipts()) != 3 {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -393,10 +394,14 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return pathless(err)
 	}
 	// Retention on disk (the lock is still held): files of pruned receipts
-	// and strays. Best effort: a file left behind has no index entry, never
-	// proves anything, and the next write in its directory removes it.
+	// and strays, then the worker directories they leave empty. Best
+	// effort: a file left behind has no index entry, never proves
+	// anything, and the next write in its directory removes it.
 	for _, p := range plan.Removals {
 		_, _ = root.RemoveFile(p)
+	}
+	for _, d := range preflight.EmptiedDirs(plan.Removals, path.Dir(plan.Receipt.Path())) {
+		_, _ = root.RemoveEmptyDir(d)
 	}
 	return nil
 }
