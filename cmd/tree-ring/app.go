@@ -28,6 +28,9 @@ type IO struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// Getwd is the working directory project-root discovery starts from
+	// (os.Getwd when nil).
+	Getwd func() (string, error)
 	// StdoutTerminal enables progress output for long work.
 	StdoutTerminal bool
 }
@@ -65,6 +68,9 @@ type Globals struct {
 	// onCommit, when set (tests), is called after every durable ledger
 	// commit of this invocation (bolt.Options.OnCommit).
 	onCommit func()
+	// discovered is the project root found from a subdirectory when
+	// neither --root nor --source-root was given ("" otherwise).
+	discovered string
 }
 
 // Run and RunSpec are the run recorder's (docs/runs.md).
@@ -366,20 +372,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	cmd, words := lookup(rest)
 	if cmd == nil {
-		if len(rest) == 0 || rest[0] == "help" {
-			if len(rest) > 1 {
-				if c, _ := lookup(rest[1:]); c != nil {
-					return printCommandHelp(g, c)
-				}
-			}
-			printHelp(g.Stdout)
-			return nil
-		}
-		if *help {
-			printHelp(g.Stdout)
-			return nil
-		}
-		return usagef("unknown command %q (see `tree-ring --help`)", rest[0])
+		return noCommand(g, rest, *help)
 	}
 	o := cmd.newOpts()
 	fs := newFlagSet(cmd, g, o)
@@ -392,11 +385,46 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		}
 		return flagError(cmd.name, err)
 	}
+	if cmd.args == "" && fs.NArg() > 0 && isGroup(cmd.name) {
+		return unknownSubcommand(cmd, fs.Arg(0))
+	}
 	g.lockTimeoutSet = pre.Changed("lock-timeout") || fs.Changed("lock-timeout")
+	discovered, err := g.resolveRoots(pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
+	if err != nil {
+		return err
+	}
+	g.discovered = discovered
 	if err := g.setupLog(); err != nil {
 		return err
 	}
 	return cmd.run(ctx, g, o, fs.Args())
+}
+
+// noCommand answers words that name no command: help (general, of a
+// command, of a group), a group's subcommands on bare use or --help, or
+// the usage error that suggests the nearest command.
+func noCommand(g *Globals, rest []string, help bool) error {
+	switch {
+	case len(rest) == 0 || rest[0] == "help":
+		if len(rest) > 1 {
+			if c, _ := lookup(rest[1:]); c != nil {
+				return printCommandHelp(g, c)
+			}
+			if isGroup(rest[1]) {
+				printGroupHelp(g.Stdout, rest[1])
+				return nil
+			}
+		}
+		printHelp(g.Stdout)
+		return nil
+	case isGroup(rest[0]) && (len(rest) == 1 || help || rest[1] == "--help" || rest[1] == "-h"):
+		printGroupHelp(g.Stdout, rest[0])
+		return nil
+	case help:
+		printHelp(g.Stdout)
+		return nil
+	}
+	return unknownCommand(rest)
 }
 
 func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
@@ -447,22 +475,23 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\nUsage: tree-ring [--root DIR] [--json] [--log-level L] COMMAND [flags] [args]")
 	fmt.Fprintln(w, "       tree-ring [--json] --version")
 	fmt.Fprintln(w, "\nCommands:")
-	names := make([]string, 0, len(commands))
-	width := 0
-	for n, c := range commands {
-		names = append(names, n)
-		width = max(width, len(n)+len(c.args)+1)
+	all := make([]*command, 0, len(commands))
+	for _, c := range commands {
+		all = append(all, c)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := commands[n]
-		fmt.Fprintf(w, "  %-*s  %s\n", width, strings.TrimSpace(n+" "+c.args), c.summary)
-	}
-	fmt.Fprintln(w, "\nRun `tree-ring COMMAND --help` for a command's flags. Exit codes: docs/exit-codes.md.")
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	printCommandList(w, all)
+	fmt.Fprintln(w, "\nRun `tree-ring COMMAND --help` for a command's flags, `tree-ring GROUP` for a group's commands.")
+	fmt.Fprintln(w, "From a subdirectory, the project root is the git checkout's top level, as for the hooks.")
+	fmt.Fprintln(w, "Exit codes: docs/exit-codes.md.")
 }
 
 func printCommandHelp(g *Globals, c *command) error {
 	fs := newFlagSet(c, g, c.newOpts())
 	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
+	if subs := subcommands(c.name); len(subs) > 0 {
+		fmt.Fprintln(g.Stdout, "\nSubcommands:")
+		printCommandList(g.Stdout, subs)
+	}
 	return nil
 }

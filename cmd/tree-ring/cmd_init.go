@@ -50,6 +50,11 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 		return err
 	}
 	defer pr.root.Close()
+	if g.discovered != "" && !g.JSON {
+		// Run from a subdirectory: the project is the root the hooks
+		// resolve (docs/README: never a second, nested store).
+		fmt.Fprintf(g.Stderr, "tree-ring: initializing the project root %s (the git checkout's top level, which the hooks use), not the working directory\n", pr.canonical)
+	}
 	dets := adapters.Detect(pr.canonical, g.Getenv("HOME"))
 	// Plans cover detected harnesses plus every passive binding (Agent
 	// Zero's), which no marker announces.
@@ -79,7 +84,22 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	return printInit(g, plan, storeID, aw)
+	gitignore, inGit := pr.readGitignore()
+	return printInit(g, plan, storeID, aw, inGit && !ignoresStore(gitignore))
+}
+
+// readGitignore returns the project's top-level .gitignore, read through
+// the pinned root; ok is false when the project is not a git checkout (no
+// .git entry), where no ignore line is suggested.
+func (pr *project) readGitignore() (data []byte, ok bool) {
+	if git, err := pr.root.Exists(".git"); err != nil || !git {
+		return nil, false
+	}
+	e, err := pr.root.ReadFile(".gitignore", 1<<20)
+	if err != nil {
+		return nil, true
+	}
+	return e.Data, true
 }
 
 // initStore opens (creating) the store and records store.initialized once,
@@ -180,7 +200,7 @@ func managedPaths(plan *activation.Plan, id string) []string {
 	return nil
 }
 
-func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness) error {
+func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness, suggestIgnore bool) error {
 	var entries []initEntry
 	for _, o := range plan.Outcomes {
 		e := initEntry{
@@ -211,7 +231,24 @@ func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness) 
 			printNext(g.Stdout, e.NextStep)
 		}
 	}
+	if suggestIgnore {
+		fmt.Fprintln(g.Stdout, "Add this line to .gitignore (init never edits it): .tree-ring/")
+		fmt.Fprintln(g.Stdout, "  it holds this checkout's ledger (memory text), receipts, binary and path-bound activation; see README \"What to commit\".")
+	}
 	return nil
+}
+
+// ignoresStore reports whether a .gitignore's bytes ignore the store
+// directory with one of the plain spellings of it (no pattern matching:
+// a miss only prints the suggestion again).
+func ignoresStore(gitignore []byte) bool {
+	for _, line := range strings.Split(string(gitignore), "\n") {
+		switch strings.TrimSpace(line) {
+		case ".tree-ring", ".tree-ring/", "/.tree-ring", "/.tree-ring/", ".tree-ring/*", "/.tree-ring/*":
+			return true
+		}
+	}
+	return false
 }
 
 func printInitDryRun(g *Globals, plan *activation.Plan) error {
