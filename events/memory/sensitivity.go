@@ -168,7 +168,12 @@ func anyTrigger(folded string, triggers []string) bool {
 // as Rust's Unicode \b does.
 var asciiFolds = strings.NewReplacer("ſ", "s", "K", "K")
 
+// prepare returns the text the patterns read (at most maxInspectBytes of
+// s, the folds rewritten) and its folded form for the triggers.
 func prepare(s string) (text, folded string) {
+	if len(s) > maxInspectBytes {
+		s = s[:maxInspectBytes]
+	}
 	if strings.ContainsAny(s, "ſK") {
 		s = asciiFolds.Replace(s)
 	}
@@ -216,9 +221,6 @@ func (p *secretRule) matches(s string) bool {
 func SecretKind(s string) string {
 	if s == "" {
 		return ""
-	}
-	if len(s) > maxInspectBytes {
-		s = s[:maxInspectBytes]
 	}
 	s, f := prepare(s)
 	for i := range secretPatterns {
@@ -313,9 +315,6 @@ func isEnvName(v string) bool {
 func categoryOf(s string) string {
 	if s == "" {
 		return ""
-	}
-	if len(s) > maxInspectBytes {
-		s = s[:maxInspectBytes]
 	}
 	s, f := prepare(s)
 	for _, p := range categoryPatterns {
