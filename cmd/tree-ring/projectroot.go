@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -58,14 +59,19 @@ func (g *Globals) resolveRoots(rootSet, sourceSet bool) (discovered string, err 
 			getwd = os.Getwd
 		}
 		cwd, err := getwd()
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", errors.New("the working directory no longer exists")
-		} else if err != nil {
-			return "", nil // keep the relative defaults
-		}
-		g.SourceRoot = findProjectRoot(cwd)
-		if !rootSet && g.SourceRoot != cwd {
-			discovered = g.SourceRoot
+		switch {
+		case err != nil && rootSet:
+			// The hook names its store; a vanished working directory
+			// leaves the project to --root's checks.
+		case errors.Is(err, fs.ErrNotExist):
+			return "", errors.New("the working directory no longer exists; pass --root and --source-root")
+		case err != nil:
+			return "", fmt.Errorf("working directory: %w", err)
+		default:
+			g.SourceRoot = findProjectRoot(cwd)
+			if !rootSet && g.SourceRoot != cwd {
+				discovered = g.SourceRoot
+			}
 		}
 	}
 	if !rootSet {
