@@ -262,16 +262,11 @@ func (r *ProjectRoot) ListDir(rel string, limit int) (names []string, absent boo
 // directory is not fsynced: a removal that does not survive a crash is
 // repeated by the next retention pass.
 func (r *ProjectRoot) RemoveFile(rel string) (removed bool, err error) {
-	comps, err := splitRel(rel)
-	if err != nil {
-		return false, err
-	}
-	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	dfd, name, absent, err := r.parentOf(rel)
 	if err != nil || absent {
 		return false, err
 	}
 	defer syscall.Close(dfd)
-	name := comps[len(comps)-1]
 	var st syscall.Stat_t
 	if err := fstatat(dfd, name, &st); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
@@ -291,6 +286,18 @@ func (r *ProjectRoot) RemoveFile(rel string) (removed bool, err error) {
 	return true, nil
 }
 
+// parentOf opens the directory holding rel (never creating one) and
+// returns its descriptor, to be closed by the caller, and rel's last
+// component; absent is true when the directory does not exist.
+func (r *ProjectRoot) parentOf(rel string) (dfd int, name string, absent bool, err error) {
+	comps, err := splitRel(rel)
+	if err != nil {
+		return -1, "", false, err
+	}
+	dfd, absent, err = r.walk(comps[:len(comps)-1], false, 0)
+	return dfd, comps[len(comps)-1], absent, err
+}
+
 // fstatat stats name in dirfd without following a final symlink (through
 // an O_PATH descriptor: package syscall has no portable fstatat).
 func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
@@ -308,16 +315,12 @@ func fstatat(dirfd int, name string, st *syscall.Stat_t) error {
 // an error (removed reports whether this call removed it); a final entry
 // that is not a directory is left alone (the kernel refuses to rmdir it).
 func (r *ProjectRoot) RemoveEmptyDir(rel string) (removed bool, err error) {
-	comps, err := splitRel(rel)
-	if err != nil {
-		return false, err
-	}
-	dfd, absent, err := r.walk(comps[:len(comps)-1], false, 0)
+	dfd, name, absent, err := r.parentOf(rel)
 	if err != nil || absent {
 		return false, err
 	}
 	defer syscall.Close(dfd)
-	if err := rmdirat(dfd, comps[len(comps)-1]); err != nil {
+	if err := rmdirat(dfd, name); err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return false, nil
 		}
