@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 // countTypes counts the ledger's events by type.
@@ -50,16 +54,33 @@ func TestRememberDuplicate(t *testing.T) {
 		t.Fatalf("supersede gave %s", repl)
 	}
 	// Forgotten memories no longer hold their words; superseded ones never
-	// did.
+	// did. A deleted memory's duplicate key (a digest of its words) leaves
+	// the ledger file with its body.
+	key := memory.DuplicateKey("demo", "global", "", "", "", "Use pnpm, not npm")
+	if !fileContains(t, filepath.Join(c.root, "ledger.db"), key[:]) {
+		t.Fatal("the duplicate key is not where this test looks for it")
+	}
 	c.ok("forget", first, "--mode", "delete", "--reason", "test")
 	if r := c.run("", args("use pnpm, not npm")...); strings.TrimSpace(r.stdout) != repl {
 		t.Fatalf("after deleting the first: %+v", r)
 	}
 	c.ok("forget", repl, "--mode", "redact", "--reason", "test")
+	if fileContains(t, filepath.Join(c.root, "ledger.db"), key[:]) {
+		t.Fatal("the duplicate key of forgotten memories is still in the ledger file")
+	}
 	if id := strings.TrimSpace(c.ok(args("Use pnpm, not npm")...)); id == first || id == repl || id == forced {
 		t.Fatal("a forgotten or superseded memory was returned")
 	}
 	c.verify()
+}
+
+func fileContains(t *testing.T, path string, needle []byte) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(b, needle)
 }
 
 func sumCounts(m map[string]int) int {
