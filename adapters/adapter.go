@@ -105,6 +105,10 @@ type Adapter struct {
 	// DirectPreflight: `integrations preflight` may run in direct mode
 	// (identity flags, JSON output) for this harness.
 	DirectPreflight bool
+	// NativeGap says, for a guidance-only adapter, in one sentence, what
+	// its harness lacks (or what is not yet established) for a native
+	// adapter; status, init and a refused activate print it.
+	NativeGap string
 	// material builds the bridge this adapter publishes; nil for
 	// guidance-only adapters.
 	material func(Context) Material
@@ -236,6 +240,9 @@ func register(a *Adapter) {
 	}
 	if (a.material == nil) != (a.Support == Unsupported) {
 		panic("adapters: " + a.ID + ": only unsupported adapters lack bridge material")
+	}
+	if (a.NativeGap == "") != (a.Support != Unsupported) {
+		panic("adapters: " + a.ID + ": a guidance-only adapter (and only one) states its native gap")
 	}
 	registry[a.ID] = a
 }

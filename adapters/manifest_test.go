@@ -61,7 +61,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		"missing store_id":       {rep(`"store_id": "01234567-89ab-4def-8123-456789abcdef",`, ``), `missing key "store_id"`},
 		"protocol 2":             {rep(`"protocol_version": 1`, `"protocol_version": 2`), "protocol_version 2"},
 		"uuid v1":                {rep(`89ab-4def`, `89ab-1def`), "version-4 UUID"},
-		"unregistered harness":   {rep(`"pi": {`, `"crush": {`), `"crush" is not a registered adapter`},
+		"unregistered harness":   {rep(`"pi": {`, `"no-such-harness": {`), `"no-such-harness" is not a registered adapter`},
 		"bad state":              {rep(`"state": "needs-trust"`, `"state": "ready"`), `state "ready"`},
 		"dotdot path":            {rep(`".pi/extensions/tree-ring-memory.ts"`, `"../x.ts"`), "bad component"},
 		"absolute path":          {rep(`"path": ".codex/hooks.json"`, `"path": "/etc/hooks.json"`), "project-relative"},

@@ -39,7 +39,8 @@ func TestRegistryInvariants(t *testing.T) {
 		}
 		fsmFixtures = append(fsmFixtures, b...)
 	}
-	want := []string{"agent-zero", "claude-code", "codex", "goose", "hermes", "opencode", "pi"}
+	want := []string{"agent-zero", "antigravity-cli", "claude-code", "codex", "command-code", "crush", "cursor", "devin-cli",
+		"goose", "grok-build", "hermes", "kimi-code", "kiro-cli", "omp", "opencode", "pi"}
 	if !slices.Equal(IDs(), want) {
 		t.Fatalf("registry %v, want %v", IDs(), want)
 	}
@@ -82,6 +83,7 @@ type declared struct {
 	ManagedBlocks  []BlockTarget `json:"managed_blocks_allowed"`
 	StdinMode      string        `json:"stdin_mode"`
 	ContextFormats []string      `json:"context_formats,omitempty"`
+	NativeGap      string        `json:"native_gap,omitempty"`
 	Record         *Record       `json:"record_for_fixture_store,omitempty"`
 }
 
@@ -94,6 +96,7 @@ func TestAdapterContractsAndBridgesGolden(t *testing.T) {
 				Executable: a.Executable, ProjectMarkers: nonNilS(a.ProjectMarkers), HomeMarkers: nonNilS(a.HomeMarkers),
 				RestingState: string(a.RestingState), BridgePath: a.BridgePath, OwnedFiles: nonNilS(a.OwnedFiles),
 				ManagedBlocks: a.ManagedBlocks, StdinMode: string(a.Stdin.Mode), ContextFormats: a.Stdin.ContextFormats,
+				NativeGap: a.NativeGap,
 			}
 			if d.ManagedBlocks == nil {
 				d.ManagedBlocks = []BlockTarget{}

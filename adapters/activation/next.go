@@ -69,7 +69,17 @@ func NextFor(a *adapters.Adapter, s fsm.State, afterActivate bool) string {
 	case fsm.NeedsUserReview:
 		return NextReview(a.ID)
 	}
-	return NextUnsupported
+	return NextGuidance(a)
+}
+
+// NextGuidance is the step of a harness without a native adapter: the
+// published sentence and, for a guidance-only adapter, what would make it
+// native.
+func NextGuidance(a *adapters.Adapter) string {
+	if a.NativeGap == "" {
+		return NextUnsupported
+	}
+	return NextUnsupported + " " + a.NativeGap
 }
 
 func settledNext(o *Outcome, c Command) string {

@@ -189,7 +189,7 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	}
 	if !a.Publishes() {
 		o.Kind = Unsupported
-		o.NextStep = NextUnsupported
+		o.NextStep = NextGuidance(a)
 		return o, nil
 	}
 	mat := a.Material(in.Context)

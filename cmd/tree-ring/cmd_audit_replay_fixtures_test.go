@@ -111,6 +111,16 @@ var adapterOf = map[string][2]string{ // harness -> adapter version, capability
 	"agent-zero": {"1", "native-preflight"}, "hermes": {"0", "guidance-only"}, "opencode": {"0", "guidance-only"}, "goose": {"0", "guidance-only"},
 }
 
+// guidanceHarnesses are the guidance-only adapters registered after the
+// first three; their fixture is guidance-harnesses.
+var guidanceHarnesses = []string{"antigravity-cli", "command-code", "crush", "cursor", "devin-cli", "grok-build", "kimi-code", "kiro-cli", "omp"}
+
+func init() {
+	for _, h := range guidanceHarnesses {
+		adapterOf[h] = [2]string{"0", "guidance-only"}
+	}
+}
+
 var bridgeOf = map[string]string{
 	"codex": ".codex/hooks.json", "claude-code": ".claude/settings.json", "pi": ".pi/extensions/tree-ring-memory.ts",
 	"agent-zero": ".tree-ring/activation/agent-zero.json",
@@ -238,6 +248,11 @@ var scenarios = []struct {
 		b.detect("hermes")
 		b.detect("opencode")
 		b.detect("goose")
+	}},
+	{"guidance-harnesses", func(b *builder) {
+		for _, h := range guidanceHarnesses {
+			b.detect(h)
+		}
 	}},
 	{"preflight-failed", func(b *builder) {
 		b.detect("claude-code")

@@ -49,6 +49,11 @@ func runActivate(ctx context.Context, g *Globals, o *activateOptions, args []str
 	if err != nil {
 		return err
 	}
+	if !a.Publishes() {
+		// Refused before anything is opened: a guidance-only harness has no
+		// bridge, so there is nothing to publish or record.
+		return fmt.Errorf("%s is guidance-only: Tree Ring publishes no bridge for it and it never becomes active; nothing was written. %s", a.ID, a.NativeGap)
+	}
 	pr, err := resolveProject(g)
 	if err != nil {
 		return err

@@ -736,17 +736,27 @@ func TestHumanOutput(t *testing.T) {
 	if got != want {
 		t.Fatalf("link:\n%s\nwant:\n%s", got, want)
 	}
-	got = p.ok("integrations", "activate", "--harness", "hermes")
-	if got != "hermes: unsupported\n  next: Author and register a native harness adapter before claiming Tree Ring activation.\n" {
-		t.Fatalf("hermes:\n%s", got)
+	before := p.read(".tree-ring/ledger.db")
+	if r := p.run("integrations", "activate", "--harness", "hermes"); r.code != 2 || r.stdout != "" ||
+		r.stderr != "tree-ring: hermes is guidance-only: Tree Ring publishes no bridge for it and it never becomes active; nothing was written. "+hermes().NativeGap+"\n" {
+		t.Fatalf("hermes: %+v", r)
 	}
-	if r := p.run("integrations", "activate", "--harness", "cursor"); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "not a registered adapter") {
+	if p.read(".tree-ring/ledger.db") != before {
+		t.Fatal("a refused activate wrote the ledger")
+	}
+	if r := p.run("integrations", "activate", "--harness", "no-such-harness"); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "not a registered adapter") {
 		t.Fatalf("unknown harness: %+v", r)
 	}
 }
 
+func hermes() *adapters.Adapter {
+	a, _ := adapters.Lookup("hermes")
+	return a
+}
+
 func TestScan(t *testing.T) {
-	p := newProj(t, ".claude", ".a0", ".hermes")
+	p := newProj(t, ".claude", ".a0", ".hermes", ".cursor", ".kiro", ".devin")
+	p.write("crush.json", "{}")
 	if err := os.Mkdir(filepath.Join(p.home, ".codex"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -767,8 +777,15 @@ func TestScan(t *testing.T) {
 			t.Errorf("codex markers %v", e.Markers)
 		}
 	}
-	want := map[string]string{"agent-zero": "available", "claude-code": "detected", "codex": "detected", "goose": "available", "hermes": "detected", "opencode": "available", "pi": "available"}
-	if !out.OK || out.DetectedCount != 3 || !maps(got, want) {
+	// Every registered harness is listed, detected or not.
+	want := map[string]string{}
+	for _, id := range adapters.IDs() {
+		want[id] = "available"
+	}
+	for _, id := range []string{"claude-code", "codex", "hermes", "cursor", "kiro-cli", "devin-cli", "crush"} {
+		want[id] = "detected"
+	}
+	if !out.OK || out.DetectedCount != 7 || !maps(got, want) {
 		t.Fatalf("scan %+v", out)
 	}
 	if p.exists(".tree-ring") {
