@@ -42,7 +42,21 @@ type BlockFormat int
 const (
 	MarkdownBlock  BlockFormat = iota + 1 // <!-- tree-ring:begin ID v1 --> ... <!-- tree-ring:end ID -->
 	ClaudeSettings                        // the four handler entries in .claude/settings.json
+	GeminiSettings                        // the two handler entries in .gemini/settings.json
 )
+
+// HookSettings reports whether the block is Tree Ring's handler entries in
+// a harness's JSON settings file (merged by hand, never by Tree Ring).
+func (f BlockFormat) HookSettings() bool { return settingsOf(f) != nil }
+
+// Entries is how many handler entries a settings block holds (0 for other
+// formats).
+func (f BlockFormat) Entries() int {
+	if hs := settingsOf(f); hs != nil {
+		return len(hs.events)
+	}
+	return 0
+}
 
 // MarshalText names the format.
 func (f BlockFormat) MarshalText() ([]byte, error) {
@@ -51,6 +65,8 @@ func (f BlockFormat) MarshalText() ([]byte, error) {
 		return []byte("markdown-markers"), nil
 	case ClaudeSettings:
 		return []byte("claude-settings-handlers"), nil
+	case GeminiSettings:
+		return []byte("gemini-settings-handlers"), nil
 	}
 	return nil, fmt.Errorf("unknown block format %d", int(f))
 }
@@ -109,6 +125,17 @@ type Adapter struct {
 	// its harness lacks (or what is not yet established) for a native
 	// adapter; status, init and a refused activate print it.
 	NativeGap string
+	// CheckpointOncePerSession: the host's stop event does not reliably
+	// report that it is re-running because of our block (Gemini CLI sends
+	// stop_hook_active false again after the tool call the checkpoint
+	// asked for), so the hook issues the capture checkpoint at most once
+	// per session, guarded by the run ledger, not by that flag alone.
+	CheckpointOncePerSession bool
+	// Trust reads, read-only, the host's own decision whether it runs this
+	// project's hooks (nil: no trust gate Tree Ring can read). Status
+	// reports needs-trust with TrustStep while it is not Trusted.
+	Trust     TrustCheck
+	TrustStep string
 	// material builds the bridge this adapter publishes; nil for
 	// guidance-only adapters.
 	material func(Context) Material

@@ -62,13 +62,7 @@ func claudeEntryFor(i int) claudeEntry {
 // ClaudeHandlerDigestInput is the byte string whose SHA-256 the manifest
 // records for the settings block: the compact JSON of the handler list
 // [["SessionStart",{entry}],["SubagentStart",{entry}],["Stop",{entry}],["SubagentStop",{entry}]].
-func ClaudeHandlerDigestInput() []byte {
-	list := make([][2]any, len(claudeEvents))
-	for i, e := range claudeEvents {
-		list[i] = [2]any{e.Event, claudeEntryFor(i)}
-	}
-	return compactJSON(list)
-}
+func ClaudeHandlerDigestInput() []byte { return claudeHookSettings.digestInput() }
 
 // ClaudeSettingsSnippet is the settings document holding exactly Tree Ring's
 // four entries, pretty-printed. It is both the file Tree Ring creates when

@@ -16,7 +16,7 @@ import (
 const MaxBridgeFileBytes = 1 << 20
 
 // SettingsStatus classifies Tree Ring's handler entries in an existing
-// .claude/settings.json.
+// hook settings file (.claude/settings.json, .gemini/settings.json).
 type SettingsStatus int
 
 // Settings statuses.
@@ -24,8 +24,8 @@ const (
 	// SettingsNoEntries: no Tree Ring handler anywhere; adding ours would
 	// mutate the user's file.
 	SettingsNoEntries SettingsStatus = iota + 1
-	// SettingsExact: each of the four events holds exactly one Tree Ring
-	// entry, equal to ours, and no Tree Ring handler appears elsewhere.
+	// SettingsExact: each of the adapter's events holds exactly one Tree
+	// Ring entry, equal to ours, and no Tree Ring handler appears elsewhere.
 	SettingsExact
 	// SettingsConflict: Tree Ring handlers that are partial, duplicated,
 	// customized, from another adapter version or under other events.
@@ -43,14 +43,57 @@ func (e *MalformedError) Error() string {
 	return fmt.Sprintf("%s is malformed: %s; Tree Ring never rewrites it", e.Path, e.Reason)
 }
 
-// InspectClaudeSettings classifies an existing settings document. It reads
-// only the hooks object; every other key is the user's and is ignored.
-// Malformed input (invalid JSON, duplicate keys, nesting deeper than
+// hookSettings describes the handler entries Tree Ring owns in a harness's
+// JSON settings file (event -> matcher groups -> handlers): Claude Code's
+// .claude/settings.json and Gemini CLI's .gemini/settings.json share the
+// shape and differ in path, events, entry bytes and the harness id in the
+// command.
+type hookSettings struct {
+	path    string
+	harness string   // the --harness value a Tree Ring command names
+	events  []string // the events holding exactly one Tree Ring entry each
+	entry   func(i int) any
+}
+
+// settingsOf returns the hook-settings description of a block format, or
+// nil when the format is not a settings file.
+func settingsOf(f BlockFormat) *hookSettings {
+	switch f {
+	case ClaudeSettings:
+		return &claudeHookSettings
+	case GeminiSettings:
+		return &geminiHookSettings
+	}
+	return nil
+}
+
+var claudeHookSettings = hookSettings{
+	path: claudeSettings, harness: "claude-code", events: claudeEventNames(),
+	entry: func(i int) any { return claudeEntryFor(i) },
+}
+
+func claudeEventNames() []string {
+	out := make([]string, len(claudeEvents))
+	for i, e := range claudeEvents {
+		out[i] = e.Event
+	}
+	return out
+}
+
+// InspectClaudeSettings classifies an existing .claude/settings.json
+// (inspect, for Claude Code's entries).
+func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
+	return claudeHookSettings.inspect(data)
+}
+
+// inspect classifies an existing settings document. It reads only the
+// hooks object; every other key is the user's and is ignored. Malformed
+// input (invalid JSON, duplicate keys, nesting deeper than
 // strictjson.MaxDepth, a non-object document or hooks, a non-array event) is a
 // *MalformedError. data is never modified.
-func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
+func (hs *hookSettings) inspect(data []byte) (SettingsStatus, error) {
 	bad := func(format string, a ...any) (SettingsStatus, error) {
-		return 0, &MalformedError{Path: claudeSettings, Reason: fmt.Sprintf(format, a...)}
+		return 0, &MalformedError{Path: hs.path, Reason: fmt.Sprintf(format, a...)}
 	}
 	if len(data) > MaxBridgeFileBytes {
 		return bad("larger than %d bytes", MaxBridgeFileBytes)
@@ -84,8 +127,8 @@ func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
 		return bad("hooks is not an object")
 	}
 	ours := map[string]int{}
-	for i, e := range claudeEvents {
-		ours[e.Event] = i
+	for i, e := range hs.events {
+		ours[e] = i
 	}
 	claimedTotal, exact := 0, 0
 	for event, v := range hooks {
@@ -95,11 +138,11 @@ func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
 		}
 		claimed, matching := 0, 0
 		for _, entry := range entries {
-			if !claimsEntry(entry) {
+			if !hs.claims(entry) {
 				continue
 			}
 			claimed++
-			if i, isOurs := ours[event]; isOurs && reflect.DeepEqual(entry, decodeNumbers(compactJSON(claudeEntryFor(i)))) {
+			if i, isOurs := ours[event]; isOurs && reflect.DeepEqual(entry, decodeNumbers(compactJSON(hs.entry(i)))) {
 				matching++
 			}
 		}
@@ -111,26 +154,37 @@ func InspectClaudeSettings(data []byte) (SettingsStatus, error) {
 	switch {
 	case claimedTotal == 0:
 		return SettingsNoEntries, nil
-	case exact == len(claudeEvents) && claimedTotal == len(claudeEvents):
+	case exact == len(hs.events) && claimedTotal == len(hs.events):
 		return SettingsExact, nil
 	default:
 		return SettingsConflict, nil
 	}
 }
 
-// claimsEntry reports whether a matcher group holds a handler Tree Ring
-// would call its own: a managed description (any adapter version) or a
-// command that runs tree-ring for claude-code.
-func claimsEntry(entry any) bool {
+// digestInput is the byte string whose SHA-256 the manifest records for
+// the settings block: the compact JSON of the handler list
+// [[event,{entry}],...] in event order.
+func (hs *hookSettings) digestInput() []byte {
+	list := make([][2]any, len(hs.events))
+	for i, e := range hs.events {
+		list[i] = [2]any{e, hs.entry(i)}
+	}
+	return compactJSON(list)
+}
+
+// claims reports whether a matcher group holds a handler Tree Ring would
+// call its own: a managed description (any adapter version) or a command
+// that runs tree-ring for this harness.
+func (hs *hookSettings) claims(entry any) bool {
 	m, ok := entry.(map[string]any)
 	if !ok {
 		return false
 	}
-	hs, ok := m["hooks"].([]any)
+	handlers, ok := m["hooks"].([]any)
 	if !ok {
 		return false
 	}
-	for _, h := range hs {
+	for _, h := range handlers {
 		hm, ok := h.(map[string]any)
 		if !ok {
 			continue
@@ -138,7 +192,7 @@ func claimsEntry(entry any) bool {
 		if d, ok := hm["description"].(string); ok && strings.HasPrefix(d, "Tree Ring Memory managed") {
 			return true
 		}
-		if c, ok := hm["command"].(string); ok && strings.Contains(c, "tree-ring") && strings.Contains(c, "--harness claude-code") {
+		if c, ok := hm["command"].(string); ok && strings.Contains(c, "tree-ring") && strings.Contains(c, "--harness "+hs.harness) {
 			return true
 		}
 	}

@@ -117,8 +117,8 @@ func inspectBlock(fd Finding, b *Block, data []byte) Finding {
 			fd.Reason = ReasonBlockChanged
 			fd.Detail = fmt.Sprintf("The Tree Ring block in %s differs from this adapter's block.", b.Path)
 		}
-	case ClaudeSettings:
-		st, err := InspectClaudeSettings(data)
+	case ClaudeSettings, GeminiSettings:
+		st, err := settingsOf(b.Format).inspect(data)
 		switch {
 		case err != nil:
 			fd.Reason, fd.Detail = ReasonMalformed, err.Error()+"."
@@ -162,7 +162,7 @@ func inspectFailure(fd Finding, err error) (Finding, error) {
 // disk: each owned file's SHA-256, each managed block's digest located in its
 // file (a Markdown block's bytes from its begin marker to its end-marker
 // line, checked to be preceded by its recorded separator; the Claude Code
-// handler entries when they are exactly this adapter's), and the bridge
+// or Gemini CLI handler entries when they are exactly this adapter's), and the bridge
 // fingerprint over those digests. changed lists the paths whose material is
 // missing, unreadable or, for blocks, not locatable; the returned record
 // then omits them and its fingerprint cannot match. Preflight and status
@@ -203,9 +203,10 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 			if ferr == nil && found && HasLeadingSeparator(e.Data, span, b.LeadingSeparator) {
 				digest = e.Data[span.Start:span.End]
 			}
-		case ClaudeSettings:
-			if st, serr := InspectClaudeSettings(e.Data); serr == nil && st == SettingsExact {
-				digest = ClaudeHandlerDigestInput()
+		case ClaudeSettings, GeminiSettings:
+			hs := settingsOf(t.Format)
+			if st, serr := hs.inspect(e.Data); serr == nil && st == SettingsExact {
+				digest = hs.digestInput()
 			}
 		}
 		if digest == nil {

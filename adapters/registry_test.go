@@ -39,7 +39,7 @@ func TestRegistryInvariants(t *testing.T) {
 		}
 		fsmFixtures = append(fsmFixtures, b...)
 	}
-	want := []string{"agent-zero", "antigravity-cli", "claude-code", "codex", "command-code", "crush", "cursor", "devin-cli",
+	want := []string{"agent-zero", "antigravity-cli", "claude-code", "codex", "command-code", "crush", "cursor", "devin-cli", "gemini-cli",
 		"goose", "grok-build", "hermes", "kimi-code", "kiro-cli", "omp", "opencode", "pi"}
 	if !slices.Equal(IDs(), want) {
 		t.Fatalf("registry %v, want %v", IDs(), want)

@@ -74,6 +74,17 @@ func SessionScope(harness, sessionID string) (string, error) {
 	return scopeKey("session", harness, sessionID), nil
 }
 
+// CheckpointScope is the run scope of one harness session's capture
+// checkpoints, kept apart from SessionScope so that its records are
+// exactly the checkpoints issued (docs/runs.md). The identity is checked
+// as SessionScope checks it and never stored.
+func CheckpointScope(harness, sessionID string) (string, error) {
+	if _, err := SessionScope(harness, sessionID); err != nil {
+		return "", err
+	}
+	return scopeKey("checkpoint", harness, sessionID), nil
+}
+
 // UnsafeScopeText is why s cannot identify a scope ("" when it can):
 // invalid UTF-8 or a control character.
 func UnsafeScopeText(s string) string {

@@ -55,3 +55,25 @@ func FuzzSessionScope(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckpointScope: a session's checkpoint scope is its own key, apart
+// from the session scope and from other harnesses' and sessions', and an
+// identity the session scope refuses is refused the same way.
+func TestCheckpointScope(t *testing.T) {
+	c, err := CheckpointScope("gemini-cli", "68fb6ac1-afd5-49d2-a237-17238e8fe87e")
+	if err != nil || ValidScopeKey(c) != nil {
+		t.Fatalf("%q %v", c, err)
+	}
+	s, _ := SessionScope("gemini-cli", "68fb6ac1-afd5-49d2-a237-17238e8fe87e")
+	o, _ := CheckpointScope("gemini-cli", "0b1c2d3e")
+	h, _ := CheckpointScope("codex", "68fb6ac1-afd5-49d2-a237-17238e8fe87e")
+	if c == s || c == o || c == h {
+		t.Fatalf("scopes collide: %s %s %s %s", c, s, o, h)
+	}
+	for _, bad := range []string{"", " padded", "a\x00b", "trcap_v1_x"} {
+		var se *ScopeError
+		if _, err := CheckpointScope("gemini-cli", bad); !errors.As(err, &se) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -155,7 +155,7 @@ func reviewNext(o *Outcome) string {
 		}
 	}
 	switch {
-	case snippet != nil && snippet.Format == adapters.ClaudeSettings:
+	case snippet != nil && snippet.Format.HookSettings():
 		line("Merge these entries into %s by hand (append each entry to hooks.<Event>), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
 	case snippet != nil && (snippetReason == adapters.ReasonBlockChanged || snippetReason == adapters.ReasonMarkers):
 		line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
@@ -167,11 +167,13 @@ func reviewNext(o *Outcome) string {
 	return b.String()
 }
 
+var entryCount = map[int]string{2: "two", 4: "four"}
+
 func describeOwned(a *adapters.Adapter, p string) string {
 	for _, t := range a.ManagedBlocks {
 		if t.Path == p {
-			if t.Format == adapters.ClaudeSettings {
-				return "Tree Ring's four handler entries in " + p
+			if t.Format.HookSettings() {
+				return "Tree Ring's " + entryCount[t.Format.Entries()] + " handler entries in " + p
 			}
 			return "the Tree Ring block in " + p
 		}

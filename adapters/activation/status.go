@@ -71,6 +71,9 @@ type Live interface {
 	// entered the proven states that passes the eight verification rules
 	// against the recomputed bridge fingerprint.
 	NewestReceipt(recomputed string) Found
+	// HostTrust is the host's own trust decision for the project, read
+	// read-only (asked only of a harness whose adapter has a Trust check).
+	HostTrust() adapters.TrustDecision
 }
 
 // Found is the receipt search's result.
@@ -129,6 +132,9 @@ func Listed(detected bool, e Evidence) bool {
 //     names another root or store, has no record, its record differs from
 //     the ledger's, is stale, is not the passive binding a passive harness
 //     must publish, or the bridge recomputed from disk differs;
+//   - needs-trust, with the adapter's step, while a harness whose host
+//     trust gate Tree Ring can read (Gemini CLI) does not trust the
+//     project, even with a receipt;
 //   - for a proven FSM state, the state of the newest valid receipt, else
 //     configured-awaiting-proof.
 func Assess(e Evidence, live Live) Status {
@@ -182,6 +188,11 @@ func Assess(e Evidence, live Live) Status {
 	s.Bridge = BridgeMatch
 	if blocked(e) {
 		return s.recorded(e)
+	}
+	if a.Trust != nil && live.HostTrust() != adapters.Trusted {
+		// While the host would skip the project's hooks, no receipt is
+		// new evidence: the host's own decision, read live.
+		return s.set(fsm.NeedsTrust, a.TrustStep)
 	}
 	if fsm.Proven(e.LedgerState) {
 		s.Found = live.NewestReceipt(fp)

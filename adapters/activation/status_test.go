@@ -21,6 +21,12 @@ type fakeLive struct {
 	found    activation.Found
 	asked    []string
 	recorded string
+	trust    adapters.TrustDecision
+}
+
+func (f *fakeLive) HostTrust() adapters.TrustDecision {
+	f.asked = append(f.asked, "trust")
+	return f.trust
 }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
@@ -74,6 +80,12 @@ func TestAssessEveryState(t *testing.T) {
 			Events: true, LedgerState: ledger, LedgerRecord: published(rec)}
 	}
 	with := func(e activation.Evidence, f func(*activation.Evidence)) activation.Evidence { f(&e); return e }
+	gemini := lookup(t, "gemini-cli")
+	gemRec := current(gemini)
+	gem := func(ledger fsm.State) activation.Evidence {
+		return activation.Evidence{Adapter: gemini, Ledger: true, Manifest: activation.ManifestPresent, Record: gemRec,
+			Events: true, LedgerState: ledger, LedgerRecord: published(gemRec)}
+	}
 	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
 	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
@@ -120,6 +132,14 @@ func TestAssessEveryState(t *testing.T) {
 			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge receipt"},
 		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge receipt"},
 		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge receipt"},
+		{"the host does not trust the folder", gem(fsm.ConfiguredAwaitingProof), fakeLive{trust: adapters.TrustUnknown},
+			fsm.NeedsTrust, gemini.TrustStep, activation.BridgeMatch, "bridge trust"},
+		{"the host distrusts the folder: proven, but no receipt is read", gem(fsm.Active), fakeLive{trust: adapters.Untrusted},
+			fsm.NeedsTrust, gemini.TrustStep, activation.BridgeMatch, "bridge trust"},
+		{"the host trusts the folder", gem(fsm.Active), fakeLive{trust: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
+		{"a recorded failure stands over trust", gem(fsm.Failed), fakeLive{trust: adapters.TrustUnknown},
+			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "bridge"},
 		{"plugin found, awaiting its proof", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "plugin bridge"},
 	}

@@ -100,6 +100,9 @@ func FuzzHookCodex(f *testing.F) { fuzzHook(f, "codex") }
 // FuzzHookClaude fuzzes the Claude Code lifecycle hook stdin contract.
 func FuzzHookClaude(f *testing.F) { fuzzHook(f, "claude-code") }
 
+// FuzzHookGemini: the Gemini CLI lifecycle contract (SessionStart, AfterAgent).
+func FuzzHookGemini(f *testing.F) { fuzzHook(f, "gemini-cli") }
+
 func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 	seedFiles(f, globs...)
 	forbidden := adapters.AdapterStdinForbidden()

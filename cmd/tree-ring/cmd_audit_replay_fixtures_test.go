@@ -109,6 +109,7 @@ const (
 var adapterOf = map[string][2]string{ // harness -> adapter version, capability
 	"codex": {"4", "native-preflight"}, "claude-code": {"4", "native-preflight"}, "pi": {"1", "native-preflight"},
 	"agent-zero": {"1", "native-preflight"}, "hermes": {"0", "guidance-only"}, "opencode": {"0", "guidance-only"}, "goose": {"0", "guidance-only"},
+	"gemini-cli": {"1", "native-preflight"},
 }
 
 // guidanceHarnesses are the guidance-only adapters registered after the
@@ -123,7 +124,7 @@ func init() {
 
 var bridgeOf = map[string]string{
 	"codex": ".codex/hooks.json", "claude-code": ".claude/settings.json", "pi": ".pi/extensions/tree-ring-memory.ts",
-	"agent-zero": ".tree-ring/activation/agent-zero.json",
+	"agent-zero": ".tree-ring/activation/agent-zero.json", "gemini-cli": ".gemini/settings.json",
 }
 
 func (b *builder) initStore() {
@@ -248,6 +249,12 @@ var scenarios = []struct {
 		b.detect("hermes")
 		b.detect("opencode")
 		b.detect("goose")
+	}},
+	{"gemini-cli-to-active", func(b *builder) {
+		b.detect("gemini-cli")
+		b.publish("gemini-cli")
+		b.after(time.Hour)
+		b.preflight("gemini-cli", 'b', "receipt-gemini-1", false)
 	}},
 	{"guidance-harnesses", func(b *builder) {
 		for _, h := range guidanceHarnesses {

@@ -8,8 +8,11 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 type hookOptions struct {
@@ -23,7 +26,7 @@ func (o *hookOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func init() {
-	register("integrations hook", "", "answer a Codex or Claude Code lifecycle hook (SessionStart, SubagentStart, Stop, SubagentStop)", runHook)
+	register("integrations hook", "", "answer a harness's lifecycle hook event: a session or subagent start delivers the brief, a stop issues the capture checkpoint", runHook)
 }
 
 // runHook answers one lifecycle hook event. Start events run the preflight
@@ -62,7 +65,7 @@ func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) err
 	if in.Start() {
 		return hookStart(ctx, g, loc, a, in, preflight.HookIdentity(a.ID, in), data)
 	}
-	return hookStop(g, loc, a, in, preflight.CaptureIdentity(a.ID, in))
+	return hookStop(ctx, g, loc, a, in, preflight.CaptureIdentity(a.ID, in), data)
 }
 
 // hookStart runs the preflight of a start event and prints its
@@ -76,15 +79,26 @@ func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapte
 		func(out delivered) []byte { return preflight.HookOutput(in.Event, out.context) })
 }
 
-// hookStop answers a stop event: {} on a re-run, else the capture
-// checkpoint decision, whose lines file under id (preflight.CaptureIdentity).
-func hookStop(g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity) error {
+// hookStop answers a stop event: {} on a re-run (and, for a harness that
+// checkpoints once per session, after the session's checkpoint), else the
+// capture checkpoint decision, whose lines file under id
+// (preflight.CaptureIdentity).
+func hookStop(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity, data []byte) error {
 	if err := checkStop(loc, a); err != nil {
 		return err
 	}
 	if in.StopHookActive {
 		_, err := g.Stdout.Write(preflight.StopDone)
 		return err
+	}
+	if a.CheckpointOncePerSession {
+		due, err := checkpointDue(ctx, g, a, in.SessionID, data)
+		if err != nil || !due {
+			if err == nil {
+				_, err = g.Stdout.Write(preflight.StopDone)
+			}
+			return err
+		}
 	}
 	checkpoint, err := adapters.NewStoreID(nil) // a random version-4 UUID
 	if err != nil {
@@ -108,4 +122,51 @@ func checkStop(loc storeLoc, a *adapters.Adapter) error {
 		return preflight.ErrNotEligible
 	}
 	return nil
+}
+
+// checkpointDue decides, for a harness whose stop event cannot be trusted
+// to say it is re-running (CheckpointOncePerSession), whether this stop
+// issues the session's capture checkpoint. In one write transaction it
+// reads the session's checkpoint runs and, unless one already issued the
+// checkpoint (preflight.CheckpointIssued), records this one as a succeeded
+// run of the checkpoint scope; the caller prints the block only then. The
+// record is written before the answer, so a host that never shows the block
+// to the agent costs that session its checkpoint, never a loop.
+func checkpointDue(ctx context.Context, g *Globals, a *adapters.Adapter, sessionID string, input []byte) (due bool, err error) {
+	scope, err := events.CheckpointScope(a.ID, sessionID)
+	if err != nil {
+		return false, err
+	}
+	if !g.lockTimeoutSet {
+		g.LockTimeout = hookLockTimeout
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return false, pathless(err)
+	}
+	defer st.Close()
+	sha, chars := runrec.InputDigest(input)
+	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		recs, _, err := projections.LatestRuns(tx.Projection(projections.RunsName), scope, projections.MaxRunsPerScope)
+		if err != nil {
+			return err
+		}
+		runs := make([]preflight.CheckpointRun, len(recs))
+		for i, r := range recs {
+			runs[i] = preflight.CheckpointRun{Command: r.Command, Status: r.Status}
+		}
+		if preflight.CheckpointIssued(runs) {
+			return nil
+		}
+		run, err := g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdIntegrationsHook, Scope: scope, Harness: a.ID, Stage: "checkpoint", InputSHA256: sha, InputChars: chars})
+		if err != nil {
+			return err
+		}
+		due = true
+		return run.FinishIn(tx, nil)
+	})
+	if err != nil {
+		return false, pathless(err)
+	}
+	return due, nil
 }

@@ -81,7 +81,7 @@ func (p *e2e) cli(args ...string) string {
 // command is the exact hook command line init wrote for harness and event.
 func (p *e2e) command(harness, event string) string {
 	p.t.Helper()
-	file := map[string]string{"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}[harness]
+	file := map[string]string{"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini-cli": ".gemini/settings.json"}[harness]
 	var doc struct {
 		Hooks map[string][]struct {
 			Hooks []struct {

@@ -560,7 +560,11 @@ func TestReceipt31DaysOld(t *testing.T) {
 func TestHookSessionStartGolden(t *testing.T) {
 	for _, harness := range harnessIDs(answersHooks) {
 		t.Run(harness, func(t *testing.T) {
-			p := newHP(t, ".claude", ".codex")
+			markers := []string{".claude", ".codex"}
+			if a, _ := adapters.Lookup(harness); !slices.Contains(markers, a.ProjectMarkers[0]) {
+				markers = append(markers, a.ProjectMarkers[0])
+			}
+			p := newHP(t, markers...)
 			p.init()
 			p.ok("", "--source-root", p.dir, "remember", "Run the full test suite before every commit.",
 				"--event-type", "preference", "--ring", "heartwood", "--scope", "project", "--project", "my project")

@@ -357,6 +357,10 @@ func (l *liveEvidence) Plugin() error {
 	return err
 }
 
+func (l *liveEvidence) HostTrust() adapters.TrustDecision {
+	return l.a.Trust(l.g.Getenv, l.pr.canonical)
+}
+
 func (l *liveEvidence) Bridge(rec adapters.Record) (string, []string, error) {
 	disk, changed, err := adapters.DiskRecord(l.pr.root, l.a.ID, rec)
 	return disk.BridgeFingerprint, preflight.ChangedPaths(rec, disk, changed), err

@@ -1,0 +1,163 @@
+package adapters
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TrustDecision is a host's trust decision for a project, as Tree Ring can
+// read it.
+type TrustDecision int
+
+// Trust decisions.
+const (
+	// TrustUnknown: no rule names the project (or the file is missing or
+	// unreadable); the host treats the folder as untrusted.
+	TrustUnknown TrustDecision = iota + 1
+	Trusted
+	Untrusted
+)
+
+// TrustCheck reads a host's trust decision for the canonical project root.
+// getenv supplies HOME and the host's documented location overrides; their
+// values only locate a file and are never logged or stored.
+type TrustCheck func(getenv func(string) string, project string) TrustDecision
+
+// maxTrustFileBytes bounds the trust file Tree Ring reads.
+const maxTrustFileBytes = MaxBridgeFileBytes
+
+// geminiFolderTrust reads Gemini CLI's user trust file, read-only: the file
+// named by GEMINI_CLI_TRUSTED_FOLDERS_PATH, else
+// $GEMINI_CLI_HOME/.gemini/trustedFolders.json, else
+// $HOME/.gemini/trustedFolders.json (Gemini CLI 0.61.0's own order). Gemini
+// settings that turn folder trust off and the GEMINI_CLI_TRUST_WORKSPACE
+// variable of the harness's own environment are not consulted (status
+// cannot see that environment), so such a project is reported needs-trust.
+func geminiFolderTrust(getenv func(string) string, project string) TrustDecision {
+	path := getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+	if path == "" {
+		home := getenv("GEMINI_CLI_HOME")
+		if home == "" {
+			home = getenv("HOME")
+		}
+		if home == "" {
+			return TrustUnknown
+		}
+		path = filepath.Join(home, ".gemini", "trustedFolders.json")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return TrustUnknown
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTrustFileBytes+1))
+	if err != nil || len(data) > maxTrustFileBytes {
+		return TrustUnknown
+	}
+	return GeminiTrustFor(data, project, realPath)
+}
+
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// GeminiTrustFor decides, as Gemini CLI 0.61.0 does, whether a
+// trustedFolders.json document trusts project (a canonical absolute path):
+// among the rules whose effective folder contains the project or is it
+// (TRUST_PARENT's effective folder is its rule path's parent), the longest
+// rule path wins; DO_NOT_TRUST is Untrusted, TRUST_FOLDER and TRUST_PARENT
+// are Trusted, no rule is TrustUnknown. Values other than the three levels
+// are ignored, as Gemini ignores them. The document may carry // and /* */
+// comments (Gemini strips them); one that is still not a JSON object is
+// TrustUnknown (Gemini refuses to start on it). resolve maps a rule path to
+// its real path. Linear in the document.
+func GeminiTrustFor(doc []byte, project string, resolve func(string) string) TrustDecision {
+	var rules map[string]json.RawMessage
+	if err := json.Unmarshal(stripJSONComments(doc), &rules); err != nil || rules == nil {
+		return TrustUnknown
+	}
+	best, decision := -1, TrustUnknown
+	for rule, raw := range rules {
+		var level string
+		if json.Unmarshal(raw, &level) != nil {
+			continue
+		}
+		var d TrustDecision
+		effective := rule
+		switch level {
+		case "TRUST_FOLDER":
+			d = Trusted
+		case "TRUST_PARENT":
+			d, effective = Trusted, filepath.Dir(rule)
+		case "DO_NOT_TRUST":
+			d = Untrusted
+		default:
+			continue
+		}
+		if !filepath.IsAbs(effective) || !within(filepath.Clean(resolve(effective)), project) {
+			continue
+		}
+		if len(rule) > best {
+			best, decision = len(rule), d
+		}
+	}
+	return decision
+}
+
+// within reports whether path is dir or lies under it.
+func within(dir, path string) bool {
+	if dir == path || dir == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// stripJSONComments blanks // line and /* block */ comments outside
+// strings (with spaces, so offsets keep their meaning), in one pass.
+func stripJSONComments(b []byte) []byte {
+	if !bytes.Contains(b, []byte("/")) {
+		return b
+	}
+	out := bytes.Clone(b)
+	inString, escaped := false, false
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n'; i++ {
+				out[i] = ' '
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			out[i], out[i+1] = ' ', ' '
+			for i += 2; i < len(out); i++ {
+				if out[i] == '*' && i+1 < len(out) && out[i+1] == '/' {
+					out[i], out[i+1] = ' ', ' '
+					i++
+					break
+				}
+				if out[i] != '\n' {
+					out[i] = ' '
+				}
+			}
+		}
+	}
+	return out
+}
