@@ -19,11 +19,6 @@ func init() {
 			NativeGap: "Native needs a documented Hermes session-start hook or extension whose output reaches the model before the first turn, verified against an installed client.",
 		},
 		{
-			ID: "opencode", Name: "OpenCode", Executable: "opencode",
-			ProjectMarkers: []string{".opencode", "opencode.json", "opencode.toml"}, HomeMarkers: []string{".opencode"},
-			NativeGap: "Native needs an OpenCode plugin bridge that delivers the brief before the first model request, scoped to the session's own agent.",
-		},
-		{
 			ID: "goose", Name: "Goose", Executable: "goose",
 			ProjectMarkers: []string{".goose", "goosehints", ".goosehints"}, HomeMarkers: []string{".goose", ".config/goose"},
 			NativeGap: "Native needs a Goose session-start hook or extension whose output reaches the model before the first turn, verified against an installed client.",

@@ -151,6 +151,11 @@ func FuzzAdapterAgentZero(f *testing.F) {
 	fuzzAdapter(f, "agent-zero", "adapters/agent-zero/stdin/*.json")
 }
 
+// FuzzAdapterOpenCode fuzzes the OpenCode plugin's preflight stdin.
+func FuzzAdapterOpenCode(f *testing.F) {
+	fuzzAdapter(f, "opencode", "adapters/opencode/stdin/*.json")
+}
+
 // FuzzDecodeReceipt: an accepted receipt re-encodes to bytes that decode
 // to the same receipt.
 func FuzzDecodeReceipt(f *testing.F) {

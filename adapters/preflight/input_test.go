@@ -161,6 +161,7 @@ func TestCheckContract(t *testing.T) {
 		{"claude-code", "stdin", FormatClaudeSessionStart}: true,
 		{"pi", "stdin", FormatPi}:                          true,
 		{"agent-zero", "stdin", FormatJSON}:                true,
+		{"opencode", "stdin", FormatJSON}:                  true,
 	}
 	for _, h := range adapters.IDs() {
 		for _, mode := range []string{"direct", "stdin"} {
