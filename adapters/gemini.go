@@ -10,7 +10,7 @@ import "github.com/tree-ring/tree-ring/fsm"
 // runs with the project as its working directory, a failing hook is
 // reported and skipped (the session goes on without context), and project
 // hooks run only in a trusted folder, which status reads from Gemini's own
-// trustedFolders.json (gemini_trust.go), never writes.
+// settings and trustedFolders.json (gemini_trust.go), never writes.
 const (
 	geminiSettings = ".gemini/settings.json"
 	geminiBlockID  = "gemini-cli"

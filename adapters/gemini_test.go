@@ -66,6 +66,7 @@ func TestGeminiFolderTrustLocatesTheFile(t *testing.T) {
 	write(filepath.Join(home, ".gemini", "trustedFolders.json"), trusting)
 	write(filepath.Join(geminiHome, ".gemini", "trustedFolders.json"), `{}`)
 	write(explicit, `{"`+project+`":"DO_NOT_TRUST"}`)
+	write(filepath.Join(dir, "off", ".gemini", "settings.json"), `{"security": {"folderTrust": {"enabled": false}}} // mine`)
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	for name, c := range map[string]struct {
 		env  map[string]string
@@ -76,6 +77,7 @@ func TestGeminiFolderTrustLocatesTheFile(t *testing.T) {
 		"the explicit path overrides all": {map[string]string{"HOME": home, "GEMINI_CLI_TRUSTED_FOLDERS_PATH": explicit}, Untrusted},
 		"no home":                         {map[string]string{}, TrustUnknown},
 		"no file":                         {map[string]string{"HOME": dir}, TrustUnknown},
+		"folder trust switched off":       {map[string]string{"HOME": filepath.Join(dir, "off")}, Trusted},
 	} {
 		if got := geminiFolderTrust(env(c.env), project); got != c.want {
 			t.Errorf("%s: got %d, want %d", name, got, c.want)
@@ -108,6 +110,19 @@ func FuzzGeminiTrustFor(f *testing.F) {
 			t.Fatalf("decided %d on a document that is not an object", d)
 		}
 	})
+}
+
+func TestGeminiFolderTrustEnabled(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{}`: true, `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`: true,
+		`{"security":{"folderTrust":{"enabled":true}}}`: true, `{"security":{"folderTrust":{"enabled":false}}}`: false,
+		"{/* off */ \"security\":{\"folderTrust\":{\"enabled\":false}}}": false,
+		`{"security":{"folderTrust":{"enabled":"no"}}}`:                  true, `not json`: true,
+	} {
+		if got := GeminiFolderTrustEnabled([]byte(doc)); got != want {
+			t.Errorf("%s: %v, want %v", doc, got, want)
+		}
+	}
 }
 
 func TestInspectGeminiSettings(t *testing.T) {

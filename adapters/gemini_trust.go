@@ -30,35 +30,70 @@ type TrustCheck func(getenv func(string) string, project string) TrustDecision
 // maxTrustFileBytes bounds the trust file Tree Ring reads.
 const maxTrustFileBytes = MaxBridgeFileBytes
 
-// geminiFolderTrust reads Gemini CLI's user trust file, read-only: the file
-// named by GEMINI_CLI_TRUSTED_FOLDERS_PATH, else
-// $GEMINI_CLI_HOME/.gemini/trustedFolders.json, else
-// $HOME/.gemini/trustedFolders.json (Gemini CLI 0.61.0's own order). Gemini
-// settings that turn folder trust off and the GEMINI_CLI_TRUST_WORKSPACE
-// variable of the harness's own environment are not consulted (status
-// cannot see that environment), so such a project is reported needs-trust.
+// geminiFolderTrust reads Gemini CLI's own trust decision, read-only, as
+// Gemini CLI 0.61.0 locates it: folder trust switched off in the user
+// settings ($GEMINI_CLI_HOME or $HOME, .gemini/settings.json,
+// security.folderTrust.enabled false) trusts every folder; otherwise the
+// trust file named by GEMINI_CLI_TRUSTED_FOLDERS_PATH, else
+// .gemini/trustedFolders.json under $GEMINI_CLI_HOME or $HOME, decides.
+// The GEMINI_CLI_TRUST_WORKSPACE variable and --skip-trust belong to
+// Gemini's own invocation, which status cannot see, and system settings
+// are not read: such a project is reported needs-trust.
 func geminiFolderTrust(getenv func(string) string, project string) TrustDecision {
+	home := getenv("GEMINI_CLI_HOME")
+	if home == "" {
+		home = getenv("HOME")
+	}
+	if home != "" {
+		if data, ok := readBounded(filepath.Join(home, ".gemini", "settings.json")); ok && !GeminiFolderTrustEnabled(data) {
+			return Trusted
+		}
+	}
 	path := getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
 	if path == "" {
-		home := getenv("GEMINI_CLI_HOME")
-		if home == "" {
-			home = getenv("HOME")
-		}
 		if home == "" {
 			return TrustUnknown
 		}
 		path = filepath.Join(home, ".gemini", "trustedFolders.json")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return TrustUnknown
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTrustFileBytes+1))
-	if err != nil || len(data) > maxTrustFileBytes {
+	data, ok := readBounded(path)
+	if !ok {
 		return TrustUnknown
 	}
 	return GeminiTrustFor(data, project, realPath)
+}
+
+// GeminiFolderTrustEnabled reports whether a Gemini settings document
+// leaves folder trust on: anything but an explicit
+// security.folderTrust.enabled false (comments allowed, as Gemini allows
+// them) keeps it on.
+func GeminiFolderTrustEnabled(settings []byte) bool {
+	var doc struct {
+		Security struct {
+			FolderTrust struct {
+				Enabled *bool `json:"enabled"`
+			} `json:"folderTrust"`
+		} `json:"security"`
+	}
+	if json.Unmarshal(stripJSONComments(settings), &doc) != nil || doc.Security.FolderTrust.Enabled == nil {
+		return true
+	}
+	return *doc.Security.FolderTrust.Enabled
+}
+
+// readBounded reads a small file of the host's; ok is false when it is
+// missing, unreadable or larger than maxTrustFileBytes.
+func readBounded(path string) (data []byte, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	data, err = io.ReadAll(io.LimitReader(f, maxTrustFileBytes+1))
+	if err != nil || len(data) > maxTrustFileBytes {
+		return nil, false
+	}
+	return data, true
 }
 
 func realPath(p string) string {

@@ -86,7 +86,13 @@ func settledNext(o *Outcome, c Command) string {
 	if o.State == fsm.NeedsUserReview {
 		return reviewNext(o)
 	}
-	return NextFor(o.Adapter, o.State, c == Activate)
+	next := NextFor(o.Adapter, o.State, c == Activate)
+	if o.State == fsm.ConfiguredAwaitingProof && o.Adapter.TrustStep != "" {
+		// Publication cannot see the host's trust decision (status reads
+		// it); say what the host needs before its hooks run at all.
+		next += " Until " + o.Adapter.Name + " trusts this folder it skips the project's hooks. " + o.Adapter.TrustStep
+	}
+	return next
 }
 
 func retryCommand(o *Outcome) string {

@@ -170,7 +170,8 @@ func TestGeminiSettingsCreateOnly(t *testing.T) {
 	merged, _ := json.MarshalIndent(doc, "", "  ")
 	p.write(".gemini/settings.json", string(merged))
 	p.json(&r, "integrations", "activate", "--harness", "gemini-cli")
-	if r.State != "configured-awaiting-proof" || p.read(".gemini/settings.json") != string(merged) {
+	if r.State != "configured-awaiting-proof" || p.read(".gemini/settings.json") != string(merged) ||
+		!strings.Contains(r.NextStep, "Until Gemini CLI trusts this folder it skips the project's hooks.") {
 		t.Fatalf("after merging: %+v", r)
 	}
 }
