@@ -18,7 +18,8 @@ type API string
 const (
 	Anthropic API = "anthropic-messages"      // POST /v1/messages (Claude Code)
 	Responses API = "openai-responses"        // POST /v1/responses (Codex)
-	Chat      API = "openai-chat-completions" // POST /v1/chat/completions (Pi)
+	Chat      API = "openai-chat-completions" // POST /v1/chat/completions (Pi, OpenCode)
+	Gemini    API = "gemini-generate-content" // POST /v1beta/models/M:streamGenerateContent?alt=sse (Gemini CLI)
 )
 
 // maxBody bounds one logged request body: the clients send their whole
@@ -66,7 +67,7 @@ type Reply struct {
 // lock held, one request at a time, so it may keep state without locking.
 type Script func(*Request) Reply
 
-// Mock is a local model server for the three APIs. It logs every request
+// Mock is a local model server for the four APIs. It logs every request
 // body and answers each with the Script's reply, streamed as the API's
 // server-sent events (or as one JSON object when the request has no
 // "stream": true). Safe for concurrent requests; Close stops it.
@@ -89,6 +90,7 @@ func NewMock(script Script) *Mock {
 	mux.HandleFunc("POST /v1/messages", m.handle(Anthropic))
 	mux.HandleFunc("POST /v1/responses", m.handle(Responses))
 	mux.HandleFunc("POST /v1/chat/completions", m.handle(Chat))
+	mux.HandleFunc("POST /v1beta/models/", m.handle(Gemini))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		m.record(&Request{Path: r.Method + " " + r.URL.Path})
 		http.NotFound(w, r)
@@ -149,6 +151,9 @@ func (m *Mock) handle(api API) http.HandlerFunc {
 			writeJSON(&buf, anthropicMessage(id, model, reply))
 		case api == Responses:
 			responsesSSE(&buf, id, model, reply)
+		case api == Gemini:
+			stream = strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+			geminiReply(&buf, model, reply, stream)
 		case stream:
 			chatSSE(&buf, id, model, reply)
 		default:
