@@ -141,9 +141,9 @@ func latencies(b *testing.B, fn func() error) {
 
 // BenchmarkRecall measures, in process on an open store, each query in its
 // own read transaction: explicit recall of the three published smoke
-// queries (project bench, limit 8), the preflight task-hint recall and the
-// startup brief (both rendered), and open+brief+close as a hook process
-// does it.
+// queries (project bench, limit 8), the preflight task-hint recall, the
+// startup brief and the hint + fill brief (all rendered, all filling the 8
+// slots), and open+brief+close as a hook process does it.
 func BenchmarkRecall(b *testing.B) {
 	for _, n := range []int{10_000, 30_000, 100_000} {
 		root := dataset(b, n)
@@ -168,13 +168,19 @@ func BenchmarkRecall(b *testing.B) {
 				})
 			})
 		})
-		for _, c := range []struct{ name, hint string }{{"brief-task-hint", "fix the deployment rollback cache"}, {"brief-startup", ""}} {
+		// brief-hint-fill: one hint hit ("note 4242"), seven slots filled
+		// from the startup ranking; brief-no-match: a generic prompt that
+		// matches nothing, so the whole brief is the fill.
+		for _, c := range []struct{ name, hint string }{
+			{"brief-task-hint", "fix the deployment rollback cache"}, {"brief-startup", ""},
+			{"brief-hint-fill", "flaky test 4242"}, {"brief-no-match", "Please fix the flaky test"},
+		} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, c.name), func(b *testing.B) {
 				latencies(b, func() error {
 					return st.View(func(r *bolt.Reader) error {
 						out, err := recall.Brief(ctx, r.Projection(recall.Name), r, recall.BriefQuery{Scope: scope, TaskHint: c.hint}, benchNow)
-						if err == nil && out.ResultCount == 0 {
-							err = fmt.Errorf("%s: no results", c.name)
+						if err == nil && out.ResultCount != recall.MaxBriefResults {
+							err = fmt.Errorf("%s: %d results", c.name, out.ResultCount)
 						}
 						return err
 					})

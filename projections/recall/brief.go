@@ -62,7 +62,10 @@ type Context struct {
 	// Text is header + one line per included memory (or the empty-result
 	// line) + footer, at most MaxContextBytes UTF-8 bytes.
 	Text string
-	// QueryClass is "task_hint" or "startup_fallback".
+	// QueryClass is "task_hint" when at least one included memory came
+	// from the hint's search (the rest, if any, is the startup fill), and
+	// "startup_fallback" when none did: no safe hint, or a hint whose
+	// search found nothing to show, so the brief is the startup brief.
 	QueryClass string
 	// MemoryIDs are the included memories in rank order; ResultCount is
 	// their number.
@@ -85,7 +88,10 @@ func SafeQuery(hint string) (string, string) {
 
 // Brief is the preflight's recall: the startup brief when there is no safe
 // task hint, scoped full-text recall when there is one, rendered within the
-// 6,000-byte budget.
+// 6,000-byte budget. Hint + fill: when the hint's results leave slots of
+// the Limit empty (few or no matches, or lines that were unsafe or did not
+// fit), the startup brief's ranking fills them, after the hint's results
+// and without any memory the hint ranked, under the same rendering rules.
 //
 // Visibility (the protocol's scope table): memories of q.Project or
 // q.ProjectAlias only, never project-less ones; shared scopes (global,
@@ -103,7 +109,9 @@ func SafeQuery(hint string) (string, string) {
 // score descending, then id; top Limit. Then, in rank order, a memory is
 // rendered as "- [id] summary (source: ref)\n" only if its id, summary and
 // ref are safe, and skipped (not truncated) when its line does not fit the
-// remaining budget; a later, smaller one can still fit.
+// remaining budget; a later, smaller one can still fit. A memory whose
+// normalized summary an included line already has is skipped. At most
+// Limit lines are included.
 //
 // kv is the "recall" projection and bodies the bodies bucket of one read
 // snapshot (bolt.Reader.Projection(recall.Name) and the Reader itself).
@@ -121,26 +129,49 @@ func Brief(ctx context.Context, kv KV, bodies Bodies, q BriefQuery, now time.Tim
 	}
 	hint, class := SafeQuery(q.TaskHint)
 	groups := q.Scope.groups()
-	var top []ranked
-	var err error
-	if len(groups) > 0 {
-		if class == QueryClassTaskHint {
-			top, err = hintRecall(ctx, kv, bodies, hint, q.Scope, groups, limit, now)
-		} else {
-			top, err = startupRecall(ctx, kv, bodies, q.Scope, groups, limit, now)
+	var w briefWriter
+	var hintTop []ranked
+	if len(groups) > 0 && class == QueryClassTaskHint {
+		var err error
+		if hintTop, err = hintRecall(ctx, kv, bodies, hint, q.Scope, groups, limit, now); err != nil {
+			return Context{}, briefError(ctx, err)
+		}
+		for i := range hintTop {
+			w.add(&hintTop[i])
 		}
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return Context{}, fmt.Errorf("preflight timeout: %w", ctx.Err())
+	fromHint := len(w.ids)
+	if len(groups) > 0 && len(w.ids) < limit {
+		// Hint + fill: the slots the hint left empty get the startup
+		// brief's ranking, skipping what the hint already ranked.
+		fill, err := startupRecall(ctx, kv, bodies, q.Scope, groups, limit, now)
+		if err != nil {
+			return Context{}, briefError(ctx, err)
 		}
-		return Context{}, err
+		for i := range fill {
+			if len(w.ids) == limit {
+				break
+			}
+			if !slices.ContainsFunc(hintTop, func(r ranked) bool { return r.doc == fill[i].doc }) {
+				w.add(&fill[i])
+			}
+		}
 	}
-	text, ids, err := render(top)
+	if fromHint == 0 {
+		class = QueryClassStartup // nothing of the hint's search is shown: this is the startup brief
+	}
+	text, err := w.text()
 	if err != nil {
 		return Context{}, err
 	}
-	return Context{Text: text, QueryClass: class, MemoryIDs: ids, ResultCount: len(ids), SelectedMemoryIDsSHA256: SelectedIDsDigest(ids)}, nil
+	return Context{Text: text, QueryClass: class, MemoryIDs: w.ids, ResultCount: len(w.ids), SelectedMemoryIDsSHA256: SelectedIDsDigest(w.ids)}, nil
+}
+
+func briefError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("preflight timeout: %w", ctx.Err())
+	}
+	return err
 }
 
 // groups are the visibility groups of the scope, deduplicated.
@@ -323,55 +354,62 @@ func byScoreBytes(sa float64, ida []byte, sb float64, idb string) int {
 	return bytes.Compare(ida, []byte(idb))
 }
 
-// render builds the context from ranked results, as published: only safe
-// lines, in rank order, each skipped when it does not fit or when an
-// included line already has its normalized summary (memory.NormalizeSummary:
-// duplicates stored before de-duplication, or in another scope).
-func render(top []ranked) (string, []string, error) {
-	remaining := MaxContextBytes - len(ContextHeader) - len(ContextFooter)
-	var lines strings.Builder
-	var ids []string
-	shown := map[string]bool{}
-	for i := range top {
-		r := &top[i].rec
-		if r.Sensitivity != memory.SensitivityNormal || !safeIdentity(r.ID) ||
-			events.HasControl(r.Summary) || memory.InspectText(r.Summary) != memory.SensitivityNormal {
-			continue
-		}
-		norm := memory.NormalizeSummary(r.Summary)
-		if shown[norm] {
-			continue
-		}
-		n := len("- [") + len(r.ID) + len("] ") + len(r.Summary) + len("\n")
-		withRef := safeRef(r.Source.Ref)
-		if withRef {
-			n += len(" (source: ") + len(r.Source.Ref) + len(")")
-		}
-		if n > remaining {
-			continue
-		}
-		remaining -= n
-		lines.WriteString("- [")
-		lines.WriteString(r.ID)
-		lines.WriteString("] ")
-		lines.WriteString(r.Summary)
-		if withRef {
-			lines.WriteString(" (source: ")
-			lines.WriteString(r.Source.Ref)
-			lines.WriteString(")")
-		}
-		lines.WriteString("\n")
-		ids = append(ids, r.ID)
-		shown[norm] = true
+// briefWriter renders the context as published: only safe lines, in rank
+// order, each skipped when it does not fit the remaining budget or when an
+// included line already has its normalized summary
+// (memory.NormalizeSummary: duplicates stored before de-duplication, or in
+// another scope).
+type briefWriter struct {
+	used  int // bytes of lines written
+	lines strings.Builder
+	ids   []string
+	shown []string // normalized summaries of the included lines
+}
+
+// add writes r's line if it is safe and fits.
+func (w *briefWriter) add(top *ranked) {
+	r := &top.rec
+	if r.Sensitivity != memory.SensitivityNormal || !safeIdentity(r.ID) ||
+		events.HasControl(r.Summary) || memory.InspectText(r.Summary) != memory.SensitivityNormal {
+		return
 	}
-	if len(ids) == 0 {
-		lines.WriteString(EmptyResultLine)
+	norm := memory.NormalizeSummary(r.Summary)
+	if slices.Contains(w.shown, norm) {
+		return
 	}
-	text := ContextHeader + lines.String() + ContextFooter
+	n := len("- [") + len(r.ID) + len("] ") + len(r.Summary) + len("\n")
+	withRef := safeRef(r.Source.Ref)
+	if withRef {
+		n += len(" (source: ") + len(r.Source.Ref) + len(")")
+	}
+	if n > MaxContextBytes-len(ContextHeader)-len(ContextFooter)-w.used {
+		return
+	}
+	w.used += n
+	w.lines.WriteString("- [")
+	w.lines.WriteString(r.ID)
+	w.lines.WriteString("] ")
+	w.lines.WriteString(r.Summary)
+	if withRef {
+		w.lines.WriteString(" (source: ")
+		w.lines.WriteString(r.Source.Ref)
+		w.lines.WriteString(")")
+	}
+	w.lines.WriteString("\n")
+	w.ids = append(w.ids, r.ID)
+	w.shown = append(w.shown, norm)
+}
+
+// text is header + lines (or the empty-result line) + footer.
+func (w *briefWriter) text() (string, error) {
+	if len(w.ids) == 0 {
+		w.lines.WriteString(EmptyResultLine)
+	}
+	text := ContextHeader + w.lines.String() + ContextFooter
 	if len(text) > MaxContextBytes {
-		return "", nil, ErrContextTooLarge
+		return "", ErrContextTooLarge
 	}
-	return text, ids, nil
+	return text, nil
 }
 
 // safeIdentity is the published safe identity component: non-empty, at

@@ -153,16 +153,14 @@ func TestNoMatchReturnsNothing(t *testing.T) {
 	if r := fx.recall("   ", Filter{}); len(r) != 0 {
 		t.Fatal("blank query must return nothing")
 	}
-	c := fx.brief(BriefQuery{Scope: me, TaskHint: "zebra"})
-	if c.ResultCount != 0 || c.QueryClass != QueryClassTaskHint || c.Text != ContextHeader+EmptyResultLine+ContextFooter {
-		t.Fatalf("brief: %+v", c)
-	}
-	if c.SelectedMemoryIDsSHA256 != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Fatal("empty digest")
-	}
-	empty := fx.brief(BriefQuery{Scope: Scope{Project: "nobody"}})
-	if empty.ResultCount != 0 || empty.QueryClass != QueryClassStartup {
-		t.Fatalf("empty scope: %+v", empty)
+	for _, hint := range []string{"", "zebra"} {
+		empty := fx.brief(BriefQuery{Scope: Scope{Project: "nobody"}, TaskHint: hint})
+		if empty.ResultCount != 0 || empty.QueryClass != QueryClassStartup || empty.Text != ContextHeader+EmptyResultLine+ContextFooter {
+			t.Fatalf("empty scope, hint %q: %+v", hint, empty)
+		}
+		if empty.SelectedMemoryIDsSHA256 != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+			t.Fatal("empty digest")
+		}
 	}
 }
 
