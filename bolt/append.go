@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -34,7 +35,10 @@ type Tx struct {
 	streams *bbolt.Bucket
 	heads   *bbolt.Bucket
 	bodies  *bbolt.Bucket
-	head    string // chain head within this tx
+	// bodyReader serves Body; its cursor repositions from the root on
+	// every read, so it sees bodies put earlier in the tx.
+	bodyReader bodyReader
+	head       string // chain head within this tx
 	// newHeads holds the stream heads this tx moved; they are written once
 	// at commit (an import touching a stream many times writes it once).
 	newHeads map[string]head
@@ -388,13 +392,13 @@ func (t *Tx) DeleteBody(digest string) error {
 }
 
 // Body returns a stored body (nil when absent), valid during the tx.
-func (t *Tx) Body(digest string) []byte { return t.bodies.Get([]byte(digest)) }
+func (t *Tx) Body(digest string) []byte { return t.bodyReader.get(t.bodies, digest) }
 
 // Projection gives read access to a projection's state in this transaction,
 // including events appended earlier in it. Writes return an error: only
 // folds write projections.
 func (t *Tx) Projection(name string) fold.KV {
-	return readOnlyKV{t.tx.Bucket(projBucket(name))}
+	return &readOnlyKV{b: t.tx.Bucket(projBucket(name))}
 }
 
 func checkpoint(version int, pos uint64) []byte {
@@ -428,22 +432,59 @@ func (k bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 var errReadOnlyKV = errors.New("projection state is read-only outside its fold")
 
 // readOnlyKV is a projection bucket seen from outside the fold. A nil bucket
-// (projection never written) reads as empty.
-type readOnlyKV struct{ b *bbolt.Bucket }
-
-func (k readOnlyKV) Get(key []byte) []byte {
-	if k.b == nil {
-		return nil
-	}
-	return k.b.Get(key)
+// (projection never written) reads as empty. Get reuses one cursor (a
+// bbolt Get allocates a fresh one, and queries make hundreds of Gets), so
+// like the transaction it is not for concurrent use.
+type readOnlyKV struct {
+	b *bbolt.Bucket
+	c *bbolt.Cursor
 }
-func (k readOnlyKV) Put(key, value []byte) error { return errReadOnlyKV }
-func (k readOnlyKV) Delete(key []byte) error     { return errReadOnlyKV }
-func (k readOnlyKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+
+func (k *readOnlyKV) Get(key []byte) []byte {
 	if k.b == nil {
 		return nil
 	}
-	return bucketKV(k).ForEach(prefix, fn)
+	if k.c == nil {
+		k.c = k.b.Cursor()
+	}
+	return seekExact(k.c, key)
+}
+func (k *readOnlyKV) Put(key, value []byte) error { return errReadOnlyKV }
+func (k *readOnlyKV) Delete(key []byte) error     { return errReadOnlyKV }
+func (k *readOnlyKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	if k.b == nil {
+		return nil
+	}
+	return bucketKV{k.b}.ForEach(prefix, fn)
+}
+
+// seekExact is Bucket.Get on a reused cursor: Seek starts from the root
+// every time, so it also sees what the transaction wrote since the last
+// call.
+func seekExact(c *bbolt.Cursor, key []byte) []byte {
+	k, v := c.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+// bodyReader reads bodies by digest with one cursor and key buffer per
+// transaction.
+type bodyReader struct {
+	c   *bbolt.Cursor
+	key []byte
+}
+
+func (r *bodyReader) get(b *bbolt.Bucket, digest string) []byte {
+	if b == nil {
+		return nil
+	}
+	if r.c == nil {
+		r.c = b.Cursor()
+	}
+	r.key = append(r.key[:0], digest...)
+	return seekExact(r.c, r.key)
 }
 
 type bodies struct{ b *bbolt.Bucket }

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -331,6 +332,47 @@ func TestBodies(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A transaction's read KV and Body reuse one cursor each; they must still
+// see what the same transaction writes after they were first used.
+func TestReadsInATxSeeItsOwnWrites(t *testing.T) {
+	f := newFactory()
+	st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
+	key := []byte("type/run.started")
+	mustAppend(t, st, "run/000", 0, f.run("000", 1)) // the projection's bucket exists from its first fold
+	err := st.Update(bg, func(tx *Tx) error {
+		kv := tx.Projection("test_counts")
+		if v := kv.Get(key); len(v) != 8 || binary.BigEndian.Uint64(v) != 1 || tx.Body(strings.Repeat("0", 64)) != nil {
+			t.Errorf("first reads: %x", v)
+		}
+		for i := uint64(2); i <= 300; i++ { // enough keys to split a page
+			stream := fmt.Sprintf("run/%03d", i)
+			if _, err := tx.Append(stream, 0, f.run(stream[4:], 1)); err != nil {
+				return err
+			}
+			if v := kv.Get(key); len(v) != 8 || binary.BigEndian.Uint64(v) != i {
+				t.Fatalf("after %d appends the reused KV reads %x", i, v)
+			}
+		}
+		d, err := tx.PutBody([]byte("text"))
+		if err != nil {
+			return err
+		}
+		if string(tx.Body(d)) != "text" {
+			t.Error("body put in the tx not read")
+		}
+		if err := tx.DeleteBody(d); err != nil {
+			return err
+		}
+		if tx.Body(d) != nil {
+			t.Error("body deleted in the tx still read")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestConcurrentAppendsGapless: 1,000 appends from 8 goroutines in one

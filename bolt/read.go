@@ -17,8 +17,10 @@ const readChunk = 10_000
 // Reader is a consistent snapshot of the ledger, valid only inside the View
 // callback that received it.
 type Reader struct {
-	s  *Store
-	tx *bbolt.Tx
+	s      *Store
+	tx     *bbolt.Tx
+	bodies *bbolt.Bucket // opened on the first Body
+	br     bodyReader
 }
 
 // View runs fn on a read-only snapshot.
@@ -28,11 +30,16 @@ func (s *Store) View(fn func(r *Reader) error) error {
 
 // Projection returns a read-only view of a projection's state.
 func (r *Reader) Projection(name string) fold.KV {
-	return readOnlyKV{r.tx.Bucket(projBucket(name))}
+	return &readOnlyKV{b: r.tx.Bucket(projBucket(name))}
 }
 
 // Body returns a stored memory body, nil when absent or deleted.
-func (r *Reader) Body(digest string) []byte { return bodies{r.tx.Bucket(bucketBodies)}.Body(digest) }
+func (r *Reader) Body(digest string) []byte {
+	if r.bodies == nil {
+		r.bodies = r.tx.Bucket(bucketBodies)
+	}
+	return r.br.get(r.bodies, digest)
+}
 
 // Head returns the last position and the chain head hash.
 func (r *Reader) Head() (uint64, string) {

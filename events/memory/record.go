@@ -119,12 +119,16 @@ func normalizeTime(name, s string) (string, error) {
 	return events.FormatMemoryTime(t), nil
 }
 
-// Str returns a pointer to s, or nil for "" (the model's null).
+// Str returns a pointer to s, or nil for "" (the model's null). It
+// allocates only for a non-empty s (&s would move s to the heap on every
+// call).
 func Str(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return &s
+	p := new(string)
+	*p = s
+	return p
 }
 
 // Deref returns *p, or "" for nil.

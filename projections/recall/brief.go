@@ -117,8 +117,9 @@ func SafeQuery(hint string) (string, string) {
 // snapshot (bolt.Reader.Projection(recall.Name) and the Reader itself).
 // Brief never writes and never reads the clock: now decides expiry and
 // recency. ctx bounds the work; on cancellation it returns an error
-// wrapping ctx.Err() (the published "preflight timeout"). Safe for
-// concurrent use on separate snapshots.
+// wrapping ctx.Err() (the published "preflight timeout"); an index folded
+// by another layout gives ErrStaleIndex. Safe for concurrent use on
+// separate snapshots.
 func Brief(ctx context.Context, kv KV, bodies Bodies, q BriefQuery, now time.Time) (Context, error) {
 	limit := q.Limit
 	if limit == 0 {
@@ -127,24 +128,33 @@ func Brief(ctx context.Context, kv KV, bodies Bodies, q BriefQuery, now time.Tim
 	if limit < 1 || limit > MaxBriefResults {
 		return Context{}, fmt.Errorf("brief limit must be between 1 and %d", MaxBriefResults)
 	}
+	if err := checkLayout(kv); err != nil {
+		return Context{}, err
+	}
 	hint, class := SafeQuery(q.TaskHint)
 	groups := q.Scope.groups()
+	s := getScratch()
+	defer s.release()
+	f := filter{groups: groups, now: now.UnixMicro()}
+	qs := &searcher{ctx: ctx, kv: kv, s: s, f: &f}
 	var w briefWriter
 	var hintTop []ranked
 	if len(groups) > 0 && class == QueryClassTaskHint {
 		var err error
-		if hintTop, err = hintRecall(ctx, kv, bodies, hint, q.Scope, groups, limit, now); err != nil {
+		if hintTop, err = qs.hintRecall(bodies, hint, q.Scope, limit, now); err != nil {
 			return Context{}, briefError(ctx, err)
 		}
 		for i := range hintTop {
-			w.add(&hintTop[i])
+			if err := w.add(&hintTop[i]); err != nil {
+				return Context{}, err
+			}
 		}
 	}
 	fromHint := len(w.ids)
 	if len(groups) > 0 && len(w.ids) < limit {
 		// Hint + fill: the slots the hint left empty get the startup
 		// brief's ranking, skipping what the hint already ranked.
-		fill, err := startupRecall(ctx, kv, bodies, q.Scope, groups, limit, now)
+		fill, err := qs.startupRecall(bodies, q.Scope, limit, now)
 		if err != nil {
 			return Context{}, briefError(ctx, err)
 		}
@@ -152,8 +162,10 @@ func Brief(ctx context.Context, kv KV, bodies Bodies, q BriefQuery, now time.Tim
 			if len(w.ids) == limit {
 				break
 			}
-			if !slices.ContainsFunc(hintTop, func(r ranked) bool { return r.doc == fill[i].doc }) {
-				w.add(&fill[i])
+			if !hasDoc(hintTop, fill[i].doc) {
+				if err := w.add(&fill[i]); err != nil {
+					return Context{}, err
+				}
 			}
 		}
 	}
@@ -165,6 +177,15 @@ func Brief(ctx context.Context, kv KV, bodies Bodies, q BriefQuery, now time.Tim
 		return Context{}, err
 	}
 	return Context{Text: text, QueryClass: class, MemoryIDs: w.ids, ResultCount: len(w.ids), SelectedMemoryIDsSHA256: SelectedIDsDigest(w.ids)}, nil
+}
+
+func hasDoc(rs []ranked, doc uint32) bool {
+	for i := range rs {
+		if rs[i].doc == doc {
+			return true
+		}
+	}
+	return false
 }
 
 func briefError(ctx context.Context, err error) error {
@@ -203,36 +224,33 @@ func (s Scope) groups() []uint64 {
 
 // visible is the exact scope predicate on strings; the index matched
 // hashes, this confirms them.
-func (s Scope) visible(c *cold) bool {
-	if c.Project == "" || c.Project != s.Project && c.Project != s.ProjectAlias ||
-		c.Sensitivity != memory.SensitivityNormal || c.SupersededBy != "" || c.Redacted {
+func (s Scope) visible(c *coldView) bool {
+	proj := string(c.bytes(cProject))
+	if proj == "" || proj != s.Project && proj != s.ProjectAlias ||
+		string(c.bytes(cSensitivity)) != memory.SensitivityNormal || len(c.bytes(cSupersededBy)) != 0 || c.flags&coldRedacted != 0 {
 		return false
 	}
-	switch c.Scope {
+	switch string(c.bytes(cScope)) {
 	case "agent":
-		return s.AgentProfile != "" && c.AgentProfile == s.AgentProfile
+		return s.AgentProfile != "" && string(c.bytes(cAgentProfile)) == s.AgentProfile
 	case "workflow":
-		return s.WorkflowID != "" && c.WorkflowID == s.WorkflowID
+		return s.WorkflowID != "" && string(c.bytes(cWorkflowID)) == s.WorkflowID
 	case "session":
-		return s.SessionID != "" && c.SessionID == s.SessionID
+		return s.SessionID != "" && string(c.bytes(cSessionID)) == s.SessionID
 	}
-	return isShared(c.Scope)
+	return isShared(string(c.bytes(cScope)))
 }
 
-func hintRecall(ctx context.Context, kv KV, bodies Bodies, hint string, s Scope, groups []uint64, limit int, now time.Time) ([]ranked, error) {
-	q := parseQuery(hint)
-	if len(q.terms) == 0 {
+func (q *searcher) hintRecall(bodies Bodies, hint string, s Scope, limit int, now time.Time) ([]ranked, error) {
+	pq := parseQuery(hint)
+	if len(pq.terms) == 0 {
 		return nil, nil
 	}
-	f := filter{
-		valueOK: func(p *posting) bool { return p.flags&fSensitive == 0 && slices.Contains(groups, p.group) },
-		now:     now.UnixMicro(),
-	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &f)
+	cands, err := q.cascade(&pq, candidateCap(limit))
 	if err != nil {
 		return nil, err
 	}
-	return rankPostings(kv, bodies, cands, &q, limit, now, s.visible)
+	return q.rank(bodies, cands, &pq, limit, now, s.visible)
 }
 
 // startEntry is a decoded 's' entry; id aliases the key (valid during the
@@ -250,15 +268,19 @@ type startEntry struct {
 // published order, scores the first limit×128 (clamped) as they come and
 // keeps the best. The entries carry every factor of the startup score, so
 // no hot record is read; records are read for the winners only.
-func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []uint64, limit int, now time.Time) ([]ranked, error) {
+func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Time) ([]ranked, error) {
 	limitC := candidateCap(limit)
 	nowUS := now.UnixMicro()
-	lists := make([][]startEntry, 0, len(groups))
-	for _, g := range groups {
-		var list []startEntry
-		err := kv.ForEach(key(pStart, u64b(g)), func(k, v []byte) error {
+	groups := q.f.groups
+	for len(q.s.starts) < len(groups) {
+		q.s.starts = append(q.s.starts, nil)
+	}
+	lists := q.s.starts[:len(groups)]
+	for gi, g := range groups {
+		list := lists[gi][:0]
+		err := q.kv.ForEach(q.s.prefix(pStart, g), func(k, v []byte) error {
 			if len(list)&1023 == 1023 {
-				if err := ctx.Err(); err != nil {
+				if err := q.ctx.Err(); err != nil {
 					return err
 				}
 			}
@@ -282,15 +304,18 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 			}
 			return nil
 		})
+		lists[gi] = list
 		if err != nil && err != errStop {
 			return nil, err
 		}
-		lists = append(lists, list)
 	}
 	var excluded map[uint32]bool
+	top := make([]ranked, 0, limit)
+	pos := slices.Grow(q.s.pos[:0], len(lists))[:len(lists)]
+	q.s.pos = pos
 	for {
-		var top []ranked
-		pos := make([]int, len(lists))
+		top = top[:0]
+		clear(pos)
 		for n := 0; n < limitC; n++ {
 			// k-way merge: the next entry in the published order.
 			best := -1
@@ -315,12 +340,12 @@ func startupRecall(ctx context.Context, kv KV, bodies Bodies, s Scope, groups []
 				f.startBonus = 0.15
 			}
 			sc := f.score()
-			if len(top) == limit && byScoreBytes(sc, e.id, top[limit-1].score, top[limit-1].id) >= 0 {
+			if !beats(top, limit, sc, e.id) {
 				continue
 			}
-			top = insertTop(top, ranked{doc: e.doc, id: string(e.id), score: sc, fact: f}, limit)
+			top = insertTop(top, ranked{doc: e.doc, id: e.id, score: sc, fact: f}, limit)
 		}
-		ok, err := materializeTop(kv, bodies, top, s.visible, &excluded)
+		ok, err := q.confirmTop(bodies, top, s.visible, &excluded)
 		if err != nil || ok {
 			return top, err
 		}
@@ -343,17 +368,6 @@ func startBefore(a, b *startEntry) bool {
 	return bytes.Compare(a.id, b.id) < 0
 }
 
-// byScoreBytes is byScore with the first id as bytes.
-func byScoreBytes(sa float64, ida []byte, sb float64, idb string) int {
-	switch {
-	case sa > sb:
-		return -1
-	case sa < sb:
-		return 1
-	}
-	return bytes.Compare(ida, []byte(idb))
-}
-
 // briefWriter renders the context as published: only safe lines, in rank
 // order, each skipped when it does not fit the remaining budget or when an
 // included line already has its normalized summary
@@ -367,37 +381,45 @@ type briefWriter struct {
 }
 
 // add writes r's line if it is safe and fits.
-func (w *briefWriter) add(top *ranked) {
-	r := &top.rec
-	if r.Sensitivity != memory.SensitivityNormal || !safeIdentity(r.ID) ||
-		events.HasControl(r.Summary) || memory.InspectText(r.Summary) != memory.SensitivityNormal {
-		return
+func (w *briefWriter) add(r *ranked) error {
+	b, err := memory.ParseBody(r.body)
+	if err != nil {
+		return fmt.Errorf("recall: %s: %w", r.id, err)
 	}
-	norm := memory.NormalizeSummary(r.Summary)
+	if string(r.cv.bytes(cSensitivity)) != memory.SensitivityNormal {
+		return nil
+	}
+	id, summary := string(r.cv.bytes(cMemoryID)), string(b.Summary)
+	if !safeIdentity(id) || events.HasControl(summary) || memory.InspectText(summary) != memory.SensitivityNormal {
+		return nil
+	}
+	norm := memory.NormalizeSummary(summary)
 	if slices.Contains(w.shown, norm) {
-		return
+		return nil
 	}
-	n := len("- [") + len(r.ID) + len("] ") + len(r.Summary) + len("\n")
-	withRef := safeRef(r.Source.Ref)
+	n := len("- [") + len(id) + len("] ") + len(summary) + len("\n")
+	ref := string(b.SourceRef)
+	withRef := safeRef(ref)
 	if withRef {
-		n += len(" (source: ") + len(r.Source.Ref) + len(")")
+		n += len(" (source: ") + len(ref) + len(")")
 	}
 	if n > MaxContextBytes-len(ContextHeader)-len(ContextFooter)-w.used {
-		return
+		return nil
 	}
 	w.used += n
 	w.lines.WriteString("- [")
-	w.lines.WriteString(r.ID)
+	w.lines.WriteString(id)
 	w.lines.WriteString("] ")
-	w.lines.WriteString(r.Summary)
+	w.lines.WriteString(summary)
 	if withRef {
 		w.lines.WriteString(" (source: ")
-		w.lines.WriteString(r.Source.Ref)
+		w.lines.WriteString(ref)
 		w.lines.WriteString(")")
 	}
 	w.lines.WriteString("\n")
-	w.ids = append(w.ids, r.ID)
+	w.ids = append(w.ids, id)
 	w.shown = append(w.shown, norm)
+	return nil
 }
 
 // text is header + lines (or the empty-result line) + footer.

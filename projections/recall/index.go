@@ -14,9 +14,10 @@
 // ordinal assigned in fold order, so a larger doc is a newer memory):
 //
 //	'#' "next"                    -> next doc
+//	'#' "layout"                  -> Version (4), written with the first doc
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
-//	'j' doc                       -> cold record (JSON: payload and state)
+//	'd' doc                       -> hot record: fixed layout, text signature, id, tokens (see hot)
+//	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
 //	'n' token(8)                  -> posting count(4)
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
@@ -25,8 +26,9 @@
 // A posting (20 bytes) is doc(4) flags(1) group(8) and a rounded-up copy
 // of the memory's static score factors: salience and confidence in
 // 1/255 steps (1 each), ring and authority (1), created_at in minutes
-// since 1970 (4). Queries rank from these upper bounds and read a
-// memory's hot record and body only when it can still enter the results.
+// since 1970 (4). Queries rank from these upper bounds, then from the hot
+// record's exact factors and text signature (signature.go), and read a
+// memory's body only when it can still enter the results.
 //
 // A token's postings are grouped in blocks by doc range, newest range
 // first, so a prefix walk visits memories newest first. A capture updates
@@ -53,6 +55,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -73,8 +76,9 @@ type (
 // Name is the projection's bucket name.
 const Name = "recall"
 
-// Version changes whenever the fold or the key layout changes.
-const Version = 1
+// Version changes whenever the fold or the key layout changes (2: binary
+// cold records).
+const Version = 2
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -98,7 +102,25 @@ const (
 	pCount     = 'n'
 )
 
-var keyNext = []byte("#next")
+var (
+	keyNext   = []byte("#next")
+	keyLayout = []byte("#layout")
+)
+
+// ErrStaleIndex is returned by the queries when the index was built by a
+// binary with another key layout (Version) and not rebuilt since: a
+// read-only open does not refold projections, the next writing command
+// (or `tree-ring projections rebuild`) does.
+var ErrStaleIndex = errors.New("recall index was built by another tree-ring version; run `tree-ring projections rebuild`")
+
+// checkLayout refuses an index of another layout. An index that never
+// folded a capture is empty in every layout.
+func checkLayout(kv KV) error {
+	if v := kv.Get(keyLayout); len(v) == 4 && binary.BigEndian.Uint32(v) == Version || kv.Get(keyNext) == nil {
+		return nil
+	}
+	return ErrStaleIndex
+}
 
 // Hot record flags (also used in posting and 's' values).
 const (
@@ -113,23 +135,25 @@ const (
 //	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6..8 zero,
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
+//	72 body SHA-256 (32), 104 text signature (128, see signature.go),
+//	232 id, then the token hashes (8 each)
 type hot struct {
 	flags, ring, scope, auth byte
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
-	body                     [32]byte
-	id                       string
-	toks                     []byte // token entries; aliases the stored value
+	// body (32 bytes), sig (sigBytes or empty: no text indexed), id and
+	// toks alias the stored value once decoded.
+	body, sig, id []byte
+	toks          []byte // token entries; aliases the stored value
 }
 
 const (
-	hotFixed = 104
+	hotFixed = 104 + sigBytes
 	tokLen   = 8
 )
 
-func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body[:]) }
+func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body) }
 
 func (h *hot) encode() []byte {
 	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
@@ -143,7 +167,8 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[48:], h.agent)
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
-	copy(b[72:], h.body[:])
+	copy(b[72:], h.body)
+	copy(b[104:], h.sig)
 	b = append(b, h.id...)
 	return append(b, h.toks...)
 }
@@ -166,21 +191,11 @@ func decodeHot(b []byte) (hot, bool) {
 		agent:   binary.BigEndian.Uint64(b[48:]),
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
-		id:      string(b[hotFixed:idEnd]),
+		id:      b[hotFixed:idEnd],
 		toks:    b[idEnd:],
 	}
-	copy(h.body[:], b[72:104])
+	h.body, h.sig = b[72:104], b[104:hotFixed]
 	return h, true
-}
-
-// hasToken reports whether the memory's text has the token.
-func (h *hot) hasToken(tok uint64) bool {
-	for i := 0; i+tokLen <= len(h.toks); i += tokLen {
-		if binary.BigEndian.Uint64(h.toks[i:]) == tok {
-			return true
-		}
-	}
-	return false
 }
 
 // cold is the full state of a memory minus its text.
@@ -314,9 +329,10 @@ func hotOf(p *events.MemoryCaptured, flags byte) hot {
 		flags: flags, ring: ringCode(p.Ring), scope: scopeCode(p.Scope), auth: authorityCode(p.SourceType),
 		sal: p.Salience, conf: p.Confidence, created: micros(p.CreatedAt),
 		proj: identHash('p', p.Project), agent: identHash('a', p.AgentProfile),
-		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: p.MemoryID,
+		wf: identHash('w', p.WorkflowID), sess: identHash('x', p.SessionID), id: []byte(p.MemoryID),
 	}
-	hex.Decode(h.body[:], []byte(p.BodySHA256)) // checked on intake: 64 hex
+	h.body = make([]byte, 32)
+	hex.Decode(h.body, []byte(p.BodySHA256)) // checked on intake: 64 hex
 	if p.Sensitivity != memory.SensitivityNormal {
 		h.flags |= fSensitive
 	}
@@ -413,6 +429,11 @@ func nextDoc(kv KV) (uint32, error) {
 	if doc == math.MaxUint32 {
 		return 0, fmt.Errorf("recall: index is full")
 	}
+	if doc == 0 {
+		if err := kv.Put(keyLayout, docBytes(Version)); err != nil {
+			return 0, err
+		}
+	}
 	return doc, kv.Put(keyNext, docBytes(doc+1))
 }
 
@@ -453,6 +474,8 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 					return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
 				}
 				toks = bodyTokens(&b)
+				sig := textSignature(lowerText(nil, &b))
+				h.sig = sig[:]
 			}
 		}
 		// A body deleted later (forget --mode delete) is absent on a
@@ -483,11 +506,7 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 	if err := kv.Put(key(pHot, db), h.encode()); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("recall: encode %s: %w", c.MemoryID, err)
-	}
-	return kv.Put(key(pCold, db), raw)
+	return kv.Put(key(pCold, db), encodeCold(c))
 }
 
 // index adds a live memory's postings and startup entry, and records its
@@ -517,7 +536,7 @@ func deindex(kv KV, doc uint32, h *hot) error {
 			return err
 		}
 	}
-	h.toks = nil
+	h.toks, h.sig = nil, nil
 	if g := h.group(); g != 0 {
 		return kv.Delete(startKey(g, h))
 	}
@@ -614,11 +633,11 @@ func load(kv KV, id string) (uint32, hot, cold, bool, error) {
 	if !ok {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: missing hot record", id)
 	}
-	var c cold
-	if err := json.Unmarshal(kv.Get(key(pCold, v)), &c); err != nil {
-		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: cold record: %w", id, err)
+	cv, err := parseCold(kv.Get(key(pCold, v)))
+	if err != nil {
+		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: %w", id, err)
 	}
-	return doc, h, c, true, nil
+	return doc, h, cv.cold(), true, nil
 }
 
 func applySuperseded(kv KV, p *events.MemorySuperseded) error {

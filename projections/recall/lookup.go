@@ -2,7 +2,6 @@ package recall
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events/memory"
@@ -17,6 +16,9 @@ type State struct {
 // Lookup returns the memory id as recorded (payload, state and body), ok
 // false when the index does not hold it (never captured, or deleted).
 func Lookup(kv KV, bodies Bodies, id string) (memory.Record, State, bool, error) {
+	if err := checkLayout(kv); err != nil {
+		return memory.Record{}, State{}, false, err
+	}
 	_, _, c, ok, err := load(kv, id)
 	if err != nil || !ok {
 		return memory.Record{}, State{}, false, err
@@ -55,14 +57,18 @@ func Claimed(kv KV, claim [32]byte) (string, bool) {
 // Each calls fn with every memory the index holds (not deleted), in
 // capture order.
 func Each(kv KV, bodies Bodies, fn func(rec memory.Record, st State) error) error {
+	if err := checkLayout(kv); err != nil {
+		return err
+	}
 	return kv.ForEach([]byte{pCold}, func(k, v []byte) error {
 		if len(k) != 5 {
 			return fmt.Errorf("recall: malformed key")
 		}
-		var c cold
-		if err := json.Unmarshal(v, &c); err != nil {
-			return fmt.Errorf("recall: doc %d: cold record: %w", binary.BigEndian.Uint32(k[1:]), err)
+		cv, err := parseCold(v)
+		if err != nil {
+			return fmt.Errorf("recall: doc %d: %w", binary.BigEndian.Uint32(k[1:]), err)
 		}
+		c := cv.cold()
 		rec, err := join(bodies, &c)
 		if err != nil {
 			return err

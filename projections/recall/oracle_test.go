@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -171,7 +172,7 @@ func bruteForce(recs []memory.Record, q string, limit int) []scored {
 		}
 		out = append(out, scored{r.ID, oracleScore(r, terms, float64(n)/float64(len(terms)), boost)})
 	}
-	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, a.id, b.score, b.id) })
+	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, []byte(a.id), b.score, []byte(b.id)) })
 	return out[:min(limit, len(out))]
 }
 
@@ -188,10 +189,50 @@ func bruteStartup(recs []memory.Record, limit int) []string {
 		}
 		out = append(out, scored{r.ID, s})
 	}
-	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, a.id, b.score, b.id) })
+	slices.SortFunc(out, func(a, b scored) int { return byScore(a.score, []byte(a.id), b.score, []byte(b.id)) })
 	var ids []string
 	for _, s := range out[:min(limit, len(out))] {
 		ids = append(ids, s.id)
 	}
 	return ids
+}
+
+// A token in more memories than bitmapMax is checked in its posting blocks
+// (probeBlock), not read into a bitmap: the ranking must not change.
+func TestProbedTokensMatchBruteForce(t *testing.T) {
+	fx := newFixture(t)
+	var recs []memory.Record
+	// Limits 1 and 2 have the smallest candidate cap (256), so the
+	// smallest bitmap bound.
+	n := int(bitmapMax(candidateCap(1))) * 5 / 4
+	for i := 0; i < n; i++ {
+		m := mem{id: fmt.Sprintf("mem_%05d", i), summary: fmt.Sprintf("common note %d", i), project: "proj",
+			sal: float64(i%97+1) / 98, conf: 0.01, age: time.Duration(n-i) * time.Minute}
+		switch {
+		case i%7 == 0:
+			m.summary += " rare"
+		case i%11 == 0: // would win if the AND let them in
+			m.summary, m.sal, m.conf, m.age = fmt.Sprintf("rare only %d", i), 1, 1, 0
+		}
+		recs = append(recs, fx.capture(m))
+	}
+	if c := fx.kv.Get(key(pCount, u64b(tokenHash("common")))); binary.BigEndian.Uint32(c) <= bitmapMax(candidateCap(2)) {
+		t.Fatal("common is not probed")
+	}
+	for _, c := range []struct {
+		q     string
+		limit int
+	}{{"common rare", 1}, {"rare common note", 2}, {"note common", 2}} {
+		q := c.q
+		got := fx.recall(q, Filter{Limit: c.limit})
+		want := bruteForce(recs, q, c.limit)
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d results, want %d", q, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Memory.ID != want[i].id || got[i].Score != want[i].score {
+				t.Fatalf("%q #%d: got %s %v, want %s %v", q, i, got[i].Memory.ID, got[i].Score, want[i].id, want[i].score)
+			}
+		}
+	}
 }

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,6 +47,49 @@ type Result struct {
 // errStop ends a ForEach early.
 var errStop = errors.New("stop")
 
+// scratch is one query's reusable memory, pooled so that a query allocates
+// nothing per candidate and little per query. It never outlives the query
+// that took it; release clears every alias of the read transaction's
+// pages before it goes back.
+type scratch struct {
+	pfx, key []byte // ForEach prefixes and Get keys: separate, a Get runs inside a walk
+	counts   map[uint64]uint32
+	sets     []bitmap
+	lists    [][]posting
+	probes   []probeBlock
+	cands    []posting
+	heap     boundHeap
+	text     []byte
+	starts   [][]startEntry
+	pos      []int
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{counts: map[uint64]uint32{}} }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func (s *scratch) release() {
+	clear(s.counts)
+	clear(s.probes[:cap(s.probes)]) // blocks alias the finished transaction's pages
+	for i := range s.starts {
+		clear(s.starts[i]) // ids alias pages of the finished transaction
+		s.starts[i] = s.starts[i][:0]
+	}
+	scratchPool.Put(s)
+}
+
+// prefix builds a ForEach prefix of p and tok.
+func (s *scratch) prefix(p byte, tok uint64) []byte {
+	s.pfx = binary.BigEndian.AppendUint64(append(s.pfx[:0], p), tok)
+	return s.pfx
+}
+
+// docKey builds the key of doc's record p.
+func (s *scratch) docKey(p byte, doc uint32) []byte {
+	s.key = binary.BigEndian.AppendUint32(append(s.key[:0], p), doc)
+	return s.key
+}
+
 // posting is a decoded posting entry: a candidate before ranking.
 type posting struct {
 	doc       uint32
@@ -57,6 +99,7 @@ type posting struct {
 	ringAuth  byte
 	minute    uint32 // created_at, rounded up
 	bound     float64
+	refined   bool // bound: exact static factors and the signature's textual bound
 }
 
 func decodePosting(v []byte) posting {
@@ -66,74 +109,116 @@ func decodePosting(v []byte) posting {
 	}
 }
 
-// filter decides which postings are candidates. valueOK sees the posting;
-// hotOK, when set, needs the memory's hot record and runs for every
-// posting that passes valueOK. Expiry is always checked, reading the hot
-// record only for postings flagged as expiring.
+// filter decides which postings are candidates: the brief's visibility
+// groups, or explicit recall's exact filters (on the hot record, read only
+// when one is set). Expiry is always checked, reading the hot record only
+// for postings flagged as expiring.
 type filter struct {
-	valueOK func(p *posting) bool
-	hotOK   func(h *hot) bool
-	now     int64
+	groups                []uint64 // brief: the visible groups; nil for explicit recall
+	sensitive             bool     // explicit: non-normal sensitivity too
+	exact                 bool     // explicit: an identity or scope filter is set
+	proj, agent, wf, sess uint64
+	// shared is the project's shared-scope group when the project is the
+	// only filter: a posting of that group matches without its hot record.
+	shared uint64
+	scope  int // -1: any
+	now    int64
+}
+
+func (f *filter) valueOK(p *posting) bool {
+	if f.groups != nil {
+		return p.flags&fSensitive == 0 && slices.Contains(f.groups, p.group)
+	}
+	return p.flags&fSensitive == 0 || f.sensitive
+}
+
+func (f *filter) needsHot(p *posting) bool {
+	return f.exact && (f.shared == 0 || p.group != f.shared) || p.flags&fExpires != 0
 }
 
 func (f *filter) accept(h *hot) bool {
-	return !expired(h, f.now) && (f.hotOK == nil || f.hotOK(h))
+	if expired(h, f.now) {
+		return false
+	}
+	return !f.exact || (f.proj == 0 || h.proj == f.proj) && (f.agent == 0 || h.agent == f.agent) &&
+		(f.wf == 0 || h.wf == f.wf) && (f.sess == 0 || h.sess == f.sess) && (f.scope < 0 || int(h.scope) == f.scope)
 }
 
 func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
-// counts caches posting counts during one query.
-type counts struct {
-	kv KV
-	m  map[uint64]uint32
+// searcher is one search's state: the snapshot, its scratch and filter.
+type searcher struct {
+	ctx context.Context
+	kv  KV
+	s   *scratch
+	f   *filter
 }
 
-func (c *counts) get(tok uint64) uint32 {
-	if n, ok := c.m[tok]; ok {
+func (q *searcher) count(tok uint64) uint32 {
+	if n, ok := q.s.counts[tok]; ok {
 		return n
 	}
-	n := count(c.kv, tok)
-	c.m[tok] = n
+	n := uint32(0)
+	if v := q.kv.Get(q.s.prefix(pCount, tok)); len(v) == 4 {
+		n = binary.BigEndian.Uint32(v)
+	}
+	q.s.counts[tok] = n
 	return n
 }
 
-// andCandidates returns up to limit docs holding every token and passing
-// the filter, newest first. It walks the rarest token's posting blocks and
-// checks the other tokens in a bitmap of their postings when their lists
-// are short enough to read, otherwise in the memory's hot record; its cost
-// follows the rarest list and the filter, not the size of the index.
-func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit int, f *filter) ([]posting, error) {
+// hotOf reads a doc's hot record.
+func (q *searcher) hotOf(doc uint32) (hot, error) {
+	h, ok := decodeHot(q.kv.Get(q.s.docKey(pHot, doc)))
+	if !ok {
+		return hot{}, fmt.Errorf("recall: doc %d: missing hot record", doc)
+	}
+	return h, nil
+}
+
+// andCandidates appends to dst up to limit docs holding every token and
+// passing the filter, newest first. It walks the rarest token's posting
+// blocks and checks the other tokens in a bitmap of their postings when
+// their lists are short enough to read, otherwise in their posting block
+// of the candidate's doc range (one read per range: the walk goes newest
+// first); its cost follows the rarest list and the filter, not the size of
+// the index.
+func (q *searcher) andCandidates(dst []posting, toks []uint64, limit int) ([]posting, error) {
 	if len(toks) == 0 {
-		return nil, nil
+		return dst, nil
 	}
 	rare := toks[0]
 	for _, t := range toks {
-		n := cn.get(t)
+		n := q.count(t)
 		if n == 0 {
-			return nil, nil
+			return dst, nil
 		}
-		if n < cn.get(rare) {
+		if n < q.count(rare) {
 			rare = t
 		}
 	}
-	var sets []bitmap
-	var probe []uint64 // tokens checked in the hot record
+	sets := q.s.sets[:0]
+	probe := q.s.probes[:0]
 	for _, t := range toks {
 		switch {
 		case t == rare:
-		case cn.get(t) <= bitmapMax(limit):
-			b, err := postingSet(kv, t)
+		case q.count(t) <= bitmapMax(limit):
+			var b bitmap
+			if len(sets) < cap(sets) {
+				b = sets[:len(sets)+1][len(sets)]
+			}
+			b, err := q.postingSet(b[:0], t)
 			if err != nil {
-				return nil, err
+				return dst, err
 			}
 			sets = append(sets, b)
 		default:
-			probe = append(probe, t)
+			probe = append(probe, probeBlock{tok: t})
 		}
 	}
-	var out []posting
-	err := eachPosting(ctx, kv, rare, func(p posting) (bool, error) {
-		if !f.valueOK(&p) {
+	q.s.sets, q.s.probes = sets, probe
+	start := len(dst)
+	err := q.eachPosting(rare, func(p posting) (bool, error) {
+		if !q.f.valueOK(&p) {
 			return true, nil
 		}
 		for _, b := range sets {
@@ -141,19 +226,24 @@ func andCandidates(ctx context.Context, kv KV, cn *counts, toks []uint64, limit 
 				return true, nil
 			}
 		}
-		if len(probe) > 0 || f.hotOK != nil || p.flags&fExpires != 0 {
-			h, err := hotOfDoc(kv, p.doc)
-			if err != nil {
-				return false, err
-			}
-			if !f.accept(&h) || !hasAll(&h, probe) {
+		for i := range probe {
+			if !q.inBlock(&probe[i], p.doc) {
 				return true, nil
 			}
 		}
-		out = append(out, p)
-		return len(out) < limit, nil
+		if q.f.needsHot(&p) {
+			h, err := q.hotOf(p.doc)
+			if err != nil {
+				return false, err
+			}
+			if !q.f.accept(&h) {
+				return true, nil
+			}
+		}
+		dst = append(dst, p)
+		return len(dst)-start < limit, nil
 	})
-	return out, err
+	return dst, err
 }
 
 // bitmapMax is the longest posting list read whole into a bitmap: reading
@@ -169,13 +259,14 @@ func (b bitmap) has(doc uint32) bool {
 	return i < len(b) && b[i]&(1<<(doc&63)) != 0
 }
 
-// postingSet reads a token's postings into a bitmap.
-func postingSet(kv KV, tok uint64) (bitmap, error) {
-	var b bitmap
-	err := eachPosting(context.Background(), kv, tok, func(p posting) (bool, error) {
+// postingSet reads a token's postings into the bitmap b (empty, reused).
+func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
+	err := q.eachPosting(tok, func(p posting) (bool, error) {
 		i := int(p.doc >> 6)
 		if i >= len(b) {
-			b = slices.Grow(b, i+1-len(b))[:i+1]
+			n := len(b)
+			b = slices.Grow(b, i+1-n)[:i+1]
+			clear(b[n:])
 		}
 		b[i] |= 1 << (p.doc & 63)
 		return true, nil
@@ -185,15 +276,15 @@ func postingSet(kv KV, tok uint64) (bitmap, error) {
 
 // eachPosting calls fn with a token's postings, newest first, until fn
 // returns false.
-func eachPosting(ctx context.Context, kv KV, tok uint64, fn func(p posting) (bool, error)) error {
+func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) error {
 	seen := 0
-	err := kv.ForEach(key(pPost, u64b(tok)), func(_, v []byte) error {
+	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(_, v []byte) error {
 		if len(v)%postingLen != 0 {
 			return errors.New("recall: malformed posting block")
 		}
 		for i := 0; i < len(v); i += postingLen {
 			if seen++; seen&1023 == 0 {
-				if err := ctx.Err(); err != nil {
+				if err := q.ctx.Err(); err != nil {
 					return err
 				}
 			}
@@ -213,34 +304,51 @@ func eachPosting(ctx context.Context, kv KV, tok uint64, fn func(p posting) (boo
 	return err
 }
 
-func hasAll(h *hot, toks []uint64) bool {
-	for _, t := range toks {
-		if !h.hasToken(t) {
-			return false
+// probeBlock is a token checked in its posting blocks, with the last
+// block read.
+type probeBlock struct {
+	tok   uint64
+	rng   uint32
+	block []byte // aliases the read transaction's pages
+	read  bool
+}
+
+// inBlock reports whether doc is among pb's postings.
+func (q *searcher) inBlock(pb *probeBlock, doc uint32) bool {
+	if r := doc >> blockShift; !pb.read || pb.rng != r {
+		k := binary.BigEndian.AppendUint64(append(q.s.key[:0], pPost), pb.tok)
+		q.s.key = binary.BigEndian.AppendUint32(k, ^r)
+		pb.block, pb.rng, pb.read = q.kv.Get(q.s.key), r, true
+	}
+	for i := 0; i+postingLen <= len(pb.block); i += postingLen {
+		if binary.BigEndian.Uint32(pb.block[i:]) == doc {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // orCandidates returns up to limit docs matching any term (each term the
 // AND of its tokens), newest first. Each term contributes at most limit
 // docs, which contain the union's newest limit; the lists are merged.
-func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limit int, f *filter) ([]posting, error) {
-	lists := make([][]posting, 0, len(terms))
-	for _, t := range terms {
-		c, err := andCandidates(ctx, kv, cn, t, limit, f)
+func (q *searcher) orCandidates(terms [][]uint64, limit int) ([]posting, error) {
+	lists := q.s.lists[:0]
+	for i, t := range terms {
+		var l []posting
+		if i < cap(q.s.lists) {
+			l = q.s.lists[:i+1][i][:0]
+		}
+		l, err := q.andCandidates(l, t, limit)
 		if err != nil {
 			return nil, err
 		}
-		if len(c) > 0 {
-			lists = append(lists, c)
-		}
+		lists = append(lists, l)
 	}
-	if len(lists) == 1 {
-		return lists[0], nil
-	}
-	out := make([]posting, 0, limit)
-	pos := make([]int, len(lists))
+	q.s.lists = lists
+	out := q.s.cands[:0]
+	pos := slices.Grow(q.s.pos[:0], len(lists))[:len(lists)]
+	clear(pos)
+	q.s.pos = pos
 	for len(out) < limit {
 		best := -1
 		for i, l := range lists {
@@ -259,28 +367,21 @@ func orCandidates(ctx context.Context, kv KV, cn *counts, terms [][]uint64, limi
 		}
 		out = append(out, p)
 	}
+	q.s.cands = out
 	return out, nil
 }
 
 // cascade runs the AND searches in order and stops at the first non-empty
 // one; if all are empty it runs the OR fallback.
-func cascade(ctx context.Context, kv KV, q *parsedQuery, limit int, f *filter) ([]posting, error) {
-	cn := &counts{kv: kv, m: map[uint64]uint32{}}
-	for _, s := range q.searches {
-		if c, err := andCandidates(ctx, kv, cn, s, limit, f); err != nil || len(c) > 0 {
+func (q *searcher) cascade(pq *parsedQuery, limit int) ([]posting, error) {
+	for _, s := range pq.searches {
+		c, err := q.andCandidates(q.s.cands[:0], s, limit)
+		q.s.cands = c
+		if err != nil || len(c) > 0 {
 			return c, err
 		}
 	}
-	return orCandidates(ctx, kv, cn, q.or, limit, f)
-}
-
-// hotOfDoc reads a doc's hot record.
-func hotOfDoc(kv KV, doc uint32) (hot, error) {
-	h, ok := decodeHot(kv.Get(key(pHot, docBytes(doc))))
-	if !ok {
-		return hot{}, fmt.Errorf("recall: doc %d: missing hot record", doc)
-	}
-	return h, nil
+	return q.orCandidates(pq.or, limit)
 }
 
 // Recall is the explicit recall of `tree-ring recall`: the AND cascade with
@@ -302,59 +403,77 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	if limit < 1 || limit > MaxLimit {
 		return nil, fmt.Errorf("limit must be between 1 and %d", MaxLimit)
 	}
-	q := parseQuery(query)
-	if len(q.terms) == 0 {
+	pq := parseQuery(query)
+	if len(pq.terms) == 0 {
 		return nil, nil
 	}
-	want := struct{ proj, agent, wf, sess uint64 }{
-		identHash('p', f.Project), identHash('a', f.AgentProfile), identHash('w', f.WorkflowID), identHash('x', f.SessionID),
+	if err := checkLayout(kv); err != nil {
+		return nil, err
 	}
-	scope := -1
+	flt := filter{
+		sensitive: f.IncludeSensitive, scope: -1, now: now.UnixMicro(),
+		proj: identHash('p', f.Project), agent: identHash('a', f.AgentProfile), wf: identHash('w', f.WorkflowID), sess: identHash('x', f.SessionID),
+	}
 	if f.Scope != "" {
-		if scope = slices.Index(events.MemoryScopes, f.Scope); scope < 0 {
+		if flt.scope = slices.Index(events.MemoryScopes, f.Scope); flt.scope < 0 {
 			return nil, errors.New("invalid scope")
 		}
 	}
-	flt := filter{
-		valueOK: func(p *posting) bool { return p.flags&fSensitive == 0 || f.IncludeSensitive },
-		now:     now.UnixMicro(),
+	flt.exact = flt.proj|flt.agent|flt.wf|flt.sess != 0 || flt.scope >= 0
+	if flt.proj != 0 && flt.agent|flt.wf|flt.sess == 0 && flt.scope < 0 {
+		flt.shared = groupHash(gShared, flt.proj, 0)
 	}
-	if want.proj|want.agent|want.wf|want.sess != 0 || scope >= 0 {
-		flt.hotOK = func(h *hot) bool {
-			return (want.proj == 0 || h.proj == want.proj) && (want.agent == 0 || h.agent == want.agent) &&
-				(want.wf == 0 || h.wf == want.wf) && (want.sess == 0 || h.sess == want.sess) &&
-				(scope < 0 || int(h.scope) == scope)
-		}
-	}
-	cands, err := cascade(ctx, kv, &q, candidateCap(limit), &flt)
+	s := getScratch()
+	defer s.release()
+	qs := &searcher{ctx: ctx, kv: kv, s: s, f: &flt}
+	cands, err := qs.cascade(&pq, candidateCap(limit))
 	if err != nil {
 		return nil, err
 	}
-	exact := func(c *cold) bool { // hashes matched; confirm the strings
-		return (f.Project == "" || c.Project == f.Project) && (f.AgentProfile == "" || c.AgentProfile == f.AgentProfile) &&
-			(f.WorkflowID == "" || c.WorkflowID == f.WorkflowID) && (f.SessionID == "" || c.SessionID == f.SessionID)
+	exact := func(c *coldView) bool { // hashes matched; confirm the strings
+		return (f.Project == "" || string(c.bytes(cProject)) == f.Project) &&
+			(f.AgentProfile == "" || string(c.bytes(cAgentProfile)) == f.AgentProfile) &&
+			(f.WorkflowID == "" || string(c.bytes(cWorkflowID)) == f.WorkflowID) &&
+			(f.SessionID == "" || string(c.bytes(cSessionID)) == f.SessionID)
 	}
-	top, err := rankPostings(kv, bodies, cands, &q, limit, now, exact)
+	top, err := qs.rank(bodies, cands, &pq, limit, now, exact)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Result, len(top))
-	for i, t := range top {
-		out[i] = Result{Memory: t.rec, Score: t.score}
+	for i := range top {
+		rec, err := top[i].record()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Result{Memory: rec, Score: top[i].score}
 		if f.Explain {
-			out[i].Ranking = t.fact.explain()
+			out[i].Ranking = top[i].fact.explain()
 		}
 	}
 	return out, nil
 }
 
-// ranked is a scored memory.
+// ranked is a scored memory. id, and after confirmation cv and body,
+// alias the read transaction's pages.
 type ranked struct {
 	doc   uint32
-	id    string
+	id    []byte
 	score float64
 	fact  factors
-	rec   memory.Record
+	cv    coldView
+	body  []byte
+}
+
+// record copies a confirmed result out as the published record.
+func (r *ranked) record() (memory.Record, error) {
+	c := r.cv.cold()
+	b, err := memory.ParseBody(r.body)
+	if err != nil {
+		return memory.Record{}, fmt.Errorf("recall: %s: %w", c.MemoryID, err)
+	}
+	mb := b.Body()
+	return memory.Join(&c.MemoryCaptured, c.SupersededBy, &mb), nil
 }
 
 // insertTop inserts r into top (score descending, id ascending), keeping
@@ -364,15 +483,14 @@ func insertTop(top []ranked, r ranked, limit int) []ranked {
 	if pos >= limit {
 		return top
 	}
-	top = slices.Insert(top, pos, r)
-	if len(top) > limit {
-		top = top[:limit]
+	if len(top) == limit {
+		top = top[:limit-1]
 	}
-	return top
+	return slices.Insert(top, pos, r)
 }
 
 // beats reports whether (score, id) would enter a full top.
-func beats(top []ranked, limit int, score float64, id string) bool {
+func beats(top []ranked, limit int, score float64, id []byte) bool {
 	if len(top) < limit {
 		return true
 	}
@@ -380,35 +498,36 @@ func beats(top []ranked, limit int, score float64, id string) bool {
 	return byScore(score, id, w.score, w.id) < 0
 }
 
-// rankPostings scores candidates with the published formula and returns
-// the best limit, by score descending then id ascending, with records.
+// rank scores candidates with the published formula and returns the best
+// limit, by score descending then id ascending, confirmed.
 //
 // It is exact (the same result as scoring every candidate) and lazy: a
-// candidate's upper bound comes from its posting (static factors rounded
-// up, textual = 1); candidates are visited by decreasing bound and the walk
-// stops when the bound falls below the last kept score. A visited
-// candidate reads its hot record for the exact static factors, and its
-// body for the textual factor only if it can still enter.
+// candidate's first upper bound comes from its posting (static factors
+// rounded up, textual = 1); candidates are visited by decreasing bound and
+// the walk stops when the bound falls below the last kept score. A
+// candidate visited the first time reads its hot record and goes back with
+// a tighter bound (exact static factors, the text signature's textual
+// bound); visited again, it reads its body for the exact textual factor.
 //
 // confirm (optional) re-checks a winner's visibility on its strings (the
-// index matched hashes); a winner it rejects is dropped and the ranking
-// rerun without it.
-func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit int, now time.Time, confirm func(*cold) bool) ([]ranked, error) {
+// index matched hashes); a winner it rejects, or whose body is gone, is
+// dropped and the ranking rerun without it.
+func (q *searcher) rank(bodies Bodies, cands []posting, pq *parsedQuery, limit int, now time.Time, confirm func(*coldView) bool) ([]ranked, error) {
 	nowUS := now.UnixMicro()
 	for i := range cands {
 		p := &cands[i]
 		f := factors{
 			textual: 1, sal: float64(p.sal) / 255, conf: float64(p.conf) / 255,
 			recency: recency(int64(p.minute)*60_000_000, nowUS), auth: authorityValue(p.ringAuth >> 3),
-			ringBoost: ringBoost(p.ringAuth&7, q),
+			ringBoost: ringBoost(p.ringAuth&7, pq),
 		}
 		p.bound = f.score() + 1e-9
 	}
 	var excluded map[uint32]bool
-	var text []byte
+	top := make([]ranked, 0, min(limit, len(cands)))
 	for {
-		var top []ranked
-		h := boundHeap(slices.Clone(cands))
+		top = top[:0]
+		h := append(q.s.heap[:0], cands...)
 		h.init()
 		for len(h) > 0 {
 			p := h.pop()
@@ -418,13 +537,17 @@ func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit i
 			if len(top) == limit && p.bound < top[limit-1].score {
 				break // popped by bound: nothing left can enter either
 			}
-			hr, err := hotOfDoc(kv, p.doc)
+			hr, err := q.hotOf(p.doc)
 			if err != nil {
 				return nil, err
 			}
-			r := ranked{doc: p.doc, id: hr.id, fact: staticFactors(&hr, q, now)}
-			r.fact.textual = 1
-			if !beats(top, limit, r.fact.score(), r.id) {
+			r := ranked{doc: p.doc, id: hr.id, fact: staticFactors(&hr, pq, now)}
+			if !p.refined {
+				r.fact.textual = textualBound(pq.terms, hr.sig)
+				if p.bound = r.fact.score() + 1e-9; beats(top, limit, p.bound, r.id) {
+					p.refined = true
+					h.push(p)
+				}
 				continue
 			}
 			raw := bodies.Body(hr.bodyDigest())
@@ -435,12 +558,13 @@ func rankPostings(kv KV, bodies Bodies, cands []posting, q *parsedQuery, limit i
 			if err != nil {
 				return nil, fmt.Errorf("recall: %s: %w", hr.id, err)
 			}
-			text = lowerText(text[:0], &b)
-			r.fact.textual = textual(q.terms, text)
+			q.s.text = lowerText(q.s.text[:0], &b)
+			r.fact.textual = textual(pq.terms, q.s.text)
 			r.score = r.fact.score()
 			top = insertTop(top, r, limit)
 		}
-		ok, err := materializeTop(kv, bodies, top, confirm, &excluded)
+		q.s.heap = h
+		ok, err := q.confirmTop(bodies, top, confirm, &excluded)
 		if err != nil || ok {
 			return top, err
 		}
@@ -454,6 +578,18 @@ type boundHeap []posting
 func (h boundHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
+	}
+}
+
+func (h *boundHeap) push(p posting) {
+	*h = append(*h, p)
+	for i := len(*h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if (*h)[parent].bound >= (*h)[i].bound {
+			return
+		}
+		(*h)[parent], (*h)[i] = (*h)[i], (*h)[parent]
+		i = parent
 	}
 }
 
@@ -485,58 +621,41 @@ func (h boundHeap) down(i int) {
 	}
 }
 
-// materializeTop fills the records of top. It returns false when confirm
-// rejected one (now in *excluded): the caller ranks again.
-func materializeTop(kv KV, bodies Bodies, top []ranked, confirm func(*cold) bool, excluded *map[uint32]bool) (bool, error) {
+// confirmTop reads the cold records and bodies of top. It returns false
+// when confirm rejected one or its body is gone (now in *excluded): the
+// caller ranks again.
+func (q *searcher) confirmTop(bodies Bodies, top []ranked, confirm func(*coldView) bool, excluded *map[uint32]bool) (bool, error) {
 	ok := true
 	for i := range top {
-		rec, good, err := materialize(kv, bodies, top[i].doc, confirm)
+		r := &top[i]
+		cv, err := parseCold(q.kv.Get(q.s.docKey(pCold, r.doc)))
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("recall: doc %d: %w", r.doc, err)
 		}
-		if !good {
+		r.cv = cv
+		if confirm == nil || confirm(&r.cv) {
+			r.body = bodies.Body(string(cv.bytes(cBodySHA256)))
+		}
+		if r.body == nil {
 			if *excluded == nil {
 				*excluded = map[uint32]bool{}
 			}
-			(*excluded)[top[i].doc] = true
+			(*excluded)[r.doc] = true
 			ok = false
-			continue
 		}
-		top[i].rec = rec
 	}
 	return ok, nil
 }
 
 // byScore orders by score descending, then id ascending.
-func byScore(sa float64, ida string, sb float64, idb string) int {
+func byScore(sa float64, ida []byte, sb float64, idb []byte) int {
 	switch {
 	case sa > sb:
 		return -1
 	case sa < sb:
 		return 1
 	}
-	return strings.Compare(ida, idb)
-}
-
-// materialize reads a doc's full record: cold state and body. ok is false
-// when confirm rejects it or its body is gone.
-func materialize(kv KV, bodies Bodies, doc uint32, confirm func(*cold) bool) (memory.Record, bool, error) {
-	var c cold
-	if err := json.Unmarshal(kv.Get(key(pCold, docBytes(doc))), &c); err != nil {
-		return memory.Record{}, false, fmt.Errorf("recall: doc %d: cold record: %w", doc, err)
-	}
-	if confirm != nil && !confirm(&c) {
-		return memory.Record{}, false, nil
-	}
-	raw := bodies.Body(c.BodySHA256)
-	if raw == nil {
-		return memory.Record{}, false, nil
-	}
-	b, err := memory.UnmarshalBody(raw)
-	if err != nil {
-		return memory.Record{}, false, fmt.Errorf("recall: %s: %w", c.MemoryID, err)
-	}
-	return memory.Join(&c.MemoryCaptured, c.SupersededBy, &b), true, nil
+	return bytes.Compare(ida, idb)
 }
 
 // factors are the published score factors.
@@ -622,12 +741,17 @@ func appendLower(dst, s []byte) []byte {
 // textual is the share of query terms found as substrings of the
 // lowercased text; 0.1 for a query without terms.
 func textual(terms []string, text []byte) float64 {
+	return termShare(terms, func(t string) bool { return bytes.Contains(text, []byte(t)) })
+}
+
+// termShare is the share of terms that has; 0.1 without terms.
+func termShare(terms []string, has func(string) bool) float64 {
 	if len(terms) == 0 {
 		return 0.1
 	}
 	n := 0
 	for _, t := range terms {
-		if bytes.Contains(text, []byte(t)) {
+		if has(t) {
 			n++
 		}
 	}

@@ -1,0 +1,180 @@
+package recall
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// The cold record ('j' doc) is a memory's full state minus its text, in a
+// binary form that queries read in place: flags(1) (1 needs_review,
+// 2 redacted), salience and confidence (float64 bits, 8 each), then the
+// strings of coldStrings and the supersedes ids, each as uvarint length
+// and bytes (the supersedes ids preceded by their uvarint count).
+const (
+	cMemoryID = iota
+	cBodySHA256
+	cCreatedAt
+	cUpdatedAt
+	cProject
+	cAgentProfile
+	cWorkflowID
+	cSessionID
+	cOperationID
+	cScope
+	cRing
+	cEventType
+	cSourceType
+	cSensitivity
+	cRetention
+	cExpiresAt
+	cReviewedAt
+	cOrigin
+	cSupersededBy
+	cClaim
+	nColdStrings
+)
+
+const (
+	coldNeedsReview = 1 << 0
+	coldRedacted    = 1 << 1
+	coldFixed       = 17
+)
+
+var errBadCold = errors.New("recall: malformed cold record")
+
+// strings returns c's strings in coldStrings order.
+func (c *cold) strings() [nColdStrings]string {
+	p := &c.MemoryCaptured
+	return [nColdStrings]string{
+		p.MemoryID, p.BodySHA256, p.CreatedAt, p.UpdatedAt, p.Project, p.AgentProfile, p.WorkflowID, p.SessionID,
+		p.OperationID, p.Scope, p.Ring, p.EventType, p.SourceType, p.Sensitivity, p.Retention, p.ExpiresAt,
+		p.ReviewedAt, p.Origin, c.SupersededBy, c.Claim,
+	}
+}
+
+func encodeCold(c *cold) []byte {
+	strs := c.strings()
+	n := coldFixed + binary.MaxVarintLen32*(nColdStrings+1+len(c.Supersedes))
+	for _, s := range strs {
+		n += len(s)
+	}
+	for _, s := range c.Supersedes {
+		n += len(s)
+	}
+	b := make([]byte, 1, n)
+	if c.NeedsReview {
+		b[0] |= coldNeedsReview
+	}
+	if c.Redacted {
+		b[0] |= coldRedacted
+	}
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(c.Salience))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(c.Confidence))
+	for _, s := range strs {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.Supersedes)))
+	for _, s := range c.Supersedes {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// span is a field's place in a cold record.
+type span struct{ off, n uint32 }
+
+// coldView is a cold record decoded in place: it aliases the stored value
+// and is valid as long as that is (the read transaction).
+type coldView struct {
+	raw       []byte
+	str       [nColdStrings]span
+	sal, conf float64
+	flags     byte
+	nSup      int
+	sup       uint32 // offset of the first supersedes id
+}
+
+// parseCold decodes a cold record without copying or allocating.
+func parseCold(raw []byte) (coldView, error) {
+	if len(raw) < coldFixed {
+		return coldView{}, errBadCold
+	}
+	v := coldView{
+		raw: raw, flags: raw[0],
+		sal:  math.Float64frombits(binary.BigEndian.Uint64(raw[1:])),
+		conf: math.Float64frombits(binary.BigEndian.Uint64(raw[9:])),
+	}
+	off := coldFixed
+	next := func() (span, bool) {
+		n, w := binary.Uvarint(raw[off:])
+		if w <= 0 || n > uint64(len(raw)-off-w) {
+			return span{}, false
+		}
+		s := span{uint32(off + w), uint32(n)}
+		off += w + int(n)
+		return s, true
+	}
+	for i := range v.str {
+		s, ok := next()
+		if !ok {
+			return coldView{}, errBadCold
+		}
+		v.str[i] = s
+	}
+	n, w := binary.Uvarint(raw[off:])
+	if w <= 0 || n > events.MaxMemorySupersedes {
+		return coldView{}, errBadCold
+	}
+	off += w
+	v.nSup, v.sup = int(n), uint32(off)
+	for range v.nSup {
+		if _, ok := next(); !ok {
+			return coldView{}, errBadCold
+		}
+	}
+	if off != len(raw) {
+		return coldView{}, errBadCold
+	}
+	return v, nil
+}
+
+// bytes returns string field i in place.
+func (v *coldView) bytes(i int) []byte {
+	s := v.str[i]
+	return v.raw[s.off : s.off+s.n]
+}
+
+// cold copies the view out: every string shares one allocation.
+func (v *coldView) cold() cold {
+	all := string(v.raw)
+	s := func(i int) string {
+		sp := v.str[i]
+		return all[sp.off : sp.off+sp.n]
+	}
+	c := cold{
+		MemoryCaptured: events.MemoryCaptured{
+			MemoryID: s(cMemoryID), BodySHA256: s(cBodySHA256), CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
+			Project: s(cProject), AgentProfile: s(cAgentProfile), WorkflowID: s(cWorkflowID), SessionID: s(cSessionID),
+			OperationID: s(cOperationID), Scope: s(cScope), Ring: s(cRing), EventType: s(cEventType),
+			SourceType: s(cSourceType), Salience: v.sal, Confidence: v.conf, Sensitivity: s(cSensitivity),
+			Retention: s(cRetention), ExpiresAt: s(cExpiresAt), NeedsReview: v.flags&coldNeedsReview != 0,
+			ReviewedAt: s(cReviewedAt), Redacted: v.flags&coldRedacted != 0, Origin: s(cOrigin),
+		},
+		SupersededBy: s(cSupersededBy), Claim: s(cClaim),
+	}
+	if v.nSup > 0 {
+		c.Supersedes = make([]string, v.nSup)
+		off := int(v.sup)
+		for i := range c.Supersedes {
+			n, w := binary.Uvarint(v.raw[off:]) // checked by parseCold
+			c.Supersedes[i] = all[off+w : off+w+int(n)]
+			off += w + int(n)
+		}
+	}
+	return c
+}
