@@ -58,6 +58,10 @@ type Plan struct {
 	Persist bool
 	// Errno is what the failed call returns (EIO when zero).
 	Errno syscall.Errno
+	// Kill, instead of failing the Nth call, kills the whole process group
+	// with SIGKILL at its entry, before the kernel runs it: a crash at an
+	// exact point (Persist is then meaningless).
+	Kill bool
 }
 
 // Result is what a traced run did.

@@ -195,7 +195,7 @@ func trace(ctx context.Context, cmd Command, plan Plan, want map[uint64]string) 
 	}()
 
 	t := &tracer{plan: plan, want: want, res: res,
-		inSyscall: map[int]bool{}, pending: map[int]bool{}, started: map[int]bool{pid: true}}
+		inSyscall: map[int]bool{}, pending: map[int]bool{}, started: map[int]bool{pid: true}, pgid: pid}
 	if err := unix.PtraceSyscall(pid, 0); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		return nil, fmt.Errorf("sysfault: resume: %w", err)
@@ -262,6 +262,7 @@ type tracer struct {
 	// thread's first SIGSTOP is swallowed and a later one delivered.
 	started map[int]bool
 	count   int
+	pgid    int
 }
 
 func (t *tracer) forget(tid int) {
@@ -333,6 +334,13 @@ func (t *tracer) enter(tid int) {
 	t.count++
 	t.res.Calls = append(t.res.Calls, c)
 	if t.plan.Nth == 0 || t.count < t.plan.Nth || (t.count > t.plan.Nth && !t.plan.Persist) {
+		return
+	}
+	if t.plan.Kill {
+		// The thread is stopped at entry: SIGKILL ends it before the call
+		// runs, and every other thread of the group with it.
+		t.res.Injected = append(t.res.Injected, c)
+		syscall.Kill(-t.pgid, syscall.SIGKILL)
 		return
 	}
 	// An invalid number makes the kernel skip the call (it would return

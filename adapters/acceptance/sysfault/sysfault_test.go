@@ -178,3 +178,17 @@ func TestRejectsAnUnknownSyscall(t *testing.T) {
 		t.Fatal("an empty plan was accepted")
 	}
 }
+
+func TestKillEndsTheProcessBeforeTheNthCall(t *testing.T) {
+	bin := victim(t)
+	dir := t.TempDir()
+	res := run(t, bin, Plan{Syscalls: []string{"rename", "renameat", "renameat2"}, Match: inDir(dir), Nth: 2, Kill: true}, "sync", dir, "3")
+	if res.Signal != syscall.SIGKILL || len(res.Injected) != 1 {
+		t.Fatalf("signal %v injected %d", res.Signal, len(res.Injected))
+	}
+	for name, want := range map[string]bool{"final-0": true, "f1": true, "final-1": false, "f2": true} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s exists %v, want %v", name, err == nil, want)
+		}
+	}
+}
