@@ -58,6 +58,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// ReadOnly opens with a shared lock and never creates anything.
 	ReadOnly bool
+	// MustExist makes a write open of a missing ledger a *NotFoundError
+	// instead of creating it (the root names a store whose ledger is gone).
+	MustExist bool
 	// Projections are folded inline on every append.
 	Projections []fold.Projection
 	// OnCommit, when set, is called after every write transaction that
@@ -68,10 +71,13 @@ type Options struct {
 
 // Store is an open ledger.
 type Store struct {
-	db       *bbolt.DB
-	path     string
-	projs    []fold.Projection
-	onCommit func()
+	db   *bbolt.DB
+	path string
+	// indeterminate is set by a commit whose outcome is unknown; every
+	// later write returns it (see CommitError).
+	indeterminate *CommitError
+	projs         []fold.Projection
+	onCommit      func()
 }
 
 // OpenRoot opens <root>/ledger.db. In write mode it creates the root (0700)
@@ -81,7 +87,7 @@ func OpenRoot(root string, opts Options) (*Store, error) {
 	fi, err := os.Lstat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if opts.ReadOnly {
+		if opts.ReadOnly || opts.MustExist {
 			return nil, &NotFoundError{Path: root}
 		}
 		if err := os.Mkdir(root, 0o700); err != nil {
@@ -115,7 +121,7 @@ func Open(path string, opts Options) (*Store, error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if opts.ReadOnly {
+		if opts.ReadOnly || opts.MustExist {
 			return nil, &NotFoundError{Path: path}
 		}
 	case err != nil:
@@ -143,6 +149,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		if err := s.checkFormat(); err != nil {
+			if s.empty() {
+				err = &UninitializedError{Path: path}
+			}
 			db.Close()
 			return nil, err
 		}
@@ -155,11 +164,14 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// createLedger makes a new, empty bbolt file at path atomically: it is
-// written under a temporary name and linked into place, so no process ever
-// sees a half-initialized ledger (bbolt would otherwise create an empty
-// file before taking its lock, and a concurrent opener would find it
-// empty). If another process wins the race, its file is kept.
+// createLedger makes a new ledger (every bucket, format and genesis chain
+// head, committed and synced) at path atomically: it is written under a
+// temporary name and linked into place, so no process ever sees a
+// half-initialized ledger, and an init killed at any moment leaves either
+// no ledger.db or a complete empty one (bbolt would otherwise create an
+// empty file before taking its lock, and a concurrent opener would find it
+// empty). If another process wins the race, its file is kept. A temporary
+// file left by a kill is named .ledger.db.new-*; nothing reads it.
 func createLedger(path string) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
@@ -171,18 +183,25 @@ func createLedger(path string) error {
 	defer os.Remove(tmpPath)
 	db, err := bbolt.Open(tmpPath, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
-		return fmt.Errorf("create ledger %s: %w", path, err)
+		return fmt.Errorf("create ledger %s: %s", path, cause(err))
+	}
+	if err := db.Update(createLayout); err != nil {
+		db.Close()
+		return fmt.Errorf("create ledger %s: nothing changed: %s", path, cause(err))
 	}
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("create ledger %s: %w", path, err)
 	}
 	if err := os.Link(tmpPath, path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create ledger %s: %w", path, err)
+		return fmt.Errorf("create ledger %s: nothing changed: %s", path, cause(err))
 	}
 	if err := os.Remove(tmpPath); err != nil {
-		return fmt.Errorf("create ledger %s: %w", path, err)
+		return fmt.Errorf("create ledger %s: remove the temporary file: %s", path, cause(err))
 	}
-	return syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		return &CreateDurabilityError{Path: path, Err: err}
+	}
+	return nil
 }
 
 // openDB opens the bbolt file. bbolt panics (or faults) on some damaged
@@ -284,16 +303,7 @@ func (s *Store) init() error {
 			if k, _ := tx.Cursor().First(); k != nil {
 				return &CorruptError{Path: s.path, Err: fmt.Errorf("not a tree-ring ledger (has bucket %q and no meta)", k)}
 			}
-			for _, b := range allBuckets {
-				if _, err := tx.CreateBucket(b); err != nil {
-					return fmt.Errorf("create bucket %s: %w", b, err)
-				}
-			}
-			m := tx.Bucket(bucketMeta)
-			if err := m.Put(keyFormat, []byte(FormatVersion)); err != nil {
-				return err
-			}
-			return m.Put(keyChainHead, []byte(events.GenesisHash))
+			return createLayout(tx)
 		}
 		return checkLayout(s.path, tx)
 	})
@@ -328,30 +338,29 @@ func checkLayout(path string, tx *bbolt.Tx) error {
 // view and update run a bbolt transaction and turn a panic or a memory fault
 // (bbolt reading a damaged file) into *CorruptError. bbolt rolls the
 // transaction back and releases its locks before the panic reaches here.
-func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = &CorruptError{Path: s.path, Err: fmt.Errorf("%v", r)}
-		}
-	}()
-	return s.db.View(fn)
+func (s *Store) view(fn func(tx *bbolt.Tx) error) error {
+	return s.guard(func() error { return s.db.View(fn) })
 }
 
-func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
+func (s *Store) guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: s.path, Err: fmt.Errorf("%v", r)}
 		}
 	}()
-	if err := s.db.Update(fn); err != nil {
-		return err
-	}
-	if s.onCommit != nil {
-		s.onCommit()
-	}
-	return nil
+	return fn()
+}
+
+// empty reports whether the file holds no bucket at all.
+func (s *Store) empty() bool {
+	empty := false
+	_ = s.view(func(tx *bbolt.Tx) error {
+		k, _ := tx.Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	return empty
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }
@@ -381,7 +390,7 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
+		return fmt.Errorf("fsync directory %s: %s", dir, cause(err))
 	}
 	return nil
 }
