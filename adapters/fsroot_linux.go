@@ -182,13 +182,19 @@ func (r *ProjectRoot) Exists(rel string) (bool, error) {
 	return true, nil
 }
 
-// CreateFile publishes data at rel create-only: missing parent directories
-// are made (mode dirPerm, parent synced), the file is opened with
-// O_CREAT|O_EXCL|O_NOFOLLOW, its mode set to perm exactly, written, fsynced,
-// and then its directory is fsynced. An existing final path is never
-// replaced: it is an *ExistsError (or *SymlinkError) and nothing was
-// written. A failure after the file was created is a *DurabilityError; the
-// file is left as it is.
+// CreateFile publishes data at rel create-only and atomically: missing
+// parent directories are made (mode dirPerm, parent synced); the bytes go
+// to a temporary file beside the final one (O_CREAT|O_EXCL|O_NOFOLLOW,
+// mode perm exactly), which is written in full, fsynced and then linked to
+// the final name (link(2) fails on an existing name, so nothing is ever
+// replaced); the temporary name is removed and the directory fsynced. The
+// final path therefore never holds a partial or empty file: a failed write
+// or sync, or a process killed mid-write, leaves at most the temporary
+// file (named by TempName) and no final path. An existing final path is an
+// *ExistsError (or *SymlinkError) and nothing was written. A failure
+// before the link changed nothing at rel (a plain error); one after it (the
+// temporary name's removal, the directory fsync) is a *DurabilityError: the
+// complete file is in place but its durability is indeterminate.
 func (r *ProjectRoot) CreateFile(rel string, data []byte, perm, dirPerm uint32) error {
 	comps, err := splitRel(rel)
 	if err != nil {
@@ -200,31 +206,83 @@ func (r *ProjectRoot) CreateFile(rel string, data []byte, perm, dirPerm uint32) 
 	}
 	defer syscall.Close(dfd)
 	name := comps[len(comps)-1]
-	fd, err := syscall.Openat(dfd, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-	if err != nil {
+	// Refuse an existing name before writing anything.
+	if pfd, err := syscall.Openat(dfd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
+		syscall.Close(pfd)
+		return classify(dfd, name, rel, syscall.EEXIST)
+	} else if !errors.Is(err, syscall.ENOENT) {
 		return classify(dfd, name, rel, err)
 	}
+	tmp, err := TempName(name)
+	if err != nil {
+		return err
+	}
+	fd, err := syscall.Openat(dfd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return fmt.Errorf("create %s: nothing changed: %w", rel, err)
+	}
 	f := os.NewFile(uintptr(fd), rel)
-	indeterminate := func(err error) error {
+	unchanged := func(step string, err error) error {
 		f.Close()
-		return &DurabilityError{Path: rel, Err: err}
+		_ = syscall.Unlinkat(dfd, tmp)
+		return fmt.Errorf("create %s: nothing changed: %s: %w", rel, step, errnoOf(err))
 	}
 	if err := f.Chmod(os.FileMode(perm)); err != nil {
-		return indeterminate(err)
+		return unchanged("chmod", err)
 	}
 	if _, err := f.Write(data); err != nil {
-		return indeterminate(err)
+		return unchanged("write", err)
 	}
 	if err := f.Sync(); err != nil {
-		return indeterminate(err)
+		return unchanged("fsync", err)
 	}
 	if err := f.Close(); err != nil {
-		return &DurabilityError{Path: rel, Err: err}
+		_ = syscall.Unlinkat(dfd, tmp)
+		return fmt.Errorf("create %s: nothing changed: close: %w", rel, errnoOf(err))
+	}
+	if err := linkat(dfd, tmp, dfd, name); err != nil {
+		_ = syscall.Unlinkat(dfd, tmp)
+		if errors.Is(err, syscall.EEXIST) {
+			return classify(dfd, name, rel, err)
+		}
+		return fmt.Errorf("create %s: nothing changed: link: %w", rel, err)
+	}
+	if err := syscall.Unlinkat(dfd, tmp); err != nil {
+		return &DurabilityError{Path: rel, Err: fmt.Errorf("remove the temporary name: %w", err)}
 	}
 	if err := r.syncDir(dfd, strings.Join(comps[:len(comps)-1], "/")); err != nil {
-		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
+		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", errnoOf(err))}
 	}
 	return nil
+}
+
+// linkat links oldName in olddirfd to newName in newdirfd without following
+// symlinks (package syscall has no Linkat on every architecture).
+func linkat(olddirfd int, oldName string, newdirfd int, newName string) error {
+	oldp, err := syscall.BytePtrFromString(oldName)
+	if err != nil {
+		return err
+	}
+	newp, err := syscall.BytePtrFromString(newName)
+	if err != nil {
+		return err
+	}
+	_, _, errno := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(olddirfd), uintptr(unsafe.Pointer(oldp)),
+		uintptr(newdirfd), uintptr(unsafe.Pointer(newp)), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// errnoOf strips the absolute or descriptor-named path an *os.PathError
+// carries; the caller names the project-relative path.
+func errnoOf(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // ListDir returns the names of the entries of directory rel, sorted, with

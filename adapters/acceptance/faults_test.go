@@ -310,7 +310,7 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				row := faultRow{scenario: sc.name, call: label, errno: errno, code: res.ExitCode}
 				row.message = strings.TrimSpace(string(res.Stderr))
-				row.problems = checkFaultRun(p, res, count.Calls[i], label)
+				row.problems = checkFaultRun(p, res, count.Calls[i], label, argv[1:])
 				if len(res.Injected) != 1 {
 					row.problems = append(row.problems, fmt.Sprintf("injected %d calls (the command is not deterministic)", len(res.Injected)))
 				}
@@ -386,9 +386,16 @@ func relOrStream(dir string, c sysfault.Call) string {
 }
 
 // checkFaultRun returns what is wrong with one injected run.
-func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, label string) []string {
+func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, label string, args []string) []string {
 	var problems []string
 	stderr := strings.TrimSpace(string(res.Stderr))
+	// A path the user gave (the import file) is named as given.
+	named := stderr
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			named = strings.ReplaceAll(named, a, "ARG")
+		}
+	}
 	switch {
 	case res.TimedOut:
 		return []string{"hung (killed after the timeout)"}
@@ -414,7 +421,7 @@ func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, la
 	if bareErrno(stderr) {
 		problems = append(problems, "a bare errno message")
 	}
-	if strings.Contains(stderr, p.base) {
+	if strings.Contains(named, p.base) {
 		problems = append(problems, "the message has an absolute path")
 	}
 	if !stream {
