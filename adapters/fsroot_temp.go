@@ -35,3 +35,8 @@ func IsTempName(name string) bool {
 	_, err := hex.DecodeString(suffix)
 	return err == nil
 }
+
+// Indeterminate is always true: the path exists but whether it is durable
+// is unknown (the command layer maps it to its exit code for unknown
+// outcomes).
+func (e *DurabilityError) Indeterminate() bool { return true }

@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/acceptance/sysfault"
 )
 
@@ -244,12 +245,22 @@ func faultScenarios(importFile string) []faultScenario {
 // faultRow is one cell of the matrix.
 type faultRow struct {
 	scenario, call string
-	errno          syscall.Errno
+	// fault is EIO, ENOSPC or KILL (the process killed at the call's entry).
+	fault          string
 	code           int
 	message        string
 	retry          faultRun
 	status, verify int
 	problems       []string
+}
+
+// faultPoint is one counted call with what its failure must be reported
+// as: indeterminate when the call's effect is visible afterwards (a failed
+// directory sync, a failed ledger sync after the meta page was written).
+type faultPoint struct {
+	call          sysfault.Call
+	label         string
+	indeterminate bool
 }
 
 func TestFaultMatrix(t *testing.T) {
@@ -284,9 +295,9 @@ func TestFaultMatrix(t *testing.T) {
 			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.Tid))
 			return filepath.Base(exe) == "tree-ring"
 		}
-		cmd := sysfault.Command{Args: nil, Env: p.env, Dir: p.dir, Stdin: []byte(strings.ReplaceAll(sc.stdin, "CWD", p.dir)), Timeout: 30 * time.Second}
 		argv := sc.argv(p)
-		cmd.Path, cmd.Args = argv[0], argv[1:]
+		cmd := sysfault.Command{Path: argv[0], Args: argv[1:], Env: p.env, Dir: p.dir,
+			Stdin: []byte(strings.ReplaceAll(sc.stdin, "CWD", p.dir)), Timeout: 30 * time.Second}
 		p.restore()
 		count, err := sysfault.Run(context.Background(), cmd, sysfault.Plan{Syscalls: faultSyscalls, Match: match})
 		if err != nil {
@@ -295,29 +306,53 @@ func TestFaultMatrix(t *testing.T) {
 		if count.ExitCode != 0 {
 			t.Fatalf("%s: the counting pass failed: exit %d %s", sc.name, count.ExitCode, count.Stderr)
 		}
-		labels := callLabels(p.dir, count.Calls)
-		t.Logf("%s: %d occurrences", sc.name, len(labels))
+		points := faultPoints(p.dir, count.Calls)
+		t.Logf("%s: %d occurrences", sc.name, len(points))
 		if os.Getenv("TREE_RING_FAULT_LIST") != "" {
-			t.Logf("%s", strings.Join(labels, "\n"))
+			for _, pt := range points {
+				t.Logf("  %s indeterminate=%v", pt.label, pt.indeterminate)
+			}
 			continue
 		}
-		for i, label := range labels {
-			for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
+		faults := []string{"EIO", "ENOSPC"}
+		if sc.name == "init" {
+			faults = append(faults, "KILL")
+		}
+		for i, pt := range points {
+			for _, fault := range faults {
 				p.restore()
-				res, err := sysfault.Run(context.Background(), cmd, sysfault.Plan{Syscalls: faultSyscalls, Match: match, Nth: i + 1, Errno: errno})
+				plan := sysfault.Plan{Syscalls: faultSyscalls, Match: match, Nth: i + 1}
+				switch fault {
+				case "EIO":
+					plan.Errno = syscall.EIO
+				case "ENOSPC":
+					plan.Errno = syscall.ENOSPC
+				case "KILL":
+					plan.Kill = true
+				}
+				res, err := sysfault.Run(context.Background(), cmd, plan)
 				if err != nil {
 					t.Fatal(err)
 				}
-				row := faultRow{scenario: sc.name, call: label, errno: errno, code: res.ExitCode}
+				row := faultRow{scenario: sc.name, call: pt.label, fault: fault, code: res.ExitCode}
 				row.message = strings.TrimSpace(string(res.Stderr))
-				row.problems = checkFaultRun(p, res, count.Calls[i], label, argv[1:])
+				if fault == "KILL" {
+					if res.Signal != syscall.SIGKILL {
+						row.problems = append(row.problems, "not killed")
+					}
+				} else {
+					row.problems = checkFaultRun(p, res, pt, argv[1:])
+				}
 				if len(res.Injected) != 1 {
 					row.problems = append(row.problems, fmt.Sprintf("injected %d calls (the command is not deterministic)", len(res.Injected)))
 				}
 				// The next command: the same again, untraced, then status
 				// and audit verify.
 				row.retry = p.run(string(cmd.Stdin), argv...)
-				if row.retry.code != 0 && !namesRepair(row.retry.stderr) {
+				switch {
+				case fault == "KILL" && row.retry.code != 0:
+					row.problems = append(row.problems, fmt.Sprintf("init after a kill does not complete the store: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
+				case row.retry.code != 0 && !namesRepair(row.retry.stderr):
 					row.problems = append(row.problems, fmt.Sprintf("the retry fails without naming a repair: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
 				}
 				row.status = p.run("", p.bin, "--json", "integrations", "status").code
@@ -338,7 +373,7 @@ func TestFaultMatrix(t *testing.T) {
 	for _, r := range rows {
 		if len(r.problems) > 0 {
 			bad++
-			t.Errorf("%s / %s / %s: exit %d %q: %s", r.scenario, r.call, r.errno, r.code, r.message, strings.Join(r.problems, "; "))
+			t.Errorf("%s / %s / %s: exit %d %q: %s", r.scenario, r.call, r.fault, r.code, r.message, strings.Join(r.problems, "; "))
 		}
 	}
 	t.Logf("%d injected runs, %d with problems", len(rows), bad)
@@ -349,25 +384,40 @@ func TestFaultMatrix(t *testing.T) {
 	}
 }
 
-// callLabels names each counted call by syscall and project-relative file
-// ("fsync .tree-ring/ledger.db"), numbering repeats ("#2").
-func callLabels(dir string, calls []sysfault.Call) []string {
+// faultPoints labels each counted call by syscall and project-relative
+// file ("fsync .tree-ring/ledger.db", repeats numbered "#2") and decides
+// whether its failure leaves a visible effect. It runs right after the
+// counting pass, whose final state is still on disk (to tell directories).
+func faultPoints(dir string, calls []sysfault.Call) []faultPoint {
 	seen := map[string]int{}
-	var out []string
+	lastWrite := map[string]sysfault.Call{}
+	var out []faultPoint
 	for _, c := range calls {
 		l := c.Name + " " + variablePart.ReplaceAllString(relOrStream(dir, c), "<id>")
 		seen[l]++
 		if seen[l] > 1 {
 			l += fmt.Sprintf(" #%d", seen[l])
 		}
-		out = append(out, l)
+		pt := faultPoint{call: c, label: l}
+		switch c.Name {
+		case "pwrite64", "write", "ftruncate", "fallocate":
+			lastWrite[c.Path] = c
+		case "fsync", "fdatasync":
+			fi, err := os.Stat(c.Path)
+			temp := adapters.IsTempName(filepath.Base(c.Path)) || strings.Contains(filepath.Base(c.Path), ".ledger.db.new-")
+			w, wrote := lastWrite[c.Path]
+			// bbolt's meta pages are the file's first two pages.
+			meta := wrote && w.Name == "pwrite64" && w.Args[3] < uint64(2*os.Getpagesize())
+			pt.indeterminate = !temp && (err == nil && fi.IsDir() || meta)
+		}
+		out = append(out, pt)
 	}
 	return out
 }
 
 // variablePart matches the parts of a path that differ between runs: a
 // receipt's id, a digest directory, a temporary file's suffix.
-var variablePart = regexp.MustCompile(`(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}|(?:new-)[0-9]+)`)
+var variablePart = regexp.MustCompile(`(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}|(?:new-)[0-9]+|tree-ring-tmp-[0-9a-f]{16})`)
 
 func relOrStream(dir string, c sysfault.Call) string {
 	if strings.HasPrefix(c.Path, "pipe:") {
@@ -385,8 +435,28 @@ func relOrStream(dir string, c sysfault.Call) string {
 	return rel
 }
 
+// finalPath is the project-relative file a call is about: a temporary
+// file's final name, a rename's source.
+func finalPath(dir string, c sysfault.Call) string {
+	rel, _, _ := strings.Cut(relOrStream(dir, c), " -> ")
+	base := filepath.Base(rel)
+	if adapters.IsTempName(base) {
+		name := strings.TrimPrefix(base, ".")
+		name = name[:strings.LastIndex(name, ".tree-ring-tmp-")]
+		return filepath.Join(filepath.Dir(rel), name)
+	}
+	if strings.HasPrefix(base, ".ledger.db.new-") {
+		return filepath.Join(filepath.Dir(rel), "ledger.db")
+	}
+	return rel
+}
+
+// exitIndeterminate is the exit code of an unknown outcome
+// (docs/exit-codes.md).
+const exitIndeterminate = 4
+
 // checkFaultRun returns what is wrong with one injected run.
-func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, label string, args []string) []string {
+func checkFaultRun(p *faultProject, res *sysfault.Result, pt faultPoint, args []string) []string {
 	var problems []string
 	stderr := strings.TrimSpace(string(res.Stderr))
 	// A path the user gave (the import file) is named as given.
@@ -404,15 +474,18 @@ func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, la
 	case strings.Contains(stderr, "panic:") || strings.Contains(stderr, "goroutine "):
 		return []string{"panicked"}
 	}
-	stream := strings.HasSuffix(label, " stdout") || strings.Contains(label, " stderr")
+	label := pt.label
+	stdout := strings.HasSuffix(label, " stdout") || strings.Contains(label, " stdout #")
+	if strings.Contains(label, " stderr") {
+		return nil // the message itself was what failed
+	}
+	rel := finalPath(p.dir, pt.call)
 	if res.ExitCode == 0 {
-		if !stream {
+		// A bridge that could not be created is a review the output names.
+		if stdout || !strings.Contains(string(res.Stdout), "needs-user-review") {
 			problems = append(problems, "exit 0 although "+label+" failed")
 		}
 		return problems
-	}
-	if strings.Contains(label, " stderr") {
-		return nil // the message itself was what failed
 	}
 	lines := strings.Split(stderr, "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "tree-ring: ") {
@@ -424,15 +497,15 @@ func checkFaultRun(p *faultProject, res *sysfault.Result, call sysfault.Call, la
 	if strings.Contains(named, p.base) {
 		problems = append(problems, "the message has an absolute path")
 	}
-	if !stream {
-		rel := relOrStream(p.dir, call)
-		rel, _, _ = strings.Cut(rel, " -> ")
-		if !strings.Contains(stderr, rel) && !strings.Contains(stderr, filepath.Dir(rel)) {
-			problems = append(problems, "the message does not name "+rel)
-		}
+	if !stdout && !strings.Contains(stderr, rel) && !strings.Contains(stderr, filepath.Dir(rel)) {
+		problems = append(problems, "the message does not name "+rel)
 	}
-	if (call.Name == "fsync" || call.Name == "fdatasync") && !strings.Contains(stderr, "indeterminate") {
-		problems = append(problems, "a failed sync is not reported as indeterminate")
+	if pt.indeterminate {
+		if !strings.Contains(stderr, "indeterminate") || res.ExitCode != exitIndeterminate {
+			problems = append(problems, fmt.Sprintf("a failure with a visible effect is not reported as indeterminate (exit %d, want %d)", res.ExitCode, exitIndeterminate))
+		}
+	} else if strings.Contains(stderr, "indeterminate") {
+		problems = append(problems, "reported as indeterminate although nothing of it is visible")
 	}
 	return problems
 }
@@ -451,31 +524,34 @@ func namesRepair(stderr string) bool {
 	return strings.Contains(stderr, "`tree-ring ") || strings.Contains(stderr, "repair:")
 }
 
-// faultTable renders the matrix: one line per command and failed call,
-// the EIO and ENOSPC outcomes side by side.
+// faultTable renders the matrix, one line per command, failed call and
+// fault.
 func faultTable(rows []faultRow) []byte {
 	var b bytes.Buffer
-	b.WriteString("| command | failed call | errno | exit | message | retry | status | verify |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| command | failed call | fault | exit | message | then: same command | status | audit verify |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		msg := r.message
-		if len(msg) > 160 {
-			msg = msg[:160] + "…"
+		if r.fault == "KILL" {
+			msg = "(killed)"
 		}
 		retry := fmt.Sprint(r.retry.code)
 		if r.retry.code != 0 {
 			retry += ": " + firstLine(r.retry.stderr)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %d | %d |\n", r.scenario, r.call, errnoName(r.errno), r.code,
-			strings.ReplaceAll(msg, "|", `\|`), strings.ReplaceAll(retry, "|", `\|`), r.status, r.verify)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %d | %d |\n", r.scenario, r.call, r.fault, r.code,
+			cell(msg), cell(retry), r.status, r.verify)
 	}
 	return b.Bytes()
+}
+
+func cell(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
 }
 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return l
-}
-
-func errnoName(e syscall.Errno) string {
-	return map[syscall.Errno]string{syscall.EIO: "EIO", syscall.ENOSPC: "ENOSPC"}[e]
 }
