@@ -113,16 +113,16 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 	return cerr
 }
 
-// CreateDurabilityError is a new ledger linked into place whose directory
-// sync failed: the ledger is complete and visible, but whether its
-// directory entry survives a crash is unknown.
+// CreateDurabilityError is a new root directory, or a new ledger linked
+// into place, whose parent directory's sync failed: it is complete and
+// visible, but whether its directory entry survives a crash is unknown.
 type CreateDurabilityError struct {
 	Path string
 	Err  error
 }
 
 func (e *CreateDurabilityError) Error() string {
-	return fmt.Sprintf("%s: outcome indeterminate: the new ledger is in place but %v", e.Path, e.Err)
+	return fmt.Sprintf("%s: outcome indeterminate: created, but %v", e.Path, e.Err)
 }
 
 func (e *CreateDurabilityError) Unwrap() error { return e.Err }

@@ -98,7 +98,7 @@ func OpenRoot(root string, opts Options) (*Store, error) {
 			return OpenRoot(root, opts)
 		}
 		if err := syncDir(filepath.Dir(root)); err != nil {
-			return nil, err
+			return nil, &CreateDurabilityError{Path: root, Err: err}
 		}
 	case err != nil:
 		return nil, fmt.Errorf("stat root %s: %w", root, err)

@@ -715,7 +715,8 @@ func TestAgentZeroPluginMemoryBridge(t *testing.T) {
 	bin, _ := h.resolveBinary()
 	h.init(bin)
 	before := azTree(t, filepath.Join(h.project, ".tree-ring"))
-	want := "tree-ring: --root " + h.storeArg() + " is not this project's store (.tree-ring under --source-root); a different store is refused"
+	// Messages name paths below the project relative to it.
+	want := "tree-ring: --root .tree-ring is not this project's store (.tree-ring under --source-root); a different store is refused"
 	if got := h.ensureInitialized(bin); got != want {
 		t.Fatalf("memory bridge message:\n got %q\nwant %q", got, want)
 	}

@@ -128,13 +128,24 @@ func (g *Globals) Factory(actor string) *events.Factory {
 // OpenStore opens the ledger under --root with every projection registered.
 // readOnly never creates anything and fails with *bolt.NotFoundError when
 // there is no ledger.
+//
+// A write open never creates the ledger of a root whose activation.json
+// names a store: the ledger was deleted, and a new one would carry another
+// store id than every bridge; that is *LedgerMissingError with the repair.
 func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
-	return bolt.OpenRoot(g.Root, bolt.Options{
+	named := g.manifestNamesStore()
+	st, err := bolt.OpenRoot(g.Root, bolt.Options{
 		LockTimeout: g.LockTimeout,
 		ReadOnly:    readOnly,
+		MustExist:   named,
 		Projections: projections.All(),
 		OnCommit:    g.onCommit,
 	})
+	var nf *bolt.NotFoundError
+	if named && errors.As(err, &nf) {
+		return nil, g.noLedger(err)
+	}
+	return st, err
 }
 
 // options is implemented by every command's options struct.
@@ -214,6 +225,9 @@ var errorTable = []errorRow{
 	{match: as[*bolt.VerifyError], exit: exitVerify, code: "verify_failed"},
 	// A cancelled run is recorded aborted, without a diagnostic.
 	{match: is(context.Canceled), exit: exitCanceled, code: "error"},
+	// An unknown outcome (the work may have taken effect) before any
+	// other row: a retry is safe, "nothing changed" would be false.
+	{match: indeterminate, exit: exitIndeterminate, code: "indeterminate"},
 	{match: as[diagnoser], exit: exitError},
 	{match: as[*bolt.LockedError], exit: exitError, code: "ledger_locked", public: func(err error) string {
 		return fmt.Sprintf("the ledger is locked by another process (waited %s)", target[*bolt.LockedError](err).Timeout)
@@ -236,7 +250,8 @@ var errorTable = []errorRow{
 	{match: is(context.DeadlineExceeded), exit: exitError, code: "timeout"},
 	{match: is(fs.ErrNotExist), exit: exitError, code: "not_found"},
 	{match: is(fs.ErrPermission), exit: exitError, code: "permission_denied"},
-	{match: is(syscall.ENOSPC), exit: exitError, code: "disk_full", public: func(error) string { return "no space left on device" }},
+	{match: as[*bolt.CommitError], exit: exitError, code: "commit_failed"},
+	{match: is(syscall.ENOSPC), exit: exitError, code: "disk_full"},
 }
 
 // diagnoser is a typed error that carries its own diagnostic code.
@@ -341,10 +356,16 @@ type deps struct {
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
+	out := &outputWriter{w: stdio.Stdout}
+	stdio.Stdout = out
 	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit}
 	err := run(ctx, g, argv)
+	if err == nil && out.err != nil {
+		// The work is done but its report was cut short.
+		err = &OutputError{Err: out.err}
+	}
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(projectRelative(err.Error(), g.Root)))
 	}
 	return exitCode(err)
 }

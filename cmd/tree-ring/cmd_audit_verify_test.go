@@ -90,7 +90,7 @@ func TestAuditVerifyTamperedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCLI(t, "", "--root", root, "audit", "verify")
-	assertRefused(t, r, exitVerify, path, "position 2: content hashes to")
+	assertRefused(t, r, exitVerify, projectRelative(path, root), "position 2: content hashes to")
 	t.Logf("tamper: audit verify: 1 byte of one event changed in the ledger file (%d copies of its page), exit 3 naming position 2", copies)
 	// Reading still works: the damage is for verify to find.
 	if r := runCLI(t, "", "--root", root, "events"); r.code != 0 || !strings.Contains(r.stdout, `".ckaude"`) {
@@ -155,7 +155,7 @@ func TestBadRoots(t *testing.T) {
 				if c.corrupt && cmd[0] == "audit" {
 					code = exitVerify
 				}
-				assertRefused(t, r, code, c.target(root)+": ", c.cause)
+				assertRefused(t, r, code, projectRelative(c.target(root)+": ", root), c.cause)
 				if dirState(t, filepath.Dir(root)) != before || dirState(t, sample) != beforeSample {
 					t.Fatal("a refused command changed files")
 				}
@@ -175,7 +175,7 @@ func TestLockedLedger(t *testing.T) {
 	for _, cmd := range [][]string{{"events"}, {"events", "import", sampleLedger}, {"audit", "verify"}, {"projections", "rebuild"}} {
 		start := time.Now()
 		r := runCLI(t, "", append([]string{"--root", root, "--lock-timeout", "100ms"}, cmd...)...)
-		assertRefused(t, r, exitError, filepath.Join(root, bolt.LedgerFile)+": ledger is locked by another process")
+		assertRefused(t, r, exitError, projectRelative(filepath.Join(root, bolt.LedgerFile), root)+": ledger is locked by another process")
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("the lock timeout was not applied")
 		}
@@ -188,7 +188,7 @@ func TestLockedLedger(t *testing.T) {
 func TestNoLedger(t *testing.T) {
 	root := checkedRoot(t)
 	for _, cmd := range [][]string{{"events"}, {"audit", "verify"}} {
-		assertRefused(t, runCLI(t, "", append([]string{"--root", root}, cmd...)...), exitError, root+": no ledger here")
+		assertRefused(t, runCLI(t, "", append([]string{"--root", root}, cmd...)...), exitError, projectRelative(root, root)+": no ledger here")
 	}
 	if _, err := os.Stat(root); err == nil {
 		t.Fatal("a read-only command created the root")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -110,17 +111,22 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 		return "", err
 	} else if exists {
 		ro, err := g.OpenStore(true)
-		if err != nil {
+		var ue *bolt.UninitializedError
+		switch {
+		case errors.As(err, &ue):
+			// An older build's interrupted init: the write open completes it.
+		case err != nil:
 			return "", err
-		}
-		snap := newSnapshot()
-		err = snap.read(ro)
-		ro.Close()
-		if err != nil {
-			return "", err
-		}
-		if err := pr.checkStore(snap); err != nil || snap.storeID != "" {
-			return snap.storeID, err
+		default:
+			snap := newSnapshot()
+			err = snap.read(ro)
+			ro.Close()
+			if err != nil {
+				return "", err
+			}
+			if err := pr.checkStore(snap); err != nil || snap.storeID != "" {
+				return snap.storeID, err
+			}
 		}
 	}
 	st, err := g.OpenStore(false)
@@ -159,23 +165,23 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 
 // installAwareness creates the guidance files under .tree-ring and the
 // project-local binary when absent; existing ones are never replaced, even
-// an older binary (a binary update is not a hook upgrade).
+// an older binary (a binary update is not a hook upgrade). Each is
+// published atomically (temporary file, fsync, link), so a failure or a
+// kill leaves no partial final file; a partial one an older build left (a
+// strict prefix of what this build installs, empty included) is refused
+// with the repair instead of being kept as if complete.
 func (pr *project) installAwareness() (awareness, error) {
 	var aw awareness
 	for _, f := range adapters.GuidanceFiles() {
-		err := pr.root.CreateFile(f.Path, f.Data, f.Mode, 0o700)
-		var ex *adapters.ExistsError
-		switch {
-		case err == nil:
-			aw.CreatedCount++
-		case errors.As(err, &ex):
-			aw.ExistingCount++
-		default:
+		created, err := pr.installOwn(f.Path, f.Data, f.Mode)
+		if err != nil {
 			return aw, err
 		}
-	}
-	if ok, err := pr.root.Exists(adapters.BinaryPath); err != nil || ok {
-		return aw, err
+		if created {
+			aw.CreatedCount++
+		} else {
+			aw.ExistingCount++
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -185,12 +191,27 @@ func (pr *project) installAwareness() (awareness, error) {
 	if err != nil {
 		return aw, fmt.Errorf("read the running binary: %w", unwrapPath(err))
 	}
-	err = pr.root.CreateFile(adapters.BinaryPath, data, 0o755, 0o700)
+	_, err = pr.installOwn(adapters.BinaryPath, data, 0o755)
+	return aw, err
+}
+
+// installOwn creates one of Tree Ring's own files create-only; an existing
+// one is kept unless it is a partial copy (adapters.CheckOwnCopy).
+func (pr *project) installOwn(rel string, data []byte, mode uint32) (created bool, err error) {
+	err = pr.root.CreateFile(rel, data, mode, 0o700)
 	var ex *adapters.ExistsError
-	if err != nil && !errors.As(err, &ex) {
-		return aw, err
+	if !errors.As(err, &ex) {
+		return err == nil, err
 	}
-	return aw, nil
+	have, err := pr.root.ReadFile(rel, len(data))
+	var tl *adapters.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return false, nil // larger: not a prefix of this build's file
+	case err != nil:
+		return false, err
+	}
+	return false, adapters.CheckOwnCopy(rel, have.Data, data)
 }
 
 func managedPaths(plan *activation.Plan, id string) []string {

@@ -181,7 +181,7 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 		return nil, fmt.Errorf("--root %s: %w", g.Root, unwrapPath(err))
 	}
 	if !exists && !dryRun {
-		return nil, fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
+		return nil, g.noLedger(fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root))
 	}
 	if !exists {
 		plan, _, err := pr.build(nil, in)

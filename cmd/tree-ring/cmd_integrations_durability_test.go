@@ -50,7 +50,7 @@ func TestDurabilityFailureRollsNothingBack(t *testing.T) {
 		return result{code, out.String(), errb.String()}
 	}
 	r := run("init")
-	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "durability is indeterminate") || strings.Contains(r.stderr, dir) {
+	if r.code != exitIndeterminate || r.stdout != "" || !strings.Contains(r.stderr, "durability is indeterminate") || strings.Contains(r.stderr, dir) {
 		t.Fatalf("init: %+v", r)
 	}
 	for _, p := range []string{".codex/hooks.json", ".agents/skills/tree-ring-memory/SKILL.md", ".claude/settings.json", ".tree-ring/activation/agent-zero.json"} {

@@ -856,18 +856,35 @@ func TestManifestIsCreateOnly(t *testing.T) {
 		t.Fatalf("re-published manifest %v", m.Harnesses)
 	}
 
-	// A manifest of another store blocks every plan that needs a record in it.
+	// A manifest naming a store without its ledger (deleted, or copied in
+	// from another project) is refused with the repair: init creates no
+	// ledger with another store id and publishes nothing.
 	q := newProj(t, ".codex")
 	foreign := strings.Replace(string(m.Encode()), m.StoreID, "11111111-2222-4333-8444-555555555555", 1)
 	q.write(".tree-ring/activation.json", foreign)
+	if r := q.run("init"); r.code != 2 || !strings.Contains(r.stderr, ".tree-ring/ledger.db: the ledger is missing although activation.json names its store") ||
+		!strings.Contains(r.stderr, "run `tree-ring init` to start a new store") {
+		t.Fatalf("init under a manifest without its ledger: %+v", r)
+	}
+	if q.exists("AGENTS.md") || q.exists(".codex/hooks.json") || q.exists(".tree-ring/ledger.db") || q.read(".tree-ring/activation.json") != foreign {
+		t.Fatal("published under a manifest without its ledger")
+	}
+
+	// A manifest of another store beside this store's ledger blocks every
+	// plan that needs a record in it.
+	w := newProj(t, ".codex")
+	w.ok("init")
+	wm := w.manifest()
+	foreign = strings.Replace(string(wm.Encode()), wm.StoreID, "11111111-2222-4333-8444-555555555555", 1)
+	w.write(".tree-ring/activation.json", foreign)
 	var out initOut
-	q.json(&out, "init")
+	w.json(&out, "init")
 	for id, s := range out.states() {
 		if s != "needs-user-review" {
 			t.Errorf("%s %s under a foreign manifest", id, s)
 		}
 	}
-	if q.exists("AGENTS.md") || q.exists(".codex/hooks.json") || q.read(".tree-ring/activation.json") != foreign {
-		t.Fatal("published under a foreign manifest")
+	if w.read(".tree-ring/activation.json") != foreign {
+		t.Fatal("a foreign manifest was replaced")
 	}
 }

@@ -199,7 +199,12 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	if dup && !g.JSON {
 		fmt.Fprintf(g.Stderr, "tree-ring: %s already holds this summary in the same scope; nothing written (--allow-duplicate stores another)\n", out.ID)
 	}
-	return printMemory(g, &out)
+	if err := printMemory(g, &out); err != nil {
+		// Stored: a retry prints it again (the same --operation-id, or
+		// the same summary in the same scope, stores nothing twice).
+		return &OutputError{Err: err}
+	}
+	return nil
 }
 
 // appendMemoryPlan appends a planned new memory and the supersessions it makes.

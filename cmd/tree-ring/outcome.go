@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/bolt"
 )
 
 // exitIndeterminate is the exit code of a command whose outcome is unknown:
@@ -87,4 +91,30 @@ func projectRelative(msg, root string) string {
 		}
 		msg = rest
 	}
+}
+
+// LedgerMissingError is a write to a root whose activation.json names a
+// store but whose ledger is gone. Nothing is created: a new ledger would
+// mint another store id than the one every bridge and receipt names.
+type LedgerMissingError struct{ Path string }
+
+func (e *LedgerMissingError) Error() string {
+	return fmt.Sprintf("%s: the ledger is missing although activation.json names its store; nothing was created; repair: restore ledger.db from a backup, or move the .tree-ring directory aside and run `tree-ring init` to start a new store", e.Path)
+}
+
+// manifestNamesStore reports whether the root holds an activation.json (a
+// store was initialized here).
+func (g *Globals) manifestNamesStore() bool {
+	_, err := os.Lstat(filepath.Join(g.Root, filepath.Base(adapters.ManifestPath)))
+	return err == nil
+}
+
+// noLedger is the refusal of a command that needs the ledger and finds
+// none: *LedgerMissingError when activation.json names a store, else
+// generic.
+func (g *Globals) noLedger(generic error) error {
+	if g.manifestNamesStore() {
+		return &LedgerMissingError{Path: filepath.Join(g.Root, bolt.LedgerFile)}
+	}
+	return generic
 }

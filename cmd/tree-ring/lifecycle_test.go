@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// Issue 12, observed 7 and 9: what an interrupted init of an older build
+// left, and a deleted ledger.
+func TestStoreLifecycleAfterInterruptions(t *testing.T) {
+	t.Run("an empty bbolt file is completed by the next init", func(t *testing.T) {
+		p := newProj(t, ".claude")
+		if err := os.MkdirAll(p.path(".tree-ring"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		db, err := bbolt.Open(p.path(".tree-ring/ledger.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		r := p.run("integrations", "status")
+		if r.code != 2 || !strings.Contains(r.stderr, "an empty ledger (an interrupted init left it); run `tree-ring init` to complete it") {
+			t.Fatalf("status: %+v", r)
+		}
+		p.ok("init")
+		p.ok("audit", "verify")
+		if n := strings.Count(p.ok("events"), `"type":"store.initialized"`); n != 1 {
+			t.Fatalf("%d store.initialized", n)
+		}
+	})
+	for _, rel := range []string{adapters.BinaryPath, ".tree-ring/AGENTS.md", ".tree-ring/SKILL.md", ".tree-ring/CLI.md"} {
+		t.Run("an empty "+rel+" is refused with the repair", func(t *testing.T) {
+			p := newProj(t, ".claude")
+			p.write(rel, "")
+			r := p.run("init")
+			if r.code != 2 || !strings.Contains(r.stderr, rel+": a partial copy from an interrupted install (0 of ") ||
+				!strings.Contains(r.stderr, "repair: remove "+rel+" and run `tree-ring init` again") {
+				t.Fatalf("init: %+v", r)
+			}
+			if err := os.Remove(p.path(rel)); err != nil {
+				t.Fatal(err)
+			}
+			p.ok("init")
+			if fi, err := os.Stat(p.path(rel)); err != nil || fi.Size() == 0 {
+				t.Fatalf("after the repair %s: %v", rel, err)
+			}
+		})
+	}
+	t.Run("an older complete binary is kept", func(t *testing.T) {
+		p := newProj(t, ".claude")
+		p.write(adapters.BinaryPath, "#!/bin/sh\nexit 0\n")
+		p.ok("init")
+		if p.read(adapters.BinaryPath) != "#!/bin/sh\nexit 0\n" {
+			t.Fatal("replaced")
+		}
+	})
+	t.Run("a deleted ledger is refused by every write, never recreated", func(t *testing.T) {
+		p := newProj(t, ".claude")
+		p.ok("init")
+		if err := os.Remove(p.path(".tree-ring/ledger.db")); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"remember", "--event-type", "lesson", "x"},
+			{"init"},
+			{"integrations", "activate", "--harness", "claude-code"},
+		} {
+			r := p.run(args...)
+			if r.code != 2 || !strings.Contains(r.stderr, "tree-ring: .tree-ring/ledger.db: the ledger is missing although activation.json names its store; nothing was created; repair: ") {
+				t.Errorf("%v: %+v", args, r)
+			}
+			if p.exists(".tree-ring/ledger.db") {
+				t.Fatalf("%v recreated the ledger", args)
+			}
+		}
+	})
+}
