@@ -16,7 +16,8 @@ package acceptance
 // About 500 injected runs, a couple of minutes on 2 cores; -short skips it.
 // TREE_RING_FAULT_MATRIX=FILE writes the outcome table as Markdown
 // (docs/reliability.md quotes one run); TREE_RING_FAULT_LIST=1 only lists
-// each command's occurrences.
+// each command's occurrences; TREE_RING_FAULT_ONLY=<command> runs one row
+// group ("init", "hook SessionStart", "remember", "events import").
 
 import (
 	"bytes"
@@ -278,6 +279,9 @@ func TestFaultMatrix(t *testing.T) {
 	importFile := filepath.Join(base, "export.ndjson")
 	var rows []faultRow
 	for _, sc := range faultScenarios(importFile) {
+		if only := os.Getenv("TREE_RING_FAULT_ONLY"); only != "" && only != sc.name {
+			continue
+		}
 		p := newFaultProject(t, bin, base)
 		p.fresh()
 		sc.prepare(p)
