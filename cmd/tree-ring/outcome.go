@@ -118,3 +118,6 @@ func (g *Globals) noLedger(generic error) error {
 	}
 	return generic
 }
+
+// Diagnostic is the code a failed run records (docs/runs.md).
+func (e *LedgerMissingError) Diagnostic() string { return "ledger_missing" }
