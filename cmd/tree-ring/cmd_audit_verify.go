@@ -28,15 +28,40 @@ func runAuditVerify(ctx context.Context, g *Globals, _ *noOptions, args []string
 	if err != nil {
 		return asVerifyFailure(fmt.Errorf("verify %s: %w", st.Path(), err))
 	}
+	// The receipt files against the receipt index (the project is the
+	// store root's parent).
+	root, err := projectOfRoot(g.Root)
+	if err != nil {
+		return fmt.Errorf("receipt files: %w", err)
+	}
+	drift, err := checkReceiptFiles(st, root)
+	root.Close()
+	if err != nil {
+		return fmt.Errorf("receipt files: %w", err)
+	}
+	if len(drift.Missing) > 0 {
+		return &bolt.VerifyError{Detail: "receipt files: " + drift.String()}
+	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
 			bolt.VerifyReport
-		}{true, rep})
+			ReceiptFiles *receiptDrift `json:"receipt_files,omitempty"`
+		}{true, rep, driftOrNil(drift)})
 	}
 	fmt.Fprintf(g.Stdout, "verified: %d events in %d streams, chain head %.16s, %d bodies, %d projections match\n",
 		rep.Events, rep.Streams, rep.ChainHead, rep.Bodies, len(rep.Projections))
+	if !drift.empty() {
+		fmt.Fprintf(g.Stdout, "receipt files: %s\n", drift)
+	}
 	return nil
+}
+
+func driftOrNil(d receiptDrift) *receiptDrift {
+	if d.empty() {
+		return nil
+	}
+	return &d
 }
 
 // asVerifyFailure makes a corrupt ledger a failed verification (exit 3).

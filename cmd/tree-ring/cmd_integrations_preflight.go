@@ -380,8 +380,11 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return nil
 	})
 	if err != nil {
-		if wrote {
-			// Nothing was committed: the file must not outlive it.
+		var ce *bolt.CommitError
+		if wrote && !(errors.As(err, &ce) && ce.Visible) {
+			// Nothing was committed: the file must not outlive it. A commit
+			// whose outcome is unknown may be visible (its meta page reached
+			// the ledger), so its receipt file stays with it.
 			_, _ = root.RemoveFile(plan.Receipt.Path())
 		}
 		var oe *outputError

@@ -60,6 +60,9 @@ type statusReport struct {
 	NextStep          string        `json:"next_step,omitempty"`
 	ReceiptAgeSeconds *int64        `json:"receipt_age_seconds,omitempty"`
 	Integrations      []statusEntry `json:"integrations"`
+	// ReceiptFiles is where the receipt index and the files disagree;
+	// absent when they agree.
+	ReceiptFiles *receiptDrift `json:"receipt_files,omitempty"`
 }
 
 func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string) error {
@@ -91,10 +94,25 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 			rep.State, rep.NextStep, rep.ReceiptAgeSeconds = e.State, e.NextStep, e.ReceiptAgeSeconds
 		}
 	}
+	if ev.ledger {
+		st, err := g.OpenStore(true)
+		if err != nil {
+			return err
+		}
+		drift, err := checkReceiptFiles(st, pr.root)
+		st.Close()
+		if err != nil {
+			return fmt.Errorf("receipt files: %w", err)
+		}
+		rep.ReceiptFiles = driftOrNil(drift)
+	}
 	if g.JSON {
 		return writeJSON(g.Stdout, rep)
 	}
 	printStatus(g.Stdout, rep)
+	if rep.ReceiptFiles != nil {
+		fmt.Fprintf(g.Stdout, "receipt files: %s\n", rep.ReceiptFiles)
+	}
 	return nil
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +82,48 @@ func TestStoreLifecycleAfterInterruptions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Receipt events without files and files without events are reported by
+// status and audit verify (issue 12, item 10).
+func TestReceiptFileDrift(t *testing.T) {
+	p := newE2E(t, ".claude")
+	contextOf(t, p.fire("claude-code", p.payload("claude-code", "session-start.json", nil)))
+	files, err := filepath.Glob(filepath.Join(p.dir, ".tree-ring/activation/receipts/claude-code/*/*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("receipt files %v %v", files, err)
+	}
+	rel, _ := filepath.Rel(p.dir, files[0])
+
+	stray := filepath.Join(filepath.Dir(files[0]), ".receipt-x.json.tree-ring-tmp-0123456789abcdef")
+	if err := os.WriteFile(stray, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	strayRel, _ := filepath.Rel(p.dir, stray)
+	var s struct {
+		ReceiptFiles *receiptDrift `json:"receipt_files"`
+	}
+	if err := json.Unmarshal([]byte(p.cli("--json", "integrations", "status")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ReceiptFiles == nil || len(s.ReceiptFiles.Missing) != 0 || !slices.Equal(s.ReceiptFiles.Strays, []string{strayRel}) {
+		t.Fatalf("status with a stray: %+v", s.ReceiptFiles)
+	}
+	if out := p.cli("audit", "verify"); !strings.Contains(out, "receipt files: 1 file(s) without a retained receipt ("+strayRel+")") {
+		t.Fatalf("audit verify with a stray: %s", out)
+	}
+
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(p.cli("--json", "integrations", "status")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.ReceiptFiles.Missing, []string{rel}) {
+		t.Fatalf("status without the receipt's file: %+v", s.ReceiptFiles)
+	}
+	r := p.exec(p.dir, "", p.bin, "audit", "verify")
+	if r.code != exitVerify || !strings.Contains(r.stderr, "receipt files: 1 retained receipt(s) without their file ("+rel+")") {
+		t.Fatalf("audit verify without the receipt's file: %+v", r)
+	}
 }
