@@ -220,7 +220,8 @@ func faultScenarios(importFile string) []faultScenario {
 			name:    "remember",
 			prepare: func(p *faultProject) { p.cli("init") },
 			argv: func(p *faultProject) []string {
-				return []string{p.bin, "remember", "--event-type", "lesson", "--project", "fault", "the fault matrix runs every occurrence"}
+				// The published idempotency key makes a retry safe.
+				return []string{p.bin, "remember", "--event-type", "lesson", "--project", "fault", "--operation-id", "fault-matrix-1", "the fault matrix runs every occurrence"}
 			},
 			check: one("memory.captured", 1),
 		},
@@ -349,6 +350,16 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				if len(res.Injected) != 1 {
 					row.problems = append(row.problems, fmt.Sprintf("injected %d calls (the command is not deterministic)", len(res.Injected)))
+				}
+				// Receipt files and the receipt index agree right after the
+				// failure (a kept file belongs to a commit that may be visible).
+				if r := p.run("", p.bin, "--json", "integrations", "status"); r.code == 0 {
+					var st struct {
+						ReceiptFiles json.RawMessage `json:"receipt_files"`
+					}
+					if json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.ReceiptFiles) > 0 {
+						row.problems = append(row.problems, "receipt files and receipt events disagree: "+string(st.ReceiptFiles))
+					}
 				}
 				// The next command: the same again, untraced, then status
 				// and audit verify.

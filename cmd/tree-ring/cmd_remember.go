@@ -194,6 +194,9 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 		return nil
 	})
 	if err != nil {
+		if indeterminate(err) {
+			return &retryHint{err: err, idempotent: rec.OperationID != nil}
+		}
 		return err
 	}
 	if dup && !g.JSON {
@@ -271,3 +274,20 @@ func printMemory(g *Globals, rec *memory.Record) error {
 	_, err = g.Stdout.Write(line)
 	return err
 }
+
+// retryHint says how to go on after a memory write whose outcome is
+// unknown: the same command again is a no-op with the same --operation-id
+// (the published idempotency key), a second copy without one.
+type retryHint struct {
+	err        error
+	idempotent bool
+}
+
+func (e *retryHint) Error() string {
+	if e.idempotent {
+		return e.err.Error() + "; the same command again stores it at most once (same --operation-id)"
+	}
+	return e.err.Error() + "; check with `tree-ring recall` before repeating it (a repeat without --operation-id stores a second copy)"
+}
+
+func (e *retryHint) Unwrap() error { return e.err }
