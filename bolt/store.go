@@ -180,7 +180,12 @@ func createLedger(path string) error {
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
-	defer os.Remove(tmpPath)
+	removed := false
+	defer func() {
+		if !removed {
+			syscall.Unlink(tmpPath)
+		}
+	}()
 	db, err := bbolt.Open(tmpPath, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return fmt.Errorf("create ledger %s: %s", path, cause(err))
@@ -195,8 +200,10 @@ func createLedger(path string) error {
 	if err := os.Link(tmpPath, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create ledger %s: nothing changed: %s", path, cause(err))
 	}
-	if err := os.Remove(tmpPath); err != nil {
-		return fmt.Errorf("create ledger %s: remove the temporary file: %s", path, cause(err))
+	removed = true
+	if err := syscall.Unlink(tmpPath); err != nil {
+		// The ledger is complete and in place; a second name for it stays.
+		return &CreateDurabilityError{Path: path, Err: fmt.Errorf("its temporary name %s could not be removed: %w", filepath.Base(tmpPath), err)}
 	}
 	if err := syncDir(dir); err != nil {
 		return &CreateDurabilityError{Path: path, Err: err}

@@ -38,9 +38,11 @@ import (
 )
 
 // faultSyscalls are the calls the matrix fails: every way Go's os package,
-// bbolt and the runtime write, sync or rename.
+// bbolt and the runtime write, sync, rename or link a file into place (no
+// command renames today: files are published by link, then the temporary
+// name is unlinked).
 var faultSyscalls = []string{"write", "pwrite64", "writev", "pwritev", "fsync", "fdatasync",
-	"rename", "renameat", "renameat2", "copy_file_range", "ftruncate", "fallocate"}
+	"rename", "renameat", "renameat2", "link", "linkat", "unlinkat", "copy_file_range", "ftruncate", "fallocate"}
 
 // faultProject is one project at a fixed path whose prepared state is kept
 // in a template and restored before each run.
@@ -150,6 +152,19 @@ func (p *faultProject) eventTypes() map[string]int {
 	return n
 }
 
+// receiptDrift is status's receipt_files report ("" when absent or when
+// status fails).
+func (p *faultProject) receiptDrift() string {
+	r := p.run("", p.bin, "--json", "integrations", "status")
+	var st struct {
+		ReceiptFiles json.RawMessage `json:"receipt_files"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+		return ""
+	}
+	return variablePart.ReplaceAllString(string(st.ReceiptFiles), "<id>")
+}
+
 // hookCommand is the SessionStart command line init wrote for Claude Code.
 func (p *faultProject) hookCommand() string {
 	p.t.Helper()
@@ -253,7 +268,10 @@ type faultRow struct {
 	message        string
 	retry          faultRun
 	status, verify int
-	problems       []string
+	// drift is what status reported about receipt files right after the
+	// failure ("" when they agree with the receipt events).
+	drift    string
+	problems []string
 }
 
 // faultPoint is one counted call with what its failure must be reported
@@ -351,16 +369,10 @@ func TestFaultMatrix(t *testing.T) {
 				if len(res.Injected) != 1 {
 					row.problems = append(row.problems, fmt.Sprintf("injected %d calls (the command is not deterministic)", len(res.Injected)))
 				}
-				// Receipt files and the receipt index agree right after the
-				// failure (a kept file belongs to a commit that may be visible).
-				if r := p.run("", p.bin, "--json", "integrations", "status"); r.code == 0 {
-					var st struct {
-						ReceiptFiles json.RawMessage `json:"receipt_files"`
-					}
-					if json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.ReceiptFiles) > 0 {
-						row.problems = append(row.problems, "receipt files and receipt events disagree: "+string(st.ReceiptFiles))
-					}
-				}
+				// Where receipt files and receipt events disagree right after
+				// the failure, status says so (a file kept for a commit that
+				// may be visible agrees); the next command reconciles it.
+				row.drift = p.receiptDrift()
 				// The next command: the same again, untraced, then status
 				// and audit verify.
 				row.retry = p.run(string(cmd.Stdin), argv...)
@@ -369,6 +381,9 @@ func TestFaultMatrix(t *testing.T) {
 					row.problems = append(row.problems, fmt.Sprintf("init after a kill does not complete the store: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
 				case row.retry.code != 0 && !namesRepair(row.retry.stderr):
 					row.problems = append(row.problems, fmt.Sprintf("the retry fails without naming a repair: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
+				}
+				if d := p.receiptDrift(); d != "" && row.retry.code == 0 {
+					row.problems = append(row.problems, "after the retry receipt files and receipt events still disagree: "+d)
 				}
 				row.status = p.run("", p.bin, "--json", "integrations", "status").code
 				row.verify = p.run("", p.bin, "audit", "verify").code
@@ -541,7 +556,7 @@ func namesRepair(stderr string) bool {
 // fault.
 func faultTable(rows []faultRow) []byte {
 	var b bytes.Buffer
-	b.WriteString("| command | failed call | fault | exit | message | then: same command | status | audit verify |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| command | failed call | fault | exit | message | receipt files after | then: same command | status | audit verify |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		msg := r.message
 		if r.fault == "KILL" {
@@ -551,8 +566,12 @@ func faultTable(rows []faultRow) []byte {
 		if r.retry.code != 0 {
 			retry += ": " + firstLine(r.retry.stderr)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %d | %d |\n", r.scenario, r.call, r.fault, r.code,
-			cell(msg), cell(retry), r.status, r.verify)
+		drift := "agree"
+		if r.drift != "" {
+			drift = r.drift
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %d | %d |\n", r.scenario, r.call, r.fault, r.code,
+			cell(msg), cell(drift), cell(retry), r.status, r.verify)
 	}
 	return b.Bytes()
 }

@@ -285,10 +285,18 @@ func (b *builder) appends() []Append {
 // names) that are receipt files the index does not retain (retained, as
 // of the transaction that applied the plan, prunes included) other than
 // the plan's own receipt: files a crash left between a write and its
-// commit. They prove nothing and are removed after the commit.
+// commit, and temporary files of CreateFile a kill or a failed unlink left.
+// They prove nothing and are removed after the commit.
 func Strays(dir string, names []string, retained func(receiptID string) bool, receiptID string) []string {
 	var out []string
 	for _, n := range names {
+		// A temporary name of CreateFile is a killed or failed write's
+		// leftover: receipt files are written under the ledger's lock, so
+		// none is in flight while a caller holds it.
+		if adapters.IsTempName(n) {
+			out = append(out, dir+"/"+n)
+			continue
+		}
 		if id, ok := strings.CutSuffix(n, ".json"); ok && ValidReceiptID(id) && !retained(id) && id != receiptID {
 			out = append(out, dir+"/"+n)
 		}

@@ -307,9 +307,10 @@ func TestStrays(t *testing.T) {
 	const own = "receipt-00000000-0000-4000-8000-000000000001"
 	const kept = "receipt-00000000-0000-4000-8000-000000000002"
 	const stray = "receipt-00000000-0000-4000-8000-000000000003"
-	names := []string{own + ".json", kept + ".json", stray + ".json", "notes.txt", "receipt-x.json", stray}
+	const temp = "." + own + ".json.tree-ring-tmp-0123456789abcdef" // a failed write's leftover
+	names := []string{own + ".json", kept + ".json", stray + ".json", "notes.txt", "receipt-x.json", stray, temp}
 	got := preflight.Strays("d", names, func(id string) bool { return id == kept }, own)
-	if !slices.Equal(got, []string{"d/" + stray + ".json"}) {
+	if !slices.Equal(got, []string{"d/" + stray + ".json", "d/" + temp}) {
 		t.Fatalf("%q", got)
 	}
 }
