@@ -188,7 +188,7 @@ func createLedger(path string) error {
 	}()
 	db, err := bbolt.Open(tmpPath, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
-		return fmt.Errorf("create ledger %s: %s", path, cause(err))
+		return fmt.Errorf("create ledger %s: nothing changed: %s", path, cause(err))
 	}
 	if err := db.Update(createLayout); err != nil {
 		db.Close()

@@ -73,11 +73,16 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		fmt.Fprintln(g.Stdout)
 	}
 	if err != nil {
-		return importError(name, lines, err)
+		err = importError(name, lines, err)
+		if res.Imported > 0 {
+			// Earlier chunks are committed: not "nothing changed".
+			return &PartialError{Err: err, Done: fmt.Sprintf("%d events were imported before the failure (outcome indeterminate); the same command again imports the rest (idempotent by id)", res.Imported)}
+		}
+		return err
 	}
 	run.SetItems(int64(res.Imported))
 	if err := run.Finish(ctx, nil); err != nil {
-		return err
+		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}
 	}
 	return printImport(g, res)
 }

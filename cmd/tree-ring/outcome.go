@@ -121,3 +121,18 @@ func (g *Globals) noLedger(generic error) error {
 
 // Diagnostic is the code a failed run records (docs/runs.md).
 func (e *LedgerMissingError) Diagnostic() string { return "ledger_missing" }
+
+// PartialError is a command that failed after part of its work was
+// committed: not "nothing changed" (exit 2) but an outcome the caller must
+// look at (exit 4). Done says what was committed and how to go on.
+type PartialError struct {
+	Err  error
+	Done string
+}
+
+func (e *PartialError) Error() string { return fmt.Sprintf("%v; %s", e.Err, e.Done) }
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// Indeterminate is always true: see the type.
+func (e *PartialError) Indeterminate() bool { return true }
