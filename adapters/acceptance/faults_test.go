@@ -290,6 +290,9 @@ func TestFaultMatrix(t *testing.T) {
 	if !sysfault.Supported {
 		t.Skip("the injector needs linux/amd64")
 	}
+	if raceEnabled {
+		t.Skip("the matrix traces a separate binary; the race detector adds nothing to it")
+	}
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
