@@ -94,7 +94,7 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 		return err
 	}
 	if !ev.ledger {
-		return fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root)
+		return g.noLedger(fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root))
 	}
 	rep, evidence, results := certifyAll(ev)
 	dir := o.OutDir

@@ -311,7 +311,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return err
 	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
-		return fmt.Errorf("no Tree Ring ledger under --root; run `tree-ring init` first")
+		return g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
 	}
 	if !g.lockTimeoutSet {
 		g.LockTimeout = hookLockTimeout

@@ -85,6 +85,10 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err != nil {
 		return err
 	}
+	if !ev.ledger && g.manifestNamesStore() {
+		// A deleted ledger: "run init" would be refused; say the repair.
+		return g.noLedger(nil)
+	}
 	verbose := o.Verbose || g.JSON
 	rep := statusReport{StoreID: ev.storeID, Integrations: []statusEntry{}}
 	for _, h := range ev.harnesses {

@@ -72,6 +72,7 @@ func TestStoreLifecycleAfterInterruptions(t *testing.T) {
 			{"remember", "--event-type", "lesson", "x"},
 			{"init"},
 			{"integrations", "activate", "--harness", "claude-code"},
+			{"integrations", "status"},
 		} {
 			r := p.run(args...)
 			if r.code != 2 || !strings.Contains(r.stderr, "tree-ring: .tree-ring/ledger.db: the ledger is missing although activation.json names its store; nothing was created; repair: ") {
@@ -81,6 +82,12 @@ func TestStoreLifecycleAfterInterruptions(t *testing.T) {
 				t.Fatalf("%v recreated the ledger", args)
 			}
 		}
+		// The repair the message names: a new store.
+		if err := os.Rename(p.path(".tree-ring"), p.path(".tree-ring.old")); err != nil {
+			t.Fatal(err)
+		}
+		p.ok("init")
+		p.ok("audit", "verify")
 	})
 }
 
