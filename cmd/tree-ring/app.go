@@ -197,10 +197,13 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 // Exit codes; docs/exit-codes.md explains each.
 const (
-	exitOK       = 0
-	exitError    = 2
-	exitVerify   = 3
-	exitCanceled = 130
+	exitOK     = 0
+	exitError  = 2
+	exitVerify = 3
+	// exitIndeterminate: the outcome is unknown, the command may have
+	// taken effect.
+	exitIndeterminate = 4
+	exitCanceled      = 130
 )
 
 // errorRow is one row of the error table: the errors it matches, the exit

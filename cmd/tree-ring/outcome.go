@@ -12,10 +12,6 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 )
 
-// exitIndeterminate is the exit code of a command whose outcome is unknown:
-// it may have taken effect (docs/exit-codes.md).
-const exitIndeterminate = 4
-
 // indeterminate reports whether err says its outcome is unknown: a commit
 // whose last sync failed after the meta page reached the ledger, a file
 // whose directory sync failed after it was linked into place, a report
