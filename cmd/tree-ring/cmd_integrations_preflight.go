@@ -442,6 +442,10 @@ func (e *outputError) Diagnostic() string { return "output_failed" }
 type deliveryError struct{ err error }
 
 func (e *deliveryError) Error() string {
+	if indeterminate(e.err) {
+		// The receipt may be visible: the file stays, status decides.
+		return "record the receipt after the output was written: " + e.err.Error() + " (non-zero exit; `tree-ring integrations status` shows whether the receipt stands)"
+	}
 	return "record the receipt after the output was written: " + e.err.Error() + "; the output is void (non-zero exit)"
 }
 func (e *deliveryError) Unwrap() error { return e.err }
