@@ -244,6 +244,16 @@ func faultScenarios(importFile string) []faultScenario {
 			check: one("memory.captured", 1),
 		},
 		{
+			// Without a key: the same summary in the same scope is stored
+			// once, so a plain retry is safe too.
+			name:    "remember (no operation id)",
+			prepare: func(p *faultProject) { p.cli("init") },
+			argv: func(p *faultProject) []string {
+				return []string{p.bin, "remember", "--event-type", "lesson", "--project", "fault", "the fault matrix runs every occurrence"}
+			},
+			check: one("memory.captured", 1),
+		},
+		{
 			name: "events import",
 			prepare: func(p *faultProject) {
 				p.cli("init")

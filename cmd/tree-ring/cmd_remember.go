@@ -195,7 +195,7 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 	})
 	if err != nil {
 		if indeterminate(err) {
-			return &retryHint{err: err, idempotent: rec.OperationID != nil}
+			return &retryHint{err: err, idempotent: rec.OperationID != nil || !allowDuplicate}
 		}
 		return err
 	}
@@ -276,8 +276,9 @@ func printMemory(g *Globals, rec *memory.Record) error {
 }
 
 // retryHint says how to go on after a memory write whose outcome is
-// unknown: the same command again is a no-op with the same --operation-id
-// (the published idempotency key), a second copy without one.
+// unknown: the same command again stores nothing twice (the same
+// --operation-id, the published idempotency key, or the same summary in
+// the same scope), except with --allow-duplicate and no operation id.
 type retryHint struct {
 	err        error
 	idempotent bool
@@ -285,9 +286,9 @@ type retryHint struct {
 
 func (e *retryHint) Error() string {
 	if e.idempotent {
-		return e.err.Error() + "; the same command again stores it at most once (same --operation-id)"
+		return e.err.Error() + "; the same command again stores it at most once"
 	}
-	return e.err.Error() + "; check with `tree-ring recall` before repeating it (a repeat without --operation-id stores a second copy)"
+	return e.err.Error() + "; check with `tree-ring recall` before repeating it (a repeat with --allow-duplicate and no --operation-id stores a second copy)"
 }
 
 func (e *retryHint) Unwrap() error { return e.err }
