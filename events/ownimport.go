@@ -33,10 +33,13 @@ func (e *ForeignStoreError) Diagnostic() string { return "foreign_store" }
 //     named);
 //   - an envelope already present is its own (an idempotent re-import: a
 //     backup of the store, or any part of its export, imports nothing);
-//   - an envelope not present must continue the ledger's own chain, in
-//     order: the first at head+1 with prev_hash headHash, each next one at
-//     the following position chained to the one before (a newer export of
-//     the same store onto a copy restored from an older backup).
+//   - an envelope not present must continue a chain this ledger already
+//     holds, in order: either it follows, at the next position and chained
+//     by prev_hash, the envelope before it in the input, which is present
+//     or admitted (a newer export of the same store onto a copy restored
+//     from an older backup, even after that copy recorded events of its
+//     own, such as the run record of an earlier failed attempt), or it is
+//     at head+1 with prev_hash headHash (an export of only the newer part).
 //
 // Anything else is refused, before anything is written. Merging other
 // stores' ledgers belongs in a separate auditor ledger, never a project's.
@@ -53,16 +56,18 @@ func CheckOwnImport(own string, head uint64, headHash string, envs []Envelope, p
 			return &ForeignStoreError{Index: i, Own: own, StoreID: id}
 		}
 	}
-	pos, prev := head, headHash
 	for i := range envs {
 		if present[i] {
 			continue
 		}
 		e := &envs[i]
-		if e.Position != pos+1 || e.PrevHash != prev {
+		// envs[i-1] is present or was admitted on an earlier iteration:
+		// every refusal returns at once.
+		follows := i > 0 && e.Position == envs[i-1].Position+1 && e.PrevHash == envs[i-1].Hash
+		atHead := e.Position == head+1 && e.PrevHash == headHash
+		if !follows && !atHead {
 			return &ForeignStoreError{Index: i, Own: own}
 		}
-		pos, prev = e.Position, e.Hash
 	}
 	return nil
 }

@@ -43,23 +43,31 @@ func TestCheckOwnImport(t *testing.T) {
 	cases := []struct {
 		name      string
 		head      int // this ledger holds mine[:head]
+		local     int // then this many events of its own that no export holds
 		envs      []events.Envelope
 		present   []bool
 		wantIndex int // -1: admitted
 		wantStore string
 	}{
-		{"its own export again", 4, mine, present(4, 4), -1, ""},
-		{"part of its own export", 4, mine[1:3], present(2, 2), -1, ""},
-		{"a newer export onto an older copy", 2, mine, present(2, 4), -1, ""},
-		{"only the newer part", 2, mine[2:], present(0, 2), -1, ""},
-		{"another store's export", 4, theirs, present(0, 2), 0, other},
-		{"another store's events without its store.initialized", 4, theirs[1:], present(0, 1), 0, ""},
-		{"a gap in its own chain", 1, append([]events.Envelope{mine[0]}, mine[2:]...), present(1, 3), 1, ""},
-		{"its own events out of order", 2, []events.Envelope{mine[3], mine[2]}, present(0, 2), 0, ""},
+		{"its own export again", 4, 0, mine, present(4, 4), -1, ""},
+		{"part of its own export", 4, 0, mine[1:3], present(2, 2), -1, ""},
+		{"a newer export onto an older copy", 2, 0, mine, present(2, 4), -1, ""},
+		{"only the newer part", 2, 0, mine[2:], present(0, 2), -1, ""},
+		{"another store's export", 4, 0, theirs, present(0, 2), 0, other},
+		{"another store's events without its store.initialized", 4, 0, theirs[1:], present(0, 1), 0, ""},
+		{"a gap in its own chain", 1, 0, append([]events.Envelope{mine[0]}, mine[2:]...), present(1, 3), 1, ""},
+		{"its own events out of order", 2, 0, []events.Envelope{mine[3], mine[2]}, present(0, 2), 0, ""},
+		{"a retry after a failed attempt recorded its run", 2, 2, mine, present(2, 4), -1, ""},
+		{"only the newer part after local events", 2, 1, mine[2:], present(0, 2), 0, ""},
+		{"another store's export after local events", 2, 1, theirs, present(0, 2), 0, other},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := events.CheckOwnImport(own, uint64(c.head), mine[c.head-1].Hash, c.envs, c.present)
+			head, hash := uint64(c.head), mine[c.head-1].Hash
+			if c.local > 0 { // the ledger went on with events of its own
+				head, hash = head+uint64(c.local), "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
+			}
+			err := events.CheckOwnImport(own, head, hash, c.envs, c.present)
 			var fe *events.ForeignStoreError
 			switch {
 			case c.wantIndex < 0 && err != nil:

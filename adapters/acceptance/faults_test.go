@@ -18,9 +18,6 @@ package acceptance
 // (docs/reliability.md quotes one run); TREE_RING_FAULT_LIST=1 only lists
 // each command's occurrences; TREE_RING_FAULT_ONLY=<command> runs one row
 // group ("init", "hook SessionStart", "remember", "events import");
-// TREE_RING_FAULT_KNOWN_BUGS=1 fails the rows that show a known bug (an
-// `events import` retried after a failure that left its run record is
-// refused as foreign: docs/reliability.md).
 
 import (
 	"bytes"
@@ -283,10 +280,7 @@ type faultRow struct {
 	status, verify int
 	// drift is what status reported about receipt files right after the
 	// failure ("" when they agree with the receipt events).
-	drift string
-	// known names a known bug this row shows (a problem only with
-	// TREE_RING_FAULT_KNOWN_BUGS=1).
-	known    string
+	drift    string
 	problems []string
 }
 
@@ -401,14 +395,10 @@ func TestFaultMatrix(t *testing.T) {
 				switch {
 				case fault == "KILL" && row.retry.code != 0:
 					row.problems = append(row.problems, fmt.Sprintf("init after a kill does not complete the store: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
-				case row.retry.code != 0 && sc.name == "events import" && strings.Contains(row.retry.stderr, "a project store imports only its own events"):
-					// Known bug: the failed import's own run record moves
-					// the chain head, so the export no longer continues the
-					// chain and the retry is refused as foreign, forever.
-					row.known = "the retry is refused as foreign: the failed attempt's run record moved the chain head"
-					if os.Getenv("TREE_RING_FAULT_KNOWN_BUGS") != "" {
-						row.problems = append(row.problems, row.known)
-					}
+				case row.retry.code != 0 && strings.Contains(row.retry.stderr, "a project store imports only its own events"):
+					// The failed attempt's own run record moved the chain
+					// head; the retry must still be taken as this store's.
+					row.problems = append(row.problems, "the retry is refused as foreign: "+strings.TrimSpace(row.retry.stderr))
 				case row.retry.code != 0 && !namesRepair(row.retry.stderr):
 					row.problems = append(row.problems, fmt.Sprintf("the retry fails without naming a repair: exit %d %s", row.retry.code, strings.TrimSpace(row.retry.stderr)))
 				}
@@ -436,13 +426,7 @@ func TestFaultMatrix(t *testing.T) {
 			t.Errorf("%s / %s / %s: exit %d %q: %s", r.scenario, r.call, r.fault, r.code, r.message, strings.Join(r.problems, "; "))
 		}
 	}
-	known := 0
-	for _, r := range rows {
-		if r.known != "" {
-			known++
-		}
-	}
-	t.Logf("%d injected runs, %d with problems, %d showing a known bug", len(rows), bad, known)
+	t.Logf("%d injected runs, %d with problems", len(rows), bad)
 	if out := os.Getenv("TREE_RING_FAULT_MATRIX"); out != "" {
 		if err := os.WriteFile(out, faultTable(rows), 0o644); err != nil {
 			t.Fatal(err)
@@ -601,9 +585,6 @@ func faultTable(rows []faultRow) []byte {
 		retry := fmt.Sprint(r.retry.code)
 		if r.retry.code != 0 {
 			retry += ": " + firstLine(r.retry.stderr)
-		}
-		if r.known != "" {
-			retry = "KNOWN BUG: " + retry
 		}
 		drift := "agree"
 		if r.drift != "" {
