@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		crashChild(path)
 		return
 	}
+	if path := os.Getenv(sliceChildEnv); path != "" {
+		sliceChild(path)
+		return
+	}
 	code := m.Run()
 	for _, d := range benchDirs {
 		os.RemoveAll(d)

@@ -43,8 +43,9 @@ func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResul
 // with the same content (in the ledger or earlier in envs) is skipped; an id
 // present with different content refuses the whole import before anything
 // is written (*ImportError wrapping *IDConflictError). Large imports are
-// appended in chunks of importChunk events, each atomic; a retry after an
-// interruption skips what landed.
+// appended in chunks of at most importChunk events, each atomic, ended
+// early when the lock was held past Options.SliceBudget, with Store.Yield
+// between them; a retry after an interruption skips what landed (by id).
 // CheckImport refuses, without writing, what ImportProgress would refuse up
 // front (an id present with different content, in the ledger or in envs),
 // then, when admit is not nil, asks it in the same read transaction, with
@@ -72,8 +73,8 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 	}); err != nil {
 		return res, err
 	}
-	for start := 0; start < len(envs); start += importChunk {
-		end := min(start+importChunk, len(envs))
+	for start := 0; start < len(envs); {
+		end := start
 		var imported, skipped int
 		err := s.Update(ctx, func(tx *Tx) error {
 			imported, skipped = 0, 0
@@ -89,7 +90,13 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 				runStart = -1
 				return nil
 			}
-			for i := start; i < end; i++ {
+			limit := min(start+importChunk, len(envs))
+			i := start
+			for ; i < limit; i++ {
+				// A slice ends when the lock was held long enough.
+				if (i-start)%64 == 63 && tx.Overdue() {
+					break
+				}
 				if skip[i] {
 					// A run is a contiguous slice: end it here.
 					if err := flush(i); err != nil {
@@ -99,8 +106,9 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 					continue
 				}
 				if tx.HasID(envs[i].ID) {
-					// Landed since the plan (another goroutine): Append
-					// checks the content and returns its position.
+					// Landed since the plan (another process between
+					// slices, or another goroutine): Append checks the
+					// content and returns its position.
 					if err := flush(i); err != nil {
 						return err
 					}
@@ -119,6 +127,7 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 					runStart = i
 				}
 			}
+			end = i
 			return flush(end)
 		})
 		if err != nil {
@@ -126,8 +135,14 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 		}
 		res.Imported += imported
 		res.Skipped += skipped
+		start = end
 		if progress != nil {
 			progress(uint64(end), uint64(len(envs)))
+		}
+		if end < len(envs) {
+			if err := s.Yield(); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil

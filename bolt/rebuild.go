@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -22,7 +23,11 @@ const foldChunk = 5_000
 // projectionCheckpoint reads (version, position) of a projection; ok is false
 // when the projection has never been folded.
 func projectionCheckpoint(tx *bbolt.Tx, name string) (version int, pos uint64, ok bool) {
-	v := tx.Bucket(bucketProjCP).Get([]byte(name))
+	return decodeCheckpoint(tx.Bucket(bucketProjCP).Get([]byte(name)))
+}
+
+// decodeCheckpoint reads a value written by checkpoint.
+func decodeCheckpoint(v []byte) (version int, pos uint64, ok bool) {
 	if len(v) != 16 {
 		return 0, 0, false
 	}
@@ -89,7 +94,7 @@ func (s *Store) catchUp(ctx context.Context) error {
 	if err != nil || len(stale) == 0 {
 		return err
 	}
-	_, err = s.fold(ctx, stale, from, nil)
+	_, err = s.fold(ctx, stale, from, false, nil)
 	return err
 }
 
@@ -105,34 +110,103 @@ func dropProjection(tx *bbolt.Tx, p fold.Projection) error {
 // Progress receives (folded, total) during long folds.
 type Progress func(done, total uint64)
 
-// Rebuild drops every projection and refolds it from the first event; it
-// returns the head it folded to. It runs in chunks; if ctx is cancelled it stops between chunks and returns
-// ctx's error, leaving consistent checkpoints that the next Open resumes.
+// bucketRebuild holds a rebuild in progress: each projection's new state
+// (sub-bucket p/<name>) and how far it is folded (key cp/<name>, a
+// checkpoint). The live projections stay where they are, folded inline by
+// every append, until the rebuild reaches the head and swaps its state in.
+var bucketRebuild = []byte("rebuild")
+
+func rebuildCPKey(p fold.Projection) []byte { return []byte("cp/" + p.Name()) }
+
+// Rebuild refolds every projection from the first event and returns the
+// head it folded to. It folds into a shadow copy (bucketRebuild) in
+// chunks, ending a chunk early past Options.SliceBudget and calling Yield
+// between chunks, so that other processes (hooks) can use the ledger and
+// its live projections meanwhile; the chunk that reaches the head replaces
+// the live projections in the same transaction. If ctx is cancelled it
+// stops between chunks and returns ctx's error; the live projections are
+// untouched and the next Rebuild resumes the shadow where it stopped.
 func (s *Store) Rebuild(ctx context.Context, progress Progress) (uint64, error) {
 	if len(s.projs) == 0 {
 		pos, _, err := s.Head()
 		return pos, err
 	}
+	from := ^uint64(0)
 	err := s.update(func(tx *bbolt.Tx) error {
+		rb, err := tx.CreateBucketIfNotExists(bucketRebuild)
+		if err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
 		for _, p := range s.projs {
-			if err := dropProjection(tx, p); err != nil {
-				return err
+			v, pos, ok := decodeCheckpoint(rb.Get(rebuildCPKey(p)))
+			if !ok || v != p.Version() {
+				// Nothing folded yet, or by another version: start over.
+				if rb.Bucket(projBucket(p.Name())) != nil {
+					if err := rb.DeleteBucket(projBucket(p.Name())); err != nil {
+						return fmt.Errorf("rebuild %s: %w", p.Name(), err)
+					}
+				}
+				if err := rb.Put(rebuildCPKey(p), checkpoint(p.Version(), 0)); err != nil {
+					return err
+				}
+				pos = 0
 			}
+			from = min(from, pos)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	return s.fold(ctx, s.projs, 0, progress)
+	return s.fold(ctx, s.projs, from, true, progress)
+}
+
+// shadowAt reports whether a Rebuild's every projection is folded to head.
+func shadowAt(tx *bbolt.Tx, projs []fold.Projection, head uint64) bool {
+	rb := tx.Bucket(bucketRebuild)
+	if rb == nil {
+		return false
+	}
+	for _, p := range projs {
+		if _, pos, ok := decodeCheckpoint(rb.Get(rebuildCPKey(p))); !ok || pos < head {
+			return false
+		}
+	}
+	return true
+}
+
+// swapIn replaces the live projections with the rebuilt ones, which are at
+// head, and removes the rebuild's state.
+func swapIn(tx *bbolt.Tx, projs []fold.Projection, head uint64) error {
+	rb := tx.Bucket(bucketRebuild)
+	for _, p := range projs {
+		name := projBucket(p.Name())
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return fmt.Errorf("rebuild %s: drop the old state: %w", p.Name(), err)
+			}
+		}
+		if _, err := rb.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+		if err := tx.MoveBucket(name, rb, nil); err != nil {
+			return fmt.Errorf("rebuild %s: swap in: %w", p.Name(), err)
+		}
+		if err := tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), head)); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteBucket(bucketRebuild)
 }
 
 // fold applies events after from to projs in chunked write transactions,
 // each projection only past its own checkpoint, until every projection is at
 // the head. The head is read inside each transaction, so events appended
-// meanwhile (by other goroutines) are folded too and the projections end up
-// live.
-func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, progress Progress) (uint64, error) {
+// meanwhile (by other goroutines or, between slices, other processes) are
+// folded too and the projections end up live. shadow folds a Rebuild's
+// copy (bucketRebuild) in slices and swaps it in at the head; otherwise the
+// live projections are caught up.
+func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, shadow bool, progress Progress) (uint64, error) {
 	next := from + 1
 	unbounded := make([]uint64, len(projs))
 	for i := range unbounded {
@@ -143,18 +217,18 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 			return 0, err
 		}
 		var head uint64
-		done := false
+		done, swapped := false, false
 		err := s.update(func(tx *bbolt.Tx) error {
 			head = tx.Bucket(bucketEvents).Sequence()
-			cps := make([]uint64, len(projs))
-			kvs := make([]fold.KV, len(projs))
-			for i, p := range projs {
-				_, cps[i], _ = projectionCheckpoint(tx, p.Name())
-				b, err := tx.CreateBucketIfNotExists(projBucket(p.Name()))
-				if err != nil {
-					return err
-				}
-				kvs[i] = bucketKV{b}
+			if shadow && shadowAt(tx, projs, head) {
+				// In a transaction of its own: bbolt moves a bucket as
+				// last committed, without changes made in the same tx.
+				done, swapped = true, true
+				return swapIn(tx, projs, head)
+			}
+			parent, cps, kvs, err := foldState(tx, projs, shadow)
+			if err != nil {
+				return err
 			}
 			bod := bodies{tx.Bucket(bucketBodies)}
 			c := tx.Bucket(bucketEvents).Cursor()
@@ -162,6 +236,9 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 			n := 0
 			var scratch events.Envelope
 			for k, v := c.Seek(u64(next)); k != nil && n < foldChunk; k, v = c.Next() {
+				if shadow && n%64 == 63 && s.overdue() {
+					break
+				}
 				pos := binary.BigEndian.Uint64(k)
 				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch); err != nil {
 					return &CorruptError{Path: s.path, Err: err}
@@ -173,26 +250,66 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 				return &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
 			}
 			for i, p := range projs {
-				if last > cps[i] {
-					if err := tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last)); err != nil {
-						return err
-					}
+				if last <= cps[i] {
+					continue
+				}
+				var err error
+				if shadow {
+					err = parent.Put(rebuildCPKey(p), checkpoint(p.Version(), last))
+				} else {
+					err = tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last))
+				}
+				if err != nil {
+					return err
 				}
 			}
 			next = last + 1
-			done = last >= head
+			done = !shadow && last >= head
 			return nil
 		})
 		if err != nil {
 			return 0, err
 		}
-		if progress != nil {
+		if progress != nil && !swapped {
 			progress(min(next-1, head), head)
 		}
 		if done {
 			return head, nil
 		}
+		if shadow && next <= head {
+			if err := s.Yield(); err != nil {
+				return 0, err
+			}
+		}
 	}
+}
+
+// foldState opens the buckets fold writes and the checkpoint of each
+// projection: the rebuild's shadow (parent is bucketRebuild) or the live
+// ones (parent nil).
+func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
+	if shadow {
+		if parent = tx.Bucket(bucketRebuild); parent == nil {
+			return nil, nil, nil, errors.New("rebuild: its state was removed by another process")
+		}
+	}
+	cps = make([]uint64, len(projs))
+	kvs = make([]fold.KV, len(projs))
+	for i, p := range projs {
+		var b *bbolt.Bucket
+		if shadow {
+			_, cps[i], _ = decodeCheckpoint(parent.Get(rebuildCPKey(p)))
+			b, err = parent.CreateBucketIfNotExists(projBucket(p.Name()))
+		} else {
+			_, cps[i], _ = projectionCheckpoint(tx, p.Name())
+			b, err = tx.CreateBucketIfNotExists(projBucket(p.Name()))
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		kvs[i] = bucketKV{b}
+	}
+	return parent, cps, kvs, nil
 }
 
 // foldOne applies the stored event raw at pos to every projection i with

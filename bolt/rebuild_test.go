@@ -3,7 +3,9 @@ package bolt
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events/fold"
 	bbolt "go.etcd.io/bbolt"
@@ -87,42 +89,54 @@ func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
 	st3.Close()
 }
 
-// TestInterruptedRebuildResumesOnOpen: a rebuild cancelled after its drop
-// leaves the projection behind; it is not folded inline meanwhile and the
-// next open catches it up.
-func TestInterruptedRebuildResumesOnOpen(t *testing.T) {
+// TestInterruptedRebuildKeepsLiveProjection: a rebuild cancelled between
+// slices leaves the live projection as it was, still folded inline; the
+// next Rebuild resumes its shadow from the recorded position and swaps in
+// the same state.
+func TestInterruptedRebuildKeepsLiveProjection(t *testing.T) {
 	f := newFactory()
 	projs := []fold.Projection{testProjection()}
-	st, path := openTest(t, Options{Projections: projs})
-	for i := range 5 {
+	st, _ := openTest(t, Options{Projections: projs, SliceBudget: time.Nanosecond})
+	for i := range 200 {
 		mustAppend(t, st, "run/a", AnyVersion, f.run("a", i))
 	}
 	want := projectionBytes(t, st, "test_counts")
 	ctx, cancel := context.WithCancel(bg)
-	cancel()
-	if _, err := st.Rebuild(ctx, nil); !errors.Is(err, context.Canceled) {
+	var slices []uint64
+	if _, err := st.Rebuild(ctx, func(done, _ uint64) { slices = append(slices, done); cancel() }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled rebuild: %v", err)
 	}
-	if got := projectionBytes(t, st, "test_counts"); len(got) != 0 {
-		t.Fatalf("projection after drop: %v", got)
+	if len(slices) != 1 || slices[0] != 63 {
+		t.Fatalf("slices before the cancel: %v", slices)
 	}
-	mustAppend(t, st, "run/a", AnyVersion, f.run("a", 5)) // not folded: the projection is behind
+	if got := projectionBytes(t, st, "test_counts"); !maps.Equal(got, want) {
+		t.Fatalf("live projection changed by an unfinished rebuild: %v", got)
+	}
+	mustAppend(t, st, "run/a", AnyVersion, f.run("a", 200)) // folded inline: still live
+	if got := projectionBytes(t, st, "test_counts")["type/run.started"]; got[6] != 0 || got[7] != 201 {
+		t.Fatalf("not folded inline during the rebuild: %x", got)
+	}
 	if _, err := st.Verify(bg); err != nil {
-		t.Fatalf("verify with a projection behind: %v", err)
+		t.Fatalf("verify mid-rebuild: %v", err)
 	}
-	st.Close()
-	st, err := Open(path, Options{Projections: projs})
-	if err != nil {
-		t.Fatal(err)
+	want = projectionBytes(t, st, "test_counts")
+	slices = nil
+	n, err := st.Rebuild(bg, func(done, _ uint64) { slices = append(slices, done) })
+	if err != nil || n != 201 {
+		t.Fatalf("resumed rebuild: %d %v", n, err)
 	}
-	defer st.Close()
-	got := projectionBytes(t, st, "test_counts")
-	if got["type/run.started"][7] != 6 || len(got) != len(want) {
-		t.Fatalf("not caught up: %v", got)
+	if slices[0] != 126 || slices[len(slices)-1] != 201 {
+		t.Errorf("resumed slices %v: want the first to end at 126 (63 more), the last at 201", slices)
+	}
+	if got := projectionBytes(t, st, "test_counts"); !maps.Equal(got, want) {
+		t.Fatalf("rebuilt %v, want %v", got, want)
 	}
 	_ = st.db.View(func(tx *bbolt.Tx) error {
 		if !st.projectionsCurrent(tx) {
-			t.Error("projection not at the head after open")
+			t.Error("projection not at the head after the rebuild")
+		}
+		if tx.Bucket(bucketRebuild) != nil {
+			t.Error("rebuild state left behind")
 		}
 		return nil
 	})

@@ -67,6 +67,11 @@ type Options struct {
 	// committed (each is one durable bbolt commit: data and meta page
 	// synced). Tests count commits with it; it must not use the Store.
 	OnCommit func()
+	// SliceBudget, when positive, bounds how long a long operation holds
+	// the file lock at a time: ImportProgress and Rebuild end a
+	// transaction once it has run this long, and release the lock between
+	// transactions (see Store.Yield). Zero holds it from Open to Close.
+	SliceBudget time.Duration
 }
 
 // Store is an open ledger.
@@ -78,6 +83,8 @@ type Store struct {
 	indeterminate *CommitError
 	projs         []fold.Projection
 	onCommit      func()
+	opts          Options   // as opened, for Yield's reopen
+	since         time.Time // when this process last took the file lock
 }
 
 // OpenRoot opens <root>/ledger.db. In write mode it creates the root (0700)
@@ -142,7 +149,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, projs: opts.Projections, onCommit: opts.OnCommit}
+	s := &Store{db: db, path: path, projs: opts.Projections, onCommit: opts.OnCommit, opts: opts, since: time.Now()}
 	if err := s.checkFile(); err != nil {
 		db.Close()
 		return nil, err

@@ -148,6 +148,20 @@ func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
 	return st, err
 }
 
+// sliceBudget is how long a long command holds the ledger lock at a time
+// before it commits and lets a waiting hook or `runs` in (docs/ledger.md).
+const sliceBudget = 100 * time.Millisecond
+
+// OpenLongStore opens the store for writing by a long command (imports, a
+// rebuild): it releases the lock between batches (bolt.Store.Yield).
+func (g *Globals) OpenLongStore() (*bolt.Store, error) {
+	return bolt.OpenRoot(g.Root, bolt.Options{
+		LockTimeout: g.LockTimeout,
+		Projections: projections.All(),
+		SliceBudget: sliceBudget,
+	})
+}
+
 // options is implemented by every command's options struct.
 type options interface{ AddFlags(fs *pflag.FlagSet) }
 

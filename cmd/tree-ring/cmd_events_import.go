@@ -50,7 +50,7 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err != nil {
 		return err
 	}
-	st, err := g.OpenStore(false)
+	st, err := g.OpenLongStore()
 	if err != nil {
 		return err
 	}

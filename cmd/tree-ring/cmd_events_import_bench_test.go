@@ -75,7 +75,7 @@ func reportRate(b *testing.B, n int, start time.Time, cpu time.Duration) {
 }
 
 // writeBenchExport writes n sealed, chained envelopes as one host's export.
-func writeBenchExport(b *testing.B, path string, n int) {
+func writeBenchExport(b testing.TB, path string, n int) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)

@@ -186,7 +186,7 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 	if err != nil {
 		return err
 	}
-	st, err := g.OpenStore(false)
+	st, err := g.OpenLongStore()
 	if err != nil {
 		return err
 	}
@@ -206,17 +206,21 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		defer fmt.Fprintln(g.Stdout)
 	}
 	var inserted []*memory.Record
-	for start := 0; start < len(recs); start += importChunk {
-		end := min(start+importChunk, len(recs))
-		ins, skipped, err := im.chunk(ctx, recs[start:end])
+	for start := 0; start < len(recs); {
+		ins, done, skipped, err := im.chunk(ctx, recs[start:min(start+importChunk, len(recs))])
 		if err != nil {
 			return err
 		}
 		inserted = append(inserted, ins...)
 		res.Inserted += len(ins)
 		res.SkippedDuplicates += skipped
+		start += done
 		if progress != nil {
-			progress(end)
+			progress(start)
+		}
+		// Let a waiting hook in between slices (a long import).
+		if err := st.Yield(); err != nil {
+			return err
 		}
 	}
 	if len(inserted) == 0 {
@@ -236,13 +240,18 @@ type importer struct {
 }
 
 // chunk imports recs in one write transaction, starting the run record
-// with the first memory it inserts.
-func (im *importer) chunk(ctx context.Context, recs []memory.Record) (ins []*memory.Record, skipped int, err error) {
+// with the first memory it inserts. It stops early, after done records,
+// when the transaction has held the lock past its slice budget.
+func (im *importer) chunk(ctx context.Context, recs []memory.Record) (ins []*memory.Record, done, skipped int, err error) {
 	var started *Run
 	err = im.st.Update(ctx, func(tx *bolt.Tx) error {
-		ins, skipped, started = ins[:0], 0, nil
+		ins, done, skipped, started = ins[:0], 0, 0, nil
 		idx := txIndex(tx)
 		for i := range recs {
+			if i%16 == 15 && tx.Overdue() {
+				break
+			}
+			done = i + 1
 			rec := &recs[i]
 			ok, err := im.plan.Decide(idx, rec)
 			if err != nil {
@@ -268,7 +277,7 @@ func (im *importer) chunk(ctx context.Context, recs []memory.Record) (ins []*mem
 	if err == nil && started != nil {
 		im.run = started
 	}
-	return ins, skipped, err
+	return ins, done, skipped, err
 }
 
 // supersede applies the supersedes lists after all rows, as published
