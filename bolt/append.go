@@ -42,11 +42,14 @@ type Tx struct {
 	// newHeads holds the stream heads this tx moved; they are written once
 	// at commit (an import touching a stream many times writes it once).
 	newHeads map[string]head
-	dirty    bool  // events appended: checkpoints, heads and chain head to write
-	wrote    bool  // anything written at all
-	err      error // poison, see above
-	live     []fold.Projection
-	scrub    bool // a body was deleted: scrub free pages after commit
+	// pending are index entries (ids, streams) of bulk appends, written
+	// at commit in key order (see flushIndexes).
+	pending pendingIndex
+	dirty   bool  // events appended: checkpoints, heads and chain head to write
+	wrote   bool  // anything written at all
+	err     error // poison, see above
+	live    []fold.Projection
+	scrub   bool // a body was deleted: scrub free pages after commit
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -85,6 +88,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return errNothingWritten
 		case !t.dirty:
 			return nil
+		}
+		if err := t.flushIndexes(); err != nil {
+			return err
 		}
 		if err := t.flushHeads(); err != nil {
 			return err
@@ -150,6 +156,9 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 	}
 	if len(evs) == 0 {
 		return nil, nil
+	}
+	if err := t.flushIndexes(); err != nil {
+		return nil, err
 	}
 	if err := events.ValidStream(stream); err != nil {
 		return nil, fmt.Errorf("append %s: %w", stream, err)
@@ -235,10 +244,39 @@ func (t *Tx) appendNew(stream string, evs []events.Envelope) error {
 			return fmt.Errorf("append %s: %w", stream, &events.UnknownTypeError{Type: evs[i].Type})
 		}
 	}
-	if err := t.write(stream, t.streamHead(stream), evs, make([]uint64, len(evs)), false); err != nil {
+	if err := t.write(stream, t.streamHead(stream), evs, nil, false); err != nil {
 		t.err = err
 		return err
 	}
+	return nil
+}
+
+// pendingIndex holds the index entries of bulk appends until commit. An
+// import interleaves up to thousands of streams, so its streams entries
+// land all over that index; put in key order at the end of the
+// transaction, consecutive puts go to the same leaf.
+type pendingIndex struct {
+	ids     []indexEntry
+	streams []indexEntry
+}
+
+type indexEntry struct{ key, pos []byte }
+
+// flushIndexes writes the pending index entries in key order.
+func (t *Tx) flushIndexes() error {
+	for _, idx := range []struct {
+		b       *bbolt.Bucket
+		entries []indexEntry
+	}{{t.ids, t.pending.ids}, {t.streams, t.pending.streams}} {
+		slices.SortFunc(idx.entries, func(a, b indexEntry) int { return bytes.Compare(a.key, b.key) })
+		for _, e := range idx.entries {
+			if err := idx.b.Put(e.key, e.pos); err != nil {
+				t.err = fmt.Errorf("index: %w", err)
+				return t.err
+			}
+		}
+	}
+	t.pending.ids, t.pending.streams = t.pending.ids[:0], t.pending.streams[:0]
 	return nil
 }
 
@@ -284,7 +322,8 @@ func dupIn(evs []events.Envelope, id ulid.ULID) int {
 }
 
 // write appends evs; checkIDs guards against an id twice in a batch too
-// large for Append's pre-check.
+// large for Append's pre-check. positions nil marks a bulk append
+// (appendNew): its index entries wait for flushIndexes.
 func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uint64, checkIDs bool) error {
 	t.wrote = true
 	for i := range evs {
@@ -308,17 +347,22 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		if err := t.events.Put(pk, enc); err != nil {
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
-		if err := t.streams.Put(streamKey(stream, e.Version), pk); err != nil {
-			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
-		}
-		if err := t.ids.Put(e.ID[:], pk); err != nil { // bbolt copies keys
-			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
+		if positions == nil {
+			t.pending.streams = append(t.pending.streams, indexEntry{streamKey(stream, e.Version), pk})
+			t.pending.ids = append(t.pending.ids, indexEntry{append([]byte(nil), e.ID[:]...), pk})
+		} else {
+			if err := t.streams.Put(streamKey(stream, e.Version), pk); err != nil {
+				return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
+			}
+			if err := t.ids.Put(e.ID[:], pk); err != nil { // bbolt copies keys
+				return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
+			}
+			positions[i] = pos
 		}
 		if err := t.apply(&e); err != nil {
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
 		t.head = e.Hash
-		positions[i] = pos
 	}
 	if t.newHeads == nil {
 		t.newHeads = map[string]head{}
@@ -350,7 +394,12 @@ func (t *Tx) apply(e *events.Envelope) error {
 func (t *Tx) StreamVersion(stream string) uint64 { return t.streamHead(stream).version }
 
 // HasID reports whether an event id is already in the ledger.
-func (t *Tx) HasID(id [16]byte) bool { return t.ids.Get(id[:]) != nil }
+func (t *Tx) HasID(id [16]byte) bool {
+	if t.flushIndexes() != nil {
+		return false // poisoned: the tx fails anyway
+	}
+	return t.ids.Get(id[:]) != nil
+}
 
 // PutBody stores text in the content-addressed bodies bucket and returns its
 // SHA-256 (lowercase hex). Storing the same text twice is a no-op.

@@ -54,7 +54,7 @@ func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResul
 // bad file still changes nothing.
 func (s *Store) CheckImport(envs []events.Envelope, admit func(r *Reader, present []bool) error) error {
 	return s.view(func(tx *bbolt.Tx) error {
-		present, err := s.importPlan(tx, envs)
+		present, _, err := s.importPlan(tx, envs)
 		if err != nil || admit == nil {
 			return err
 		}
@@ -65,10 +65,15 @@ func (s *Store) CheckImport(envs []events.Envelope, admit func(r *Reader, presen
 func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, progress Progress) (ImportResult, error) {
 	var res ImportResult
 	// Refuse conflicts up front so a bad file changes nothing.
-	var skip []bool
+	var (
+		skip   []bool
+		inFile map[[16]byte]int
+		seen   uint64 // the head after the plan and after each of our commits
+	)
 	if err := s.view(func(tx *bbolt.Tx) error {
 		var err error
-		skip, err = s.importPlan(tx, envs)
+		skip, inFile, err = s.importPlan(tx, envs)
+		seen = tx.Bucket(bucketEvents).Sequence()
 		return err
 	}); err != nil {
 		return res, err
@@ -76,8 +81,16 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 	for start := 0; start < len(envs); {
 		end := start
 		var imported, skipped int
+		var head uint64
 		err := s.Update(ctx, func(tx *Tx) error {
 			imported, skipped = 0, 0
+			// Events appended by others since our last look (another
+			// process between slices, another goroutine) may be some of
+			// ours: skip those, as the plan would have.
+			if err := tx.skipLanded(seen, envs, inFile, skip, start); err != nil {
+				return err
+			}
+			defer func() { head = tx.events.Sequence() }()
 			runStart := -1 // a run of new events of one stream, appended together
 			flush := func(i int) error {
 				if runStart < 0 {
@@ -105,19 +118,6 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 					skipped++
 					continue
 				}
-				if tx.HasID(envs[i].ID) {
-					// Landed since the plan (another process between
-					// slices, or another goroutine): Append checks the
-					// content and returns its position.
-					if err := flush(i); err != nil {
-						return err
-					}
-					if _, err := tx.append(envs[i].Stream, AnyVersion, envs[i:i+1], true); err != nil {
-						return &ImportError{Index: i, Err: err}
-					}
-					skipped++
-					continue
-				}
 				if runStart >= 0 && envs[runStart].Stream != envs[i].Stream {
 					if err := flush(i); err != nil {
 						return err
@@ -133,6 +133,7 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 		if err != nil {
 			return res, err
 		}
+		seen = head
 		res.Imported += imported
 		res.Skipped += skipped
 		start = end
@@ -148,9 +149,35 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 	return res, nil
 }
 
+// skipLanded marks to skip the envelopes from index from on that others
+// appended after position seen: an id there with other content is a
+// conflict, found only now.
+func (t *Tx) skipLanded(seen uint64, envs []events.Envelope, inFile map[[16]byte]int, skip []bool, from int) error {
+	if t.events.Sequence() == seen {
+		return nil
+	}
+	c := t.events.Cursor()
+	for k, v := c.Seek(u64(seen + 1)); k != nil; k, v = c.Next() {
+		stored, err := events.DecodeStoredRef(v)
+		if err != nil {
+			return &CorruptError{Path: t.s.path, Err: err}
+		}
+		i, ok := inFile[stored.ID]
+		if !ok || i < from || skip[i] {
+			continue
+		}
+		if !events.SameContent(&stored, &envs[i]) {
+			return &ImportError{Index: i, Err: &IDConflictError{ID: stored.ID.String(), Position: stored.Position}}
+		}
+		skip[i] = true
+	}
+	return nil
+}
+
 // importPlan checks every envelope against the ledger and the ones before
-// it, and marks those to skip (already present with the same content).
-func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, error) {
+// it, and marks those to skip (already present with the same content). It
+// returns where each id first appears in envs.
+func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, map[[16]byte]int, error) {
 	ids := tx.Bucket(bucketIDs)
 	evb := tx.Bucket(bucketEvents)
 	skip := make([]bool, len(envs))
@@ -159,7 +186,7 @@ func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, error)
 		e := &envs[i]
 		if j, dup := inFile[e.ID]; dup {
 			if !events.SameContent(&envs[j], e) {
-				return nil, &ImportError{Index: i, Err: &InputConflictError{ID: e.ID.String(), First: j}}
+				return nil, nil, &ImportError{Index: i, Err: &InputConflictError{ID: e.ID.String(), First: j}}
 			}
 			skip[i] = true
 			continue
@@ -171,14 +198,14 @@ func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, error)
 		}
 		stored, err := events.DecodeStoredRef(evb.Get(p))
 		if err != nil {
-			return nil, &CorruptError{Path: s.path, Err: err}
+			return nil, nil, &CorruptError{Path: s.path, Err: err}
 		}
 		if !events.SameContent(&stored, e) {
-			return nil, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
+			return nil, nil, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
 		}
 		skip[i] = true
 	}
-	return skip, nil
+	return skip, inFile, nil
 }
 
 // IsConflict reports whether err is an id or batch conflict.

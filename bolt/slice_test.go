@@ -213,3 +213,45 @@ func BenchmarkHookWaitDuringImport(b *testing.B) {
 		b.ReportMetric(float64(waits[len(waits)-1].Microseconds())/1000, "max-wait-ms")
 	}
 }
+
+// TestImportSkipsWhatOthersAppendedBetweenSlices: an event of the import
+// that another writer appended between two slices is skipped, not
+// appended twice; one appended there with other content refuses the rest.
+func TestImportSkipsWhatOthersAppendedBetweenSlices(t *testing.T) {
+	projs := []fold.Projection{testProjection()}
+	for _, tc := range []struct {
+		name    string
+		change  bool
+		wantErr bool
+	}{{"same content", false, false}, {"other content", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openTest(t, Options{Projections: projs, SliceBudget: time.Nanosecond})
+			envs := benchEnvelopes(300)
+			calls := 0
+			res, err := st.ImportProgress(bg, envs, func(done, _ uint64) {
+				if calls++; calls != 1 {
+					return
+				}
+				e := envs[200]
+				if tc.change {
+					e.Actor = "someone-else"
+				}
+				if _, err := st.Append(bg, e.Stream, AnyVersion, e); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if tc.wantErr {
+				if !IsConflict(err) {
+					t.Fatalf("import: %+v %v, want a conflict", res, err)
+				}
+				return
+			}
+			if err != nil || res != (ImportResult{Imported: 299, Skipped: 1}) {
+				t.Fatalf("import: %+v %v", res, err)
+			}
+			if got := readAll(t, st); len(got) != 300 {
+				t.Fatalf("%d events, want 300", len(got))
+			}
+		})
+	}
+}
