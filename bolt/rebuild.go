@@ -20,6 +20,13 @@ import (
 // and 3 s at 5,000.
 const foldChunk = 5_000
 
+// firstFoldChunk is the size of a fold's first chunk; each next one doubles
+// up to foldChunk. The first transaction into an empty projection bucket
+// inserts into a single leaf that bbolt splits only at commit (each insert
+// moves all the keys after it): a small first commit gives the next ones
+// many leaves to spread over.
+const firstFoldChunk = 500
+
 // projectionCheckpoint reads (version, position) of a projection; ok is false
 // when the projection has never been folded.
 func projectionCheckpoint(tx *bbolt.Tx, name string) (version int, pos uint64, ok bool) {
@@ -212,6 +219,7 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 	for i := range unbounded {
 		unbounded[i] = ^uint64(0)
 	}
+	limit := firstFoldChunk
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -235,7 +243,7 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 			last := next - 1
 			n := 0
 			var scratch events.Envelope
-			for k, v := c.Seek(u64(next)); k != nil && n < foldChunk; k, v = c.Next() {
+			for k, v := c.Seek(u64(next)); k != nil && n < limit; k, v = c.Next() {
 				if shadow && n%64 == 63 && s.overdue() {
 					break
 				}
@@ -270,6 +278,7 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 		if err != nil {
 			return 0, err
 		}
+		limit = min(2*limit, foldChunk)
 		if progress != nil && !swapped {
 			progress(min(next-1, head), head)
 		}

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 var bg = context.Background()
@@ -22,7 +24,8 @@ var bg = context.Background()
 // BenchmarkEventsImport measures `tree-ring events import` on an NDJSON
 // export of TREE_RING_BENCH_EVENTS (default 1,000,000) small events over
 // 1,000 streams: "decode" is the strict parallel decoding alone, "command"
-// the whole command in process (decode, open, import, close).
+// the whole command in process (decode, open, import, close), "store" the
+// import of the decoded envelopes alone.
 //
 //	go test -run '^$' -bench EventsImport -benchtime 1x ./cmd/tree-ring/
 func BenchmarkEventsImport(b *testing.B) {
@@ -45,6 +48,35 @@ func BenchmarkEventsImport(b *testing.B) {
 			}
 			reportRate(b, n, start, cpu)
 			f.Close()
+		}
+	})
+	// "store" is bolt.Import of the decoded envelopes into a store opened
+	// as the command opens it (every projection, slices): the part of the
+	// command after decoding, for the command's ratio to bolt.Import.
+	b.Run("store", func(b *testing.B) {
+		f, err := os.Open(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		envs, _, err := readEnvelopes(f, file, maxImportBytes)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			root := filepath.Join(b.TempDir(), ".tree-ring")
+			start, cpu := time.Now(), cpuNow()
+			st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All(), SliceBudget: sliceBudget})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res, err := st.Import(bg, envs); err != nil || res.Imported != n {
+				b.Fatal(res, err)
+			}
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+			reportRate(b, n, start, cpu)
 		}
 	})
 	b.Run("command", func(b *testing.B) {

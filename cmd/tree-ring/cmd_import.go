@@ -38,6 +38,10 @@ var errImportTooLarge = fmt.Errorf("import file is larger than %d bytes", int64(
 // chunk is atomic, and a retry after an interruption skips what landed.
 const importChunk = 5000
 
+// firstImportChunk is the size of the first chunk; each next one doubles
+// up to importChunk.
+const firstImportChunk = 500
+
 // importResult holds the published summary fields.
 type importResult struct {
 	Valid             int  `json:"valid"`
@@ -206,8 +210,11 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		defer fmt.Fprintln(g.Stdout)
 	}
 	var inserted []*memory.Record
-	for start := 0; start < len(recs); {
-		ins, done, skipped, err := im.chunk(ctx, recs[start:min(start+importChunk, len(recs))])
+	// The first chunks are small and grow: the first commit into an empty
+	// recall index is one bbolt leaf until it splits (docs/benchmarks.md).
+	size := firstImportChunk
+	for start := 0; start < len(recs); size = min(2*size, importChunk) {
+		ins, done, skipped, err := im.chunk(ctx, recs[start:min(start+size, len(recs))])
 		if err != nil {
 			return err
 		}

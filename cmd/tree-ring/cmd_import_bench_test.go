@@ -47,28 +47,31 @@ func writeMemoryBenchExport(b *testing.B, path string, n int) {
 // BenchmarkImport measures `tree-ring import` of a published export into an
 // empty root, whole command in process: decode, validate, sensitivity
 // guard, bodies, events, the inline recall index, fsync per 5,000.
-// Run with -benchtime=1x; it reports memories/s.
+// Run with -benchtime=1x; it reports memories/s and the process's CPU
+// time (user + system) per memory, the steadier figure on a shared machine.
 func BenchmarkImport(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			file := filepath.Join(dir, "export.jsonl")
 			writeMemoryBenchExport(b, file, n)
-			var total time.Duration
+			var total, cpu time.Duration
 			for i := 0; b.Loop(); i++ {
 				root := filepath.Join(dir, fmt.Sprintf("r%d", i), ".tree-ring")
 				if err := os.MkdirAll(filepath.Dir(root), 0o700); err != nil {
 					b.Fatal(err)
 				}
 				var errb strings.Builder
-				start := time.Now()
+				start, cpu0 := time.Now(), cpuNow()
 				code := Main(context.Background(), []string{"--root", root, "import", file}, IO{Stdout: io.Discard, Stderr: &errb, Getenv: os.Getenv})
 				total += time.Since(start)
+				cpu += cpuNow() - cpu0
 				if code != 0 {
 					b.Fatalf("import: %d %s", code, errb.String())
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/total.Seconds(), "memories/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/memory")
 		})
 	}
 }
