@@ -4,10 +4,13 @@
 //
 // Lifetime and concurrency: a Store holds bbolt's exclusive file lock from
 // Open to Close (a shared lock when read-only), so a process opens, works and
-// closes quickly; other processes wait up to Options.LockTimeout. A Store is
-// safe for concurrent use by goroutines: bbolt serializes writers and gives
-// each reader a snapshot. Byte slices handed to callbacks are valid only
-// during the callback.
+// closes quickly; other processes wait up to Options.LockTimeout. A long
+// operation opened with Options.SliceBudget releases and retakes the lock
+// between its transactions (Store.Yield). A Store is safe for concurrent use
+// by goroutines, except Yield and the operations that call it (ImportProgress,
+// Rebuild with a slice budget), which need it to themselves: bbolt serializes
+// writers and gives each reader a snapshot. Byte slices handed to callbacks
+// are valid only during the callback.
 package bolt
 
 import (

@@ -48,6 +48,9 @@ step ledger-1m gt ./bolt -bench 'Import|Scan|Rebuild' -benchtime 1x
 step ledger-100k env TREE_RING_BENCH_EVENTS=100000 go test -run '^$' -timeout 60m ./bolt -bench 'Import|Scan|Rebuild' -benchtime 1x
 step ledger-300k env TREE_RING_BENCH_EVENTS=300000 go test -run '^$' -timeout 60m ./bolt -bench 'Import|Scan|Rebuild' -benchtime 1x
 step events-import gt ./cmd/tree-ring -bench EventsImport -benchtime 1x
+# Imports and rebuild beside their baselines, interleaved; growth; hooks'
+# lock wait during a 1M-event import (docs/bench-interleaved.sh).
+step interleaved env OUT="$OUT/interleaved" sh docs/bench-interleaved.sh
 step codec gt ./events -bench . -benchtime 1s
 
 # Strict JSON: objects of 1k/10k/80k keys against encoding/json, then the
