@@ -133,19 +133,9 @@ func (g *Globals) Factory(actor string) *events.Factory {
 // names a store: the ledger was deleted, and a new one would carry another
 // store id than every bridge; that is *LedgerMissingError with the repair.
 func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
-	named := g.manifestNamesStore()
-	st, err := bolt.OpenRoot(g.Root, bolt.Options{
-		LockTimeout: g.LockTimeout,
-		ReadOnly:    readOnly,
-		MustExist:   named,
-		Projections: projections.All(),
-		OnCommit:    g.onCommit,
-	})
-	var nf *bolt.NotFoundError
-	if named && errors.As(err, &nf) {
-		return nil, g.noLedger(err)
-	}
-	return st, err
+	opts := g.storeOptions()
+	opts.ReadOnly = readOnly
+	return g.openStore(opts)
 }
 
 // sliceBudget is how long a long command holds the ledger lock at a time
@@ -155,11 +145,30 @@ const sliceBudget = 100 * time.Millisecond
 // OpenLongStore opens the store for writing by a long command (imports, a
 // rebuild): it releases the lock between batches (bolt.Store.Yield).
 func (g *Globals) OpenLongStore() (*bolt.Store, error) {
-	return bolt.OpenRoot(g.Root, bolt.Options{
+	opts := g.storeOptions()
+	opts.SliceBudget = sliceBudget
+	return g.openStore(opts)
+}
+
+func (g *Globals) storeOptions() bolt.Options {
+	return bolt.Options{
 		LockTimeout: g.LockTimeout,
 		Projections: projections.All(),
-		SliceBudget: sliceBudget,
-	})
+		OnCommit:    g.onCommit,
+	}
+}
+
+// openStore opens with opts, refusing to create the ledger of a root whose
+// activation.json names a store (see OpenStore).
+func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
+	named := g.manifestNamesStore()
+	opts.MustExist = named
+	st, err := bolt.OpenRoot(g.Root, opts)
+	var nf *bolt.NotFoundError
+	if named && errors.As(err, &nf) {
+		return nil, g.noLedger(err)
+	}
+	return st, err
 }
 
 // options is implemented by every command's options struct.
