@@ -7,15 +7,22 @@ import (
 )
 
 // yieldGap is how long Yield leaves the file lock free before taking it
-// again: a process blocked on the lock is woken by the kernel when it is
-// released and needs a moment to be scheduled and take it first.
-const yieldGap = 2 * time.Millisecond
+// again when it sees no process waiting (one may be about to wait).
+const yieldGap = time.Millisecond
+
+// handoffMax bounds how long Yield waits for processes it saw blocked on
+// the lock to take it: woken by the kernel when the lock is released, a
+// waiter must still be scheduled, and on a loaded machine that can take
+// longer than any fixed gap, after which the lock would be ours again for
+// another whole slice.
+const handoffMax = 100 * time.Millisecond
 
 // Yield lets other processes (a hook, `runs`) have the ledger between two
 // transactions of a long operation: when Options.SliceBudget is set and the
 // lock has been held at least that long, it closes the file (releasing the
-// lock), waits yieldGap and opens it again, waiting up to
-// Options.LockTimeout for whoever took the lock meanwhile. Events they
+// lock), waits until the processes that were blocked on the lock have taken
+// it (at most handoffMax; yieldGap if none was seen) and opens it again,
+// waiting up to Options.LockTimeout for whoever took the lock meanwhile. Events they
 // appended meanwhile are seen by the next transaction; projections they
 // left behind are caught up as Open does. Otherwise it does nothing.
 //
@@ -49,10 +56,19 @@ func (s *Store) reopen() error {
 	if err != nil {
 		return fmt.Errorf("reopen ledger %s: %w", s.path, err)
 	}
+	waiting := lockWaiters(before) // blocked behind us, as seen while we hold the lock
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("release ledger %s: %w", s.path, err)
 	}
-	time.Sleep(yieldGap)
+	if waiting {
+		// Until they have it (then none is blocked; opening below waits
+		// for them), or handoffMax.
+		for t0 := time.Now(); lockWaiters(before) && time.Since(t0) < handoffMax; {
+			time.Sleep(200 * time.Microsecond)
+		}
+	} else {
+		time.Sleep(yieldGap)
+	}
 	after, err := os.Lstat(s.path)
 	if err != nil {
 		return fmt.Errorf("reopen ledger %s: %w", s.path, err)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,16 +186,21 @@ func hooksDuring(tb testing.TB, path string, projs []fold.Projection, work func(
 // BenchmarkHookWaitDuringImport: the longest and median wait of a hook
 // (open, one append, close, every 10 ms) for the ledger lock while
 // Import of TREE_RING_BENCH_EVENTS (default 1,000,000) events runs with a
-// slice budget of 100 ms, as the long commands open it.
+// slice budget of 30 ms, as the long commands open it
+// (TREE_RING_BENCH_SLICE_MS overrides it).
 //
 //	go test -run '^$' -bench HookWait -benchtime 1x -timeout 60m ./bolt/
 func BenchmarkHookWaitDuringImport(b *testing.B) {
 	n := benchEventCount()
 	envs := benchEnvelopes(n)
 	projs := []fold.Projection{testProjection()}
+	budget := 30 * time.Millisecond // as cmd/tree-ring's sliceBudget
+	if ms, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_SLICE_MS")); err == nil && ms > 0 {
+		budget = time.Duration(ms) * time.Millisecond
+	}
 	for range b.N {
 		path := filepath.Join(b.TempDir(), "ledger.db")
-		st, err := Open(path, Options{Projections: projs, SliceBudget: 100 * time.Millisecond})
+		st, err := Open(path, Options{Projections: projs, SliceBudget: budget})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -140,7 +140,7 @@ func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
 
 // sliceBudget is how long a long command holds the ledger lock at a time
 // before it commits and lets a waiting hook or `runs` in (docs/ledger.md).
-const sliceBudget = 100 * time.Millisecond
+const sliceBudget = 30 * time.Millisecond
 
 // OpenLongStore opens the store for writing by a long command (imports, a
 // rebuild): it releases the lock between batches (bolt.Store.Yield).
