@@ -133,9 +133,10 @@ type Adapter struct {
 	CheckpointOncePerSession bool
 	// Trust reads, read-only, the host's own decision whether it runs this
 	// project's hooks (nil: no trust gate Tree Ring can read). Status
-	// reports needs-trust with TrustStep while it is not Trusted.
+	// reports needs-trust with TrustStep of the decision while it is not
+	// Trusted, and that decision supersedes a recorded needs-trust.
 	Trust     TrustCheck
-	TrustStep string
+	TrustStep func(TrustDecision) string
 	// material builds the bridge this adapter publishes; nil for
 	// guidance-only adapters.
 	material func(Context) Material

@@ -52,7 +52,7 @@ func init() {
 		TrustGate:                true,
 		CheckpointOncePerSession: true,
 		Trust:                    geminiFolderTrust,
-		TrustStep:                geminiTrustStep,
+		TrustStep:                func(TrustDecision) string { return geminiTrustStep },
 		material:                 geminiMaterial,
 	})
 }

@@ -20,6 +20,10 @@ const (
 	TrustUnknown TrustDecision = iota + 1
 	Trusted
 	Untrusted
+	// GateUnknown: Tree Ring cannot tell whether the installed host gates
+	// projects at all (Pi: its version cannot be read, and only releases
+	// from 0.79 have the gate).
+	GateUnknown
 )
 
 // TrustCheck reads a host's trust decision for the canonical project root.

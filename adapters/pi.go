@@ -3,8 +3,11 @@ package adapters
 import "github.com/tree-ring/tree-ring/fsm"
 
 // Pi: a project extension that runs preflight on before_agent_start, and the
-// shared skill. Pi loads project extensions only after the user trusts the
-// project in Pi itself, so the resting state is needs-trust: Tree Ring never
+// shared skill. Pi from 0.79 loads project extensions only after the user
+// trusts the project in Pi itself, so the recorded resting state is
+// needs-trust (as the Rust implementation records it) and status reads
+// the installed Pi's version and its trust settings live (pi_trust.go):
+// no gate (0.73) or trusted is configured-awaiting-proof. Tree Ring never
 // edits Pi's trust settings.
 const piExtension = ".pi/extensions/tree-ring-memory.ts"
 
@@ -16,6 +19,8 @@ func init() {
 		ProjectMarkers: []string{".pi", "pi.toml"},
 		HomeMarkers:    []string{".pi"},
 		RestingState:   fsm.NeedsTrust,
+		Trust:          piTrust,
+		TrustStep:      piTrustStep,
 		BridgePath:     piExtension,
 		OwnedFiles:     []string{SharedSkill, piExtension},
 		Stdin: StdinContract{

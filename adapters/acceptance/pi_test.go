@@ -42,10 +42,20 @@ func testPi(t *testing.T, c npmClient) {
 		"models": []any{map[string]any{"id": "mock-model"}},
 	}}}
 	writeJSONFile(t, filepath.Join(agent, "models.json"), models)
+	// Status reads the installed Pi's version from the pi on PATH, and
+	// its trust: 0.73 has no gate (awaiting proof at once), 1.x is
+	// needs-trust until trust.json trusts the project.
+	env := append(p.env("PI_OFFLINE=1"), "PATH="+filepath.Dir(pi)+string(os.PathListSeparator)+path)
 	if c.Node != nil { // Pi >= 0.79 loads project extensions only in a trusted project
+		if st := p.stateIn("pi", env); st != "needs-trust" {
+			s.fatalf("status before trust", "pi is %s, want needs-trust", st)
+		}
 		writeJSONFile(t, filepath.Join(agent, "trust.json"), map[string]any{root: true})
 	}
-	env := append(p.env("PI_OFFLINE=1"), "PATH="+path)
+	if st := p.stateIn("pi", env); st != "configured-awaiting-proof" {
+		s.fatalf("status with the gate open", "pi is %s, want configured-awaiting-proof", st)
+	}
+
 	run := func(check, prompt string) []*Request {
 		before := len(m.Requests())
 		out, errs, code := p.run(p.dir, 3*time.Minute, env, "", pi, "--provider", "mock", "--model", "mock-model", "-p", prompt)

@@ -228,13 +228,23 @@ func (p *project) tr(check string, args ...string) string {
 // state is the harness's state in `integrations status --json`.
 func (p *project) state(harness string) string {
 	p.t.Helper()
+	return p.stateIn(harness, p.env())
+}
+
+// stateIn is state with status run in environment env (status reads a
+// host's trust, and Pi's version from the pi on PATH).
+func (p *project) stateIn(harness string, env []string) string {
+	p.t.Helper()
 	var s struct {
 		Integrations []struct {
 			ID    string `json:"id"`
 			State string `json:"state"`
 		} `json:"integrations"`
 	}
-	out := p.tr("integrations status", "--json", "integrations", "status")
+	out, errs, code := p.run(p.dir, time.Minute, env, "", p.bin, "--json", "integrations", "status")
+	if code != 0 {
+		p.s.fatalf("integrations status", "exit %d: %s%s", code, out, errs)
+	}
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		p.s.fatalf("integrations status", "%v: %s", err, out)
 	}

@@ -40,7 +40,8 @@ func NextAfterActivate(name string) string {
 	return "Open a new " + name + " session so its preflight runs, then check `tree-ring integrations status --verbose` for the receipt."
 }
 
-// NextTrust is Pi's step: trust is the user's decision in Pi itself.
+// NextTrust is the step of a harness behind a trust gate Tree Ring cannot
+// read: trust is the user's decision in the host itself.
 func NextTrust(name string) string {
 	return "Trust this project in " + name + " itself (Tree Ring never changes " + name + "'s trust settings), then open a new " + name + " session and check `tree-ring integrations status --verbose`."
 }
@@ -59,6 +60,10 @@ func NextFor(a *adapters.Adapter, s fsm.State, afterActivate bool) string {
 		}
 		return NextAwaitingProof
 	case fsm.NeedsTrust:
+		if a.TrustStep != nil {
+			// Not read live here: the step that covers every host release.
+			return a.TrustStep(adapters.GateUnknown)
+		}
 		return NextTrust(a.Name)
 	case fsm.NeedsPlugin:
 		return NextNeedsPlugin
@@ -87,10 +92,10 @@ func settledNext(o *Outcome, c Command) string {
 		return reviewNext(o)
 	}
 	next := NextFor(o.Adapter, o.State, c == Activate)
-	if o.State == fsm.ConfiguredAwaitingProof && o.Adapter.TrustStep != "" {
+	if o.State == fsm.ConfiguredAwaitingProof && o.Adapter.TrustStep != nil {
 		// Publication cannot see the host's trust decision (status reads
 		// it); say what the host needs before its hooks run at all.
-		next += " Until " + o.Adapter.Name + " trusts this folder it skips the project's hooks. " + o.Adapter.TrustStep
+		next += " Until " + o.Adapter.Name + " trusts this folder it skips the project's hooks. " + o.Adapter.TrustStep(adapters.TrustUnknown)
 	}
 	return next
 }

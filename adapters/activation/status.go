@@ -133,8 +133,12 @@ func Listed(detected bool, e Evidence) bool {
 //     the ledger's, is stale, is not the passive binding a passive harness
 //     must publish, or the bridge recomputed from disk differs;
 //   - needs-trust, with the adapter's step, while a harness whose host
-//     trust gate Tree Ring can read (Gemini CLI) does not trust the
-//     project, even with a receipt;
+//     trust gate Tree Ring can read (Gemini CLI, Pi) does not trust the
+//     project, even with a receipt; that live decision also supersedes a
+//     recorded needs-trust (Pi's resting state), so a host without the
+//     gate or one that trusts the project is configured-awaiting-proof,
+//     and where it cannot tell whether the host gates the project (Pi's
+//     version unreadable) a valid receipt stands, else needs-trust;
 //   - for a proven FSM state, the state of the newest valid receipt, else
 //     configured-awaiting-proof.
 func Assess(e Evidence, live Live) Status {
@@ -189,17 +193,25 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
-	if a.Trust != nil && live.HostTrust() != adapters.Trusted {
+	trust := adapters.Trusted
+	if a.Trust != nil {
 		// While the host would skip the project's hooks, no receipt is
 		// new evidence: the host's own decision, read live.
-		return s.set(fsm.NeedsTrust, a.TrustStep)
+		if trust = live.HostTrust(); trust != adapters.Trusted && trust != adapters.GateUnknown {
+			return s.set(fsm.NeedsTrust, a.TrustStep(trust))
+		}
 	}
 	if fsm.Proven(e.LedgerState) {
 		s.Found = live.NewestReceipt(fp)
 	}
 	if s.Receipt != nil {
+		// (Where Tree Ring cannot tell whether the host gates the project,
+		// the receipt shows the host ran the bridge.)
 		st := fsm.State(s.Receipt.State)
 		return s.set(st, NextFor(a, st, false))
+	}
+	if trust == adapters.GateUnknown {
+		return s.set(fsm.NeedsTrust, a.TrustStep(trust))
 	}
 	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof)
 }
@@ -228,6 +240,8 @@ func blocked(e Evidence) bool {
 		return false
 	case fsm.NeedsPlugin:
 		return !e.Adapter.PluginDescriptor
+	case fsm.NeedsTrust:
+		return e.Adapter.Trust == nil // else the host's decision, read live
 	}
 	return true
 }

@@ -86,6 +86,12 @@ func TestAssessEveryState(t *testing.T) {
 		return activation.Evidence{Adapter: gemini, Ledger: true, Manifest: activation.ManifestPresent, Record: gemRec,
 			Events: true, LedgerState: ledger, LedgerRecord: published(gemRec)}
 	}
+	pi := lookup(t, "pi")
+	piRec := current(pi)
+	piAt := func(ledger fsm.State) activation.Evidence {
+		return activation.Evidence{Adapter: pi, Ledger: true, Manifest: activation.ManifestPresent, Record: piRec,
+			Events: true, LedgerState: ledger, LedgerRecord: published(piRec)}
+	}
 	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
 	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
@@ -133,13 +139,33 @@ func TestAssessEveryState(t *testing.T) {
 		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge receipt"},
 		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge receipt"},
 		{"the host does not trust the folder", gem(fsm.ConfiguredAwaitingProof), fakeLive{trust: adapters.TrustUnknown},
-			fsm.NeedsTrust, gemini.TrustStep, activation.BridgeMatch, "bridge trust"},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge trust"},
 		{"the host distrusts the folder: proven, but no receipt is read", gem(fsm.Active), fakeLive{trust: adapters.Untrusted},
-			fsm.NeedsTrust, gemini.TrustStep, activation.BridgeMatch, "bridge trust"},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge trust"},
 		{"the host trusts the folder", gem(fsm.Active), fakeLive{trust: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
 			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
 		{"a recorded failure stands over trust", gem(fsm.Failed), fakeLive{trust: adapters.TrustUnknown},
 			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "bridge"},
+		// Pi records needs-trust; the installed Pi's own decision, read
+		// live, supersedes it.
+		{"pi without a gate (0.73) or trusted: awaiting proof", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.Trusted},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge trust"},
+		{"pi gated and untrusted", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.TrustUnknown},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge trust"},
+		{"pi gated and distrusted", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.Untrusted},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge trust"},
+		{"pi version unknown", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.GateUnknown},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge trust"},
+		{"pi version unknown, but a receipt shows Pi ran the bridge", piAt(fsm.Active), fakeLive{trust: adapters.GateUnknown, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
+		{"pi version unknown, proven without a valid receipt", piAt(fsm.Active), fakeLive{trust: adapters.GateUnknown, found: activation.Found{Rejected: 1}},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge trust receipt"},
+		{"pi proven, then the trust withdrawn", piAt(fsm.Active), fakeLive{trust: adapters.Untrusted},
+			fsm.NeedsTrust, "The installed Pi skips", activation.BridgeMatch, "bridge trust"},
+		{"pi trusted with a receipt", piAt(fsm.Active), fakeLive{trust: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
+		{"pi's failed preflight stands with its diagnostic", with(piAt(fsm.Failed), func(e *activation.Evidence) { e.LedgerDiagnostic = "receipt_write_failed" }),
+			fakeLive{trust: adapters.Trusted}, fsm.Failed, activation.NextFailedWith(pi, "receipt_write_failed"), activation.BridgeMatch, "bridge"},
 		{"plugin found, awaiting its proof", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "plugin bridge"},
 	}
