@@ -34,7 +34,7 @@ func init() {
 
 func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []string) error {
 	if len(args) != 1 {
-		return usagef("capture needs exactly one SUMMARY (quote it)")
+		return oneSummary("capture", args)
 	}
 	for _, f := range []struct{ name, v string }{
 		{"--event-type", o.EventType}, {"--project", o.Project}, {"--agent-profile", o.AgentProfile},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -51,6 +52,18 @@ func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowDuplicate, "allow-duplicate", false, allowDuplicateUsage)
 }
 
+// oneSummary is the usage error of remember or capture given other than one
+// SUMMARY. A flag-like word among the arguments can only have come after
+// "--", where everything is text: say so (naming no argument).
+func oneSummary(cmd string, args []string) error {
+	for _, a := range args {
+		if len(a) > 2 && strings.HasPrefix(a, "--") {
+			return usagef("%s needs exactly one SUMMARY (quote it); everything after \"--\" is text, so put the flags before it, e.g. tree-ring %s --event-type lesson -- \"-x ...\"", cmd, cmd)
+		}
+	}
+	return usagef("%s needs exactly one SUMMARY (quote it)", cmd)
+}
+
 const allowDuplicateUsage = "store it even if an active memory in the same scope has the same summary (by default that memory's id is printed and nothing is written)"
 
 func init() {
@@ -59,7 +72,7 @@ func init() {
 
 func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []string) error {
 	if len(args) != 1 {
-		return usagef("remember needs exactly one SUMMARY (quote it)")
+		return oneSummary("remember", args)
 	}
 	if o.EventType == "" {
 		return usagef("remember needs --event-type")

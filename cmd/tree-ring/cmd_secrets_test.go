@@ -52,16 +52,22 @@ func TestFlagErrorsNeverEchoValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"remember", "-----BEGIN PRIVATE KEY----- X", "--event-type", "note"},
-			`tree-ring: remember: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", e.g. tree-ring remember -- "-x ..."` + "\n"},
+			`tree-ring: remember: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", flags first, e.g. tree-ring remember --event-type lesson -- "-x ..."` + "\n"},
 		{[]string{"-----BEGIN OPENSSH PRIVATE KEY-----"},
-			`tree-ring: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", e.g. tree-ring remember -- "-x ..."` + "\n"},
+			`tree-ring: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", flags first, e.g. tree-ring remember --event-type lesson -- "-x ..."` + "\n"},
 		{[]string{"remember", "x", "--salience", "hunter2"}, "tree-ring: remember: invalid value for --salience (the value is not shown; see --help)\n"},
 		{[]string{"--lock-timeout", "hunter2", "remember", "x"}, "tree-ring: invalid value for --lock-timeout (the value is not shown; see --help)\n"},
 		{[]string{"remember", "x", "--ring"}, "tree-ring: remember: flag --ring needs a value\n"},
 		{[]string{"remember", "x", "--evnt-type", "note"}, "tree-ring: remember: unknown flag --evnt-type (see --help)\n"},
 		{[]string{"remember", "x", "--password=hunter2"}, "tree-ring: remember: unknown flag --password (see --help)\n"},
+		// Flags after "--" are text: the hint says so and shows no argument.
+		{[]string{"remember", "--", "-----BEGIN PRIVATE KEY----- X", "--event-type", "note"},
+			`tree-ring: remember needs exactly one SUMMARY (quote it); everything after "--" is text, so put the flags before it, e.g. tree-ring remember --event-type lesson -- "-x ..."` + "\n"},
+		{[]string{"capture", "--", "-x", "--event-type", "lesson"},
+			`tree-ring: capture needs exactly one SUMMARY (quote it); everything after "--" is text, so put the flags before it, e.g. tree-ring capture --event-type lesson -- "-x ..."` + "\n"},
+		{[]string{"remember", "two", "words"}, "tree-ring: remember needs exactly one SUMMARY (quote it)\n"},
 		{[]string{"remember", "x", "--sk-proj-abcdefghijklmnopqrstuvwxyz"},
-			`tree-ring: remember: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", e.g. tree-ring remember -- "-x ..."` + "\n"},
+			`tree-ring: remember: an argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", flags first, e.g. tree-ring remember --event-type lesson -- "-x ..."` + "\n"},
 	} {
 		r := c.run("", tc.args...)
 		if r.code != 2 || r.stdout != "" || r.stderr != tc.want {

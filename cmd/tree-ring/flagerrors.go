@@ -32,7 +32,7 @@ func flagError(where string, err error) error {
 	case errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "" && printableFlagName(notExist.GetSpecifiedName()):
 		return usagef("%sunknown flag --%s (see --help)", prefix, notExist.GetSpecifiedName())
 	}
-	return usagef(`%san argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", e.g. tree-ring remember -- "-x ..."`, prefix)
+	return usagef(`%san argument that starts with "-" is not a known flag (it is not shown); put text that starts with "-" after "--", flags first, e.g. tree-ring remember --event-type lesson -- "-x ..."`, prefix)
 }
 
 var flagNameForm = regexp.MustCompile(`^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$`)
