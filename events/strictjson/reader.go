@@ -121,6 +121,58 @@ func (r *Reader) Object(fn func(key []byte) error) error {
 	return err
 }
 
+// Array reads an array, calling fn with each element's index while the
+// reader stands at that element. fn reads the element with one call or
+// returns nil without reading, and the element is skipped; fn's error
+// ends the walk and is returned as it is.
+func (r *Reader) Array(fn func(i int) error) error {
+	if err := r.start(); err != nil {
+		return err
+	}
+	d := &r.d
+	if d.data[d.pos] != '[' {
+		return r.wrongKind("array")
+	}
+	_, err := d.elements(func(i int) error {
+		at := d.pos
+		if err := fn(i); err != nil {
+			return err
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if d.pos == at {
+			return d.skip()
+		}
+		return nil
+	})
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return err
+}
+
+// Bool reads true or false.
+func (r *Reader) Bool() (bool, error) {
+	if err := r.start(); err != nil {
+		return false, err
+	}
+	d := &r.d
+	switch d.data[d.pos] {
+	case 't':
+		if err := d.literal("true"); err != nil {
+			return false, r.fail(err)
+		}
+		return true, nil
+	case 'f':
+		if err := d.literal("false"); err != nil {
+			return false, r.fail(err)
+		}
+		return false, nil
+	}
+	return false, r.wrongKind("boolean")
+}
+
 // String reads a string and returns it unescaped.
 func (r *Reader) String() ([]byte, error) {
 	if err := r.start(); err != nil {

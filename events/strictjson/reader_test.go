@@ -46,6 +46,39 @@ func TestReader(t *testing.T) {
 	}
 }
 
+func TestReaderArrayAndBool(t *testing.T) {
+	r := NewReader([]byte(` [true, false ,{"k":1},"skipped",[true]] `), Limits{})
+	var got []string
+	err := r.Array(func(i int) error {
+		switch i {
+		case 0, 1:
+			b, err := r.Bool()
+			got = append(got, r.Path()+"="+map[bool]string{true: "true", false: "false"}[b])
+			return err
+		case 4:
+			return r.Array(func(int) error {
+				b, err := r.Bool()
+				got = append(got, r.Path()+"="+map[bool]string{true: "true", false: "false"}[b])
+				return err
+			})
+		}
+		return nil // 2 and 3: skipped by Array
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"[0]=true", "[1]=false", "[4][0]=true"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	r = NewReader([]byte(`[]`), Limits{})
+	if err := r.Array(func(int) error { t.Fatal("an element in []"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestReaderRefusals(t *testing.T) {
 	cases := []struct {
 		in   string
@@ -71,6 +104,13 @@ func TestReaderRefusals(t *testing.T) {
 			return r.End()
 		}, new(*SyntaxError)},
 		{``, func(r *Reader) error { return r.Skip() }, new(*SyntaxError)},
+		{`{}`, func(r *Reader) error { return r.Array(func(int) error { return nil }) }, new(*TypeError)},
+		{`[1,]`, func(r *Reader) error { return r.Array(func(int) error { return nil }) }, new(*SyntaxError)},
+		{`[1 2]`, func(r *Reader) error { return r.Array(func(int) error { return nil }) }, new(*SyntaxError)},
+		{`"true"`, func(r *Reader) error { _, err := r.Bool(); return err }, new(*TypeError)},
+		{`nul`, func(r *Reader) error { _, err := r.Bool(); return err }, new(*SyntaxError)},
+		{`tru`, func(r *Reader) error { _, err := r.Bool(); return err }, new(*SyntaxError)},
+		{`null`, func(r *Reader) error { _, err := r.Bool(); return err }, new(*TypeError)},
 	}
 	for _, c := range cases {
 		r := NewReader([]byte(c.in), Limits{})
