@@ -125,8 +125,8 @@ func ManifestRecordOf(kv KV, id string) (events.BridgeRecord, bool, error) {
 	if raw == nil {
 		return events.BridgeRecord{}, false, nil
 	}
-	var r storedRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
+	r, err := decodeStoredRecord(raw)
+	if err != nil {
 		return events.BridgeRecord{}, false, fmt.Errorf("manifest record %s: %w", id, err)
 	}
 	return r.bridgeRecord(), true, nil
@@ -172,8 +172,8 @@ func ManifestOf(kv KV) (m ManifestState, ok bool, err error) {
 	}
 	m.Records = map[string]events.BridgeRecord{}
 	err = kv.ForEach([]byte("record/"), func(k, v []byte) error {
-		var r storedRecord
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeStoredRecord(v)
+		if err != nil {
 			return fmt.Errorf("manifest record %s: %w", k, err)
 		}
 		m.Records[string(k[len("record/"):])] = r.bridgeRecord()
