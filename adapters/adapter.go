@@ -158,6 +158,11 @@ func (a *Adapter) HookEvents() []string {
 	return a.Stdin.Events
 }
 
+// HookFailureExit is the exit code of a failed lifecycle hook of this
+// harness (StdinContract.FailureExit): non-zero, and never one its host
+// reads as a block; 0 when the host has no lifecycle hook.
+func (a *Adapter) HookFailureExit() int { return a.Stdin.FailureExit }
+
 // Publishes reports whether the adapter has bridge material to publish.
 func (a *Adapter) Publishes() bool { return a.material != nil }
 
@@ -271,6 +276,9 @@ func register(a *Adapter) {
 	}
 	if (a.NativeGap == "") != (a.Support != Unsupported) {
 		panic("adapters: " + a.ID + ": a guidance-only adapter (and only one) states its native gap")
+	}
+	if (a.Stdin.Mode == LifecycleHook) != (a.Stdin.FailureExit != 0) {
+		panic("adapters: " + a.ID + ": a lifecycle-hook adapter (and only one) declares its hook's failure exit")
 	}
 	registry[a.ID] = a
 }

@@ -48,6 +48,9 @@ func init() {
 			Output: `SessionStart: {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"..."}}; ` +
 				`AfterAgent: {"decision":"block","reason":"..."} once per session, {} afterwards`,
 			TimeoutSeconds: geminiTimeoutMS / 1000,
+			// Gemini CLI reads exit 2 as "deny": on AfterAgent a retry
+			// with the stderr as the next prompt.
+			FailureExit: NonBlockingExit,
 		},
 		TrustGate:                true,
 		CheckpointOncePerSession: true,

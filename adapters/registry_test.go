@@ -82,6 +82,7 @@ type declared struct {
 	OwnedFiles     []string      `json:"owned_files_allowed"`
 	ManagedBlocks  []BlockTarget `json:"managed_blocks_allowed"`
 	StdinMode      string        `json:"stdin_mode"`
+	HookFailure    int           `json:"hook_failure_exit,omitempty"`
 	ContextFormats []string      `json:"context_formats,omitempty"`
 	NativeGap      string        `json:"native_gap,omitempty"`
 	Record         *Record       `json:"record_for_fixture_store,omitempty"`
@@ -95,8 +96,8 @@ func TestAdapterContractsAndBridgesGolden(t *testing.T) {
 				ID: a.ID, Name: a.Name, AdapterVersion: a.Version, Capability: string(a.Capability), Support: string(a.Support),
 				Executable: a.Executable, ProjectMarkers: nonNilS(a.ProjectMarkers), HomeMarkers: nonNilS(a.HomeMarkers),
 				RestingState: string(a.RestingState), BridgePath: a.BridgePath, OwnedFiles: nonNilS(a.OwnedFiles),
-				ManagedBlocks: a.ManagedBlocks, StdinMode: string(a.Stdin.Mode), ContextFormats: a.Stdin.ContextFormats,
-				NativeGap: a.NativeGap,
+				ManagedBlocks: a.ManagedBlocks, StdinMode: string(a.Stdin.Mode), HookFailure: a.HookFailureExit(),
+				ContextFormats: a.Stdin.ContextFormats, NativeGap: a.NativeGap,
 			}
 			if d.ManagedBlocks == nil {
 				d.ManagedBlocks = []BlockTarget{}

@@ -53,6 +53,15 @@ type StdinContract struct {
 	// TimeoutSeconds is the host-side bound written into the bridge (0:
 	// the bridge applies its own bound in-process).
 	TimeoutSeconds int
+	// FailureExit is the exit code of a lifecycle hook that fails (any
+	// handled error once --harness named this adapter): a code the host
+	// reads as a non-blocking error on every event in Events, so that a
+	// failing stop hook neither continues the agent with our stderr as its
+	// reason nor loops, and a failing start leaves a session without
+	// memory. Required in lifecycle-hook mode, 0 otherwise: `integrations
+	// preflight` keeps the protocol's exit 2, which the Pi extension and
+	// the Agent Zero plugin read.
+	FailureExit int
 }
 
 // RejectsUnknown reports whether keys outside Required+Optional are errors.
@@ -111,6 +120,13 @@ func AdapterStdinForbidden() []string { return append([]string(nil), adapterForb
 // adapterForbidden is checked recursively in adapter stdin.
 var adapterForbidden = []string{"authorization", "bridge_fingerprint", "capability", "capabilities", "coordinator_capability", "harness_id", "memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "state", "store_id", "token", "tree_ring_coordinator_token"}
 
+// NonBlockingExit is the failure exit of the lifecycle hooks of Claude Code,
+// Codex and Gemini CLI: each reads exit 2 from a stop hook as "block, and
+// continue with stderr as the reason" (observed: Claude Code 2.1.328 adds 8
+// turns, Codex 0.169.0 loops until killed) and exit 1 as a failed hook it
+// logs and skips, on every event (docs/exit-codes.md).
+const NonBlockingExit = 1
+
 func lifecycleContract() StdinContract {
 	return StdinContract{
 		Mode:     LifecycleHook,
@@ -124,5 +140,6 @@ func lifecycleContract() StdinContract {
 		Forbidden:      hookForbidden,
 		Output:         `start: {"hookSpecificOutput":{"hookEventName":"SessionStart"|"SubagentStart","additionalContext":"..."}}; stop: {"decision":"block","reason":"..."} on the first attempt, {} when stop_hook_active is true`,
 		TimeoutSeconds: 10,
+		FailureExit:    NonBlockingExit,
 	}
 }

@@ -230,12 +230,14 @@ const (
 )
 
 // errorRow is one row of the error table: the errors it matches, the exit
-// code they end a command with, the diagnostic code a run records for
-// them (docs/runs.md), and, for the ledger's errors that name an absolute
-// path, the path-free message a hook or preflight prints instead (public).
+// code they end a command with (exit, or exitOf when the error carries
+// it), the diagnostic code a run records for them (docs/runs.md), and, for
+// the ledger's errors that name an absolute path, the path-free message a
+// hook or preflight prints instead (public).
 type errorRow struct {
 	match  func(error) bool
 	exit   int
+	exitOf func(error) int
 	code   string
 	public func(error) string
 }
@@ -248,6 +250,12 @@ type errorRow struct {
 // packages that do not know about runs.
 var errorTable = []errorRow{
 	{match: is(pflag.ErrHelp), exit: exitOK, code: "usage"},
+	// A lifecycle hook's failure, whatever its cause, exits with its
+	// adapter's failure exit (adapters.StdinContract.FailureExit), which
+	// the host reads as non-blocking: Claude Code and Codex read exit 2
+	// from a stop hook as "continue with stderr as the reason". Its
+	// diagnostic and message are its cause's.
+	{match: as[*hookFailure], exitOf: func(err error) int { return target[*hookFailure](err).exit }},
 	{match: as[*bolt.VerifyError], exit: exitVerify, code: "verify_failed"},
 	// A cancelled run is recorded aborted, without a diagnostic.
 	{match: is(context.Canceled), exit: exitCanceled, code: "error"},
@@ -316,10 +324,26 @@ func exitCode(err error) int {
 		return exitOK
 	}
 	if r := rowOf(err); r != nil {
+		if r.exitOf != nil {
+			return r.exitOf(err)
+		}
 		return r.exit
 	}
 	return exitError
 }
+
+// hookFailure is the failure of a lifecycle hook for a harness whose hook
+// fails with exit (its adapter's HookFailureExit).
+type hookFailure struct {
+	exit int
+	err  error
+}
+
+func (e *hookFailure) Error() string { return e.err.Error() }
+func (e *hookFailure) Unwrap() error { return e.err }
+
+// Diagnostic is its cause's.
+func (e *hookFailure) Diagnostic() string { return diagnostic(e.err) }
 
 // diagnostic is the bounded code a failed run records: never the error's
 // text, which may carry input.

@@ -34,15 +34,25 @@ func init() {
 // prints the capture checkpoint decision; a stop re-run with
 // stop_hook_active prints {}. When --root names no entry at all (a checkout
 // that was never initialized), it prints nothing and succeeds. Any other
-// failure prints nothing on stdout, one line on stderr, exits 2 and leaves
-// no receipt.
+// failure prints nothing on stdout (unless the commit failed after the
+// output was written), one line on stderr, leaves no receipt and exits with
+// the adapter's failure exit, which its host reads as non-blocking; only a
+// --harness that answers no hook exits 2 (a usage error of the protocol).
 func runHook(ctx context.Context, g *Globals, o *hookOptions, args []string) error {
-	if len(args) > 0 {
-		return usagef("integrations hook takes no arguments")
-	}
 	a, ok := adapters.Lookup(o.Harness)
 	if !ok || !answersHooks(a) {
 		return usagef("--harness must be %s", strings.Join(harnessIDs(answersHooks), " or "))
+	}
+	if err := answerHook(ctx, g, o, a, args); err != nil {
+		return &hookFailure{exit: a.HookFailureExit(), err: err}
+	}
+	return nil
+}
+
+// answerHook is runHook once --harness named an adapter that answers hooks.
+func answerHook(ctx context.Context, g *Globals, o *hookOptions, a *adapters.Adapter, args []string) error {
+	if len(args) > 0 {
+		return usagef("integrations hook takes no arguments")
 	}
 	if !o.InputJSONStdin {
 		return usagef("integrations hook requires --input-json-stdin")

@@ -75,7 +75,7 @@ func (w *shortWriter) Write(b []byte) (int, error) { return min(len(b), w.n), ni
 
 // Deliver before acknowledging: when the output cannot be written in full
 // (a full disk, a reader that closed its end, a short write), or the commit
-// fails after it was written, the hook exits 2, no receipt exists (no file,
+// fails after it was written, the hook exits 1, no receipt exists (no file,
 // no receipt.recorded) and the run is recorded failed with preflight.failed,
 // in one commit: status is failed with the diagnostic until a later hook
 // with a working stdout proves the harness.
@@ -120,7 +120,7 @@ func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 			}
 			r, commits := p.hookTo("codex", p.payload("codex", "session-start.json", nil), c.stdout(t))
 			commitFault = nil
-			if r.code != 2 || r.stderr != "tree-ring: "+c.message+"\n" {
+			if r.code != 1 || r.stderr != "tree-ring: "+c.message+"\n" {
 				t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 			}
 			if commits != 1 {
@@ -160,7 +160,8 @@ func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 
 // The real process: a host that closed its end of the pipe before the hook
 // writes. Go kills a program writing to a broken fd 1 with SIGPIPE unless
-// it ignores the signal; the hook must exit 2 and record the failed run.
+// it ignores the signal; the hook must exit 1 (its failure exit) and
+// record the failed run.
 func TestHookBinaryClosedStdout(t *testing.T) {
 	bin := buildBinary(t)
 	p := newHP(t, ".codex")
@@ -190,8 +191,8 @@ func TestHookBinaryClosedStdout(t *testing.T) {
 			cmd.Env = []string{"HOME=" + p.home, "PATH=" + os.Getenv("PATH")}
 			err := cmd.Run()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("hook: %v (want exit 2), stderr %q", err, errb.String())
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("hook: %v (want exit 1), stderr %q", err, errb.String())
 			}
 			if !strings.HasPrefix(errb.String(), "tree-ring: write the output: ") {
 				t.Errorf("stderr %q", errb.String())

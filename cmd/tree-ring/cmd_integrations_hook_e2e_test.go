@@ -237,11 +237,15 @@ func TestHookEndToEnd(t *testing.T) {
 	if s := p.statusOf("claude-code"); s["state"] != "configured-awaiting-proof" {
 		t.Fatalf("edited receipts: %v", s)
 	}
-	// A capability key is refused and leaves the receipt set unchanged.
+	// A capability key is refused, on a start and on a stop, with exit 1
+	// through the installed command line (the clients' non-blocking
+	// failure), and leaves the receipt set unchanged.
 	before := p.receipts()
-	r = p.fire("claude-code", p.payload("claude-code", "session-start.json", func(m map[string]any) { m["capability"] = "trcap_v1_x" }))
-	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "forbidden") {
-		t.Fatalf("capability: %d %q %s", r.code, r.stdout, r.stderr)
+	for _, f := range []string{"session-start.json", "stop.json"} {
+		r = p.fire("claude-code", p.payload("claude-code", f, func(m map[string]any) { m["capability"] = "trcap_v1_x" }))
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "forbidden") {
+			t.Fatalf("capability (%s): %d %q %s", f, r.code, r.stdout, r.stderr)
+		}
 	}
 	if after := p.receipts(); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Fatal("a refused hook changed the receipts")
@@ -274,8 +278,8 @@ func TestPrivacyCanary(t *testing.T) {
 	}
 	r := p.fire("codex", p.payload("codex", "session-start.json", func(m map[string]any) { mark(m); m["token"] = canary; m["capability"] = canary }))
 	stderr.WriteString(r.stderr)
-	if r.code != 2 {
-		t.Fatal("forbidden key accepted")
+	if r.code != 1 {
+		t.Fatalf("forbidden key: exit %d, want the hook's failure exit 1", r.code)
 	}
 	pi := fmt.Sprintf(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":"how do we ship %s safely"}`, canary)
 	for _, hint := range []string{pi, strings.Replace(pi, "how do we ship", "my diagnosis of", 1)} {

@@ -106,16 +106,20 @@ func TestGeminiHookEndToEnd(t *testing.T) {
 		t.Fatalf("a second session's second AfterAgent: %q", r.stdout)
 	}
 
-	// Events Tree Ring does not register are refused, with nothing on stdout.
+	// Events Tree Ring does not register are refused, with nothing on
+	// stdout and exit 1 (Gemini reads exit 2 as "deny": on AfterAgent, a
+	// retry with the stderr as the prompt).
 	for _, f := range []string{"before-agent-unhooked.json", "session-end-unhooked.json"} {
 		r := p.exec(p.cwd, p.payload("gemini-cli", f, mark), "/bin/sh", "-c", p.command("gemini-cli", "SessionStart"))
 		stderr.WriteString(r.stderr)
-		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "hook_event_name is not one of SessionStart, AfterAgent") {
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "hook_event_name is not one of SessionStart, AfterAgent") {
 			t.Fatalf("%s: %d %q %s", f, r.code, r.stdout, r.stderr)
 		}
 	}
-	if r := fire("session-start.json", func(m map[string]any) { m["store_id"] = canary }); r.code != 2 || r.stdout != "" {
-		t.Fatalf("a forbidden key was accepted: %d %q", r.code, r.stdout)
+	for _, f := range []string{"session-start.json", "after-agent.json"} {
+		if r := fire(f, func(m map[string]any) { m["store_id"] = canary }); r.code != 1 || r.stdout != "" {
+			t.Fatalf("%s: a forbidden key: %d %q", f, r.code, r.stdout)
+		}
 	}
 
 	// Distrust wins over the receipt: Gemini skips the hooks from now on.

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/bolt"
 )
 
 // hp is a project driven in-process with one clock and one id source across
@@ -390,8 +391,10 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// Every failure: exit 2, nothing on stdout, one line on stderr, and the
-// receipt set unchanged.
+// Every failure: nothing on stdout, one line on stderr, the receipt set
+// unchanged, and exit 1 (the clients' non-blocking failure; exit 2 from a
+// stop hook would continue the agent with the stderr as its reason),
+// except a --harness that answers no hook: a usage error, exit 2.
 func TestHookFailuresPrintNothing(t *testing.T) {
 	p := newHP(t, ".claude", ".codex")
 	p.init()
@@ -405,29 +408,37 @@ func TestHookFailuresPrintNothing(t *testing.T) {
 		name  string
 		args  []string
 		stdin string
+		exit  int
 	}{
-		{"capability key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["capability"] = "trcap_v1_x" })},
-		{"store_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["store_id"] = "x" })},
-		{"task_hint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["task_hint"] = "x" })},
-		{"token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["token"] = "x" })},
-		{"coordinator token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["TREE_RING_COORDINATOR_TOKEN"] = "x" })},
-		{"bridge_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["bridge_fingerprint"] = "x" })},
-		{"harness_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["harness_id"] = "codex" })},
-		{"state key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["State"] = "active" })},
-		{"receipt key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt"] = map[string]any{} })},
-		{"receipt_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt_id"] = "receipt-x" })},
-		{"root key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["root"] = outside })},
-		{"project_root_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["project_root_fingerprint"] = "x" })},
-		{"invalid UTF-8 session", nil, strings.Replace(p.payload("codex", "session-start.json", func(m map[string]any) { m["session_id"] = "sINVALID" }), "INVALID", "\xff", 1)},
-		{"cwd is a file", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = filepath.Join(p.dir, ".codex", "hooks.json") })},
-		{"empty object", nil, `{}`},
-		{"not json", nil, `hello`},
-		{"cwd outside", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = outside })},
-		{"cwd missing dir", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = filepath.Join(p.dir, "nope") })},
-		{"unhooked event", nil, p.payload("codex", "pre-compact-unhooked.json", nil)},
-		{"unknown harness", []string{"--root", store, "integrations", "hook", "--harness", "pi", "--input-json-stdin"}, p.payload("codex", "session-start.json", nil)},
-		{"no stdin flag", []string{"--root", store, "integrations", "hook", "--harness", "codex"}, p.payload("codex", "session-start.json", nil)},
-		{"non .tree-ring root", []string{"--root", filepath.Join(p.dir, "src"), "integrations", "hook", "--harness", "codex", "--input-json-stdin"}, p.payload("codex", "session-start.json", nil)},
+		{"capability key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["capability"] = "trcap_v1_x" }), 1},
+		{"store_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["store_id"] = "x" }), 1},
+		{"task_hint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["task_hint"] = "x" }), 1},
+		{"token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["token"] = "x" }), 1},
+		{"coordinator token key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["TREE_RING_COORDINATOR_TOKEN"] = "x" }), 1},
+		{"bridge_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["bridge_fingerprint"] = "x" }), 1},
+		{"harness_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["harness_id"] = "codex" }), 1},
+		{"state key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["State"] = "active" }), 1},
+		{"receipt key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt"] = map[string]any{} }), 1},
+		{"receipt_id key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["receipt_id"] = "receipt-x" }), 1},
+		{"root key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["root"] = outside }), 1},
+		{"project_root_fingerprint key", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["project_root_fingerprint"] = "x" }), 1},
+		{"invalid UTF-8 session", nil, strings.Replace(p.payload("codex", "session-start.json", func(m map[string]any) { m["session_id"] = "sINVALID" }), "INVALID", "\xff", 1), 1},
+		{"cwd is a file", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = filepath.Join(p.dir, ".codex", "hooks.json") }), 1},
+		{"empty object", nil, `{}`, 1},
+		{"not json", nil, `hello`, 1},
+		{"cwd outside", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = outside }), 1},
+		{"cwd missing dir", nil, p.payload("codex", "session-start.json", func(m map[string]any) { m["cwd"] = filepath.Join(p.dir, "nope") }), 1},
+		{"unhooked event", nil, p.payload("codex", "pre-compact-unhooked.json", nil), 1},
+		{"stop with a store_id key", nil, p.payload("codex", "stop.json", func(m map[string]any) { m["store_id"] = "x" }), 1},
+		{"subagent stop without agent_id", nil, p.payload("codex", "subagent-stop.json", func(m map[string]any) { delete(m, "agent_id") }), 1},
+		{"claude-code stop outside", []string{"--root", store, "integrations", "hook", "--harness", "claude-code", "--input-json-stdin"},
+			p.payload("claude-code", "stop.json", func(m map[string]any) { m["cwd"] = outside }), 1},
+		{"claude-code subagent stop with a token", []string{"--root", store, "integrations", "hook", "--harness", "claude-code", "--input-json-stdin"},
+			p.payload("claude-code", "subagent-stop.json", func(m map[string]any) { m["token"] = "x" }), 1},
+		{"unknown harness", []string{"--root", store, "integrations", "hook", "--harness", "pi", "--input-json-stdin"}, p.payload("codex", "session-start.json", nil), 2},
+		{"no stdin flag", []string{"--root", store, "integrations", "hook", "--harness", "codex"}, p.payload("codex", "session-start.json", nil), 1},
+		{"an argument", []string{"--root", store, "integrations", "hook", "--harness", "claude-code", "--input-json-stdin", "x"}, p.payload("claude-code", "stop.json", nil), 1},
+		{"non .tree-ring root", []string{"--root", filepath.Join(p.dir, "src"), "integrations", "hook", "--harness", "codex", "--input-json-stdin"}, p.payload("codex", "session-start.json", nil), 1},
 	}
 	for _, c := range cases {
 		args := c.args
@@ -436,7 +447,7 @@ func TestHookFailuresPrintNothing(t *testing.T) {
 		}
 		r := p.raw(c.stdin, args...)
 		t.Logf("%s: %s", c.name, r.stderr)
-		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
+		if r.code != c.exit || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%s: exit %d stdout %q stderr %q", c.name, r.code, r.stdout, r.stderr)
 		}
 		if got := p.receipts(); !slices.Equal(got, receipts) {
@@ -450,6 +461,9 @@ func TestHookFailuresPrintNothing(t *testing.T) {
 
 // A broken store is an error, never a silent success: a file or a symlink
 // in place of .tree-ring, a store without a manifest, a malformed manifest.
+// Every event of both harnesses then fails with exit 1, the failure their
+// hosts log and skip: a stop hook that exited 2 would continue the agent
+// with the stderr as its reason (docs/exit-codes.md).
 func TestHookBrokenStores(t *testing.T) {
 	setups := map[string]func(p *hp){
 		"file": func(p *hp) {
@@ -466,18 +480,32 @@ func TestHookBrokenStores(t *testing.T) {
 		},
 		"no manifest":        func(p *hp) { os.Remove(filepath.Join(p.dir, adapters.ManifestPath)) },
 		"malformed manifest": func(p *hp) { os.WriteFile(filepath.Join(p.dir, adapters.ManifestPath), []byte("{"), 0o644) },
-		"tampered hooks":     func(p *hp) { os.WriteFile(filepath.Join(p.dir, ".codex/hooks.json"), []byte("{}\n"), 0o644) },
-		"no ledger":          func(p *hp) { os.Remove(filepath.Join(p.dir, ".tree-ring", "ledger.db")) },
+		"emptied manifest":   func(p *hp) { os.WriteFile(filepath.Join(p.dir, adapters.ManifestPath), []byte("{}\n"), 0o644) },
+		"tampered bridges": func(p *hp) {
+			os.WriteFile(filepath.Join(p.dir, ".codex/hooks.json"), []byte("{}\n"), 0o644)
+			os.WriteFile(filepath.Join(p.dir, ".claude/settings.json"), []byte("{}\n"), 0o644)
+		},
+		// A stop does not open the ledger (checkStop): only starts fail.
+		"no ledger": func(p *hp) { os.Remove(filepath.Join(p.dir, ".tree-ring", "ledger.db")) },
+	}
+	events := []struct{ harness, payload string }{
+		{"codex", "session-start.json"}, {"codex", "stop.json"}, {"codex", "subagent-stop.json"},
+		{"claude-code", "session-start.json"}, {"claude-code", "subagent-start.json"}, {"claude-code", "stop.json"}, {"claude-code", "subagent-stop.json"},
 	}
 	for name, setup := range setups {
 		t.Run(name, func(t *testing.T) {
-			p := newHP(t, ".codex")
+			p := newHP(t, ".claude", ".codex")
 			p.init()
 			setup(p)
-			r := p.hook("codex", p.payload("codex", "session-start.json", nil))
-			t.Logf("%s", r.stderr)
-			if r.code != 2 || r.stdout != "" || r.stderr == "" || strings.Contains(r.stderr, p.dir) {
-				t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			for _, e := range events {
+				if name == "no ledger" && strings.Contains(e.payload, "stop") {
+					continue
+				}
+				r := p.hook(e.harness, p.payload(e.harness, e.payload, nil))
+				t.Logf("%s %s: %s", e.harness, e.payload, r.stderr)
+				if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || strings.Contains(r.stderr, p.dir) {
+					t.Errorf("%s %s: exit %d stdout %q stderr %q", e.harness, e.payload, r.code, r.stdout, r.stderr)
+				}
 			}
 			if rs := p.receipts(); len(rs) != 0 {
 				t.Fatalf("receipt written: %v", rs)
@@ -604,5 +632,36 @@ func TestHookAcceptsEveryRealPayload(t *testing.T) {
 			}
 			oneObject(t, r.stdout)
 		}
+	}
+}
+
+// The error table's hook row: a failed hook exits with its adapter's
+// failure exit whatever the cause, and keeps its cause's diagnostic and
+// message; the same causes outside a hook keep the protocol's exit.
+func TestHookFailureExitTable(t *testing.T) {
+	codex, _ := adapters.Lookup("codex")
+	locked := &bolt.LockedError{Path: "/x/ledger.db", Timeout: time.Second}
+	for _, c := range []struct {
+		name       string
+		err        error
+		exit       int
+		diagnostic string
+	}{
+		{"locked", locked, 2, "ledger_locked"},
+		{"hook locked", &hookFailure{exit: codex.HookFailureExit(), err: pathless(locked)}, 1, "ledger_locked"},
+		{"hook usage", &hookFailure{exit: 1, err: usagef("x")}, 1, "usage"},
+		{"hook cancelled", &hookFailure{exit: 1, err: context.Canceled}, 1, "error"},
+		{"hook unmatched", &hookFailure{exit: 1, err: errors.New("x")}, 1, "error"},
+		{"usage", usagef("x"), 2, "usage"},
+	} {
+		if got := exitCode(c.err); got != c.exit {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.exit)
+		}
+		if got := diagnostic(c.err); got != c.diagnostic {
+			t.Errorf("%s: diagnostic %q, want %q", c.name, got, c.diagnostic)
+		}
+	}
+	if got := (&hookFailure{exit: 1, err: pathless(locked)}).Error(); strings.Contains(got, "/x/") {
+		t.Errorf("message %q names the path", got)
 	}
 }

@@ -261,7 +261,7 @@ func TestPreflightFailureLeavesNothing(t *testing.T) {
 	}
 	eventsBefore := p.eventTypes()
 	r := p.hook("codex", p.payload("codex", "session-start.json", nil))
-	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "write the receipt") {
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "write the receipt") {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if got := p.eventTypes(); !slices.Equal(got[len(eventsBefore):], []string{"run.started", "run.finished", "preflight.failed"}) {
