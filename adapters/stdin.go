@@ -123,8 +123,8 @@ var adapterForbidden = []string{"authorization", "bridge_fingerprint", "capabili
 // NonBlockingExit is the failure exit of the lifecycle hooks of Claude Code,
 // Codex and Gemini CLI: each reads exit 2 from a stop hook as "block, and
 // continue with stderr as the reason" (observed: Claude Code 2.1.328 adds 8
-// turns, Codex 0.169.0 loops until killed) and exit 1 as a failed hook it
-// logs and skips, on every event (docs/exit-codes.md).
+// turns, Codex 0.169.0 and Gemini CLI 0.61.0 loop until killed) and exit 1
+// as a failed hook it logs and skips, on every event (docs/exit-codes.md).
 const NonBlockingExit = 1
 
 func lifecycleContract() StdinContract {

@@ -11,7 +11,7 @@ import (
 // TestHookFailureEndsTheSession breaks the project's store (an activation
 // manifest that no longer decodes), so every lifecycle hook fails as the
 // real binary fails: one line on stderr, nothing on stdout, the adapter's
-// failure exit (1). A session must then finish on its own after one model
+// failure exit (1; Gemini CLI's AfterAgent is its stop). A session must then finish on its own after one model
 // request, without memory and without turns added by the failing Stop hook:
 // both clients read exit 2 from a Stop hook as "block and continue with
 // stderr as the reason" (observed before the hook's failure exit was 1:
@@ -19,15 +19,16 @@ import (
 // 342 model requests in 60 s; docs/acceptance.md, "Observed").
 func TestHookFailureEndsTheSession(t *testing.T) {
 	requireAcceptance(t)
-	for _, c := range []npmClient{claudeCode, codexCLI} {
+	for _, c := range []npmClient{claudeCode, codexCLI, geminiCLI} {
 		t.Run(c.Name, func(t *testing.T) {
 			s := step{t, c.String()}
 			bin := install(t, c)
-			p := newProject(t, s, map[string]string{"claude-code": ".claude", "codex": ".codex"}[c.Name])
+			p := newProject(t, s, map[string]string{"claude-code": ".claude", "codex": ".codex", "gemini-cli": ".gemini"}[c.Name])
 			m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
 			defer m.Close()
 			var env, args []string
-			if c.Name == "codex" {
+			switch c.Name {
+			case "codex":
 				root, err := filepath.EvalSymlinks(p.dir)
 				if err != nil {
 					t.Fatal(err)
@@ -35,7 +36,15 @@ func TestHookFailureEndsTheSession(t *testing.T) {
 				home := filepath.Join(p.home, ".codex")
 				writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))))
 				env, args = p.env("CODEX_HOME="+home, "MOCK_API_KEY=dummy"), []string{"exec", "--json", "hello"}
-			} else {
+			case "gemini-cli":
+				root, err := filepath.EvalSymlinks(p.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeJSONFile(t, filepath.Join(p.home, ".gemini", "settings.json"), map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}})
+				writeJSONFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), map[string]any{root: "TRUST_FOLDER"})
+				env, args = p.env("GEMINI_API_KEY=dummy", "GOOGLE_GEMINI_BASE_URL="+m.URL()), []string{"-m", "mock-model", "-p", "hello", "--approval-mode", "yolo"}
+			default:
 				env, args = claudeEnv(p, m), []string{"-p", "hello", "--output-format", "json"}
 			}
 			writeFile(t, filepath.Join(p.dir, ".tree-ring", "activation.json"), "{}\n")
