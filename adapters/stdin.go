@@ -53,8 +53,10 @@ type StdinContract struct {
 	// TimeoutSeconds is the host-side bound written into the bridge (0:
 	// the bridge applies its own bound in-process).
 	TimeoutSeconds int
-	// FailureExit is the exit code of a lifecycle hook that fails (any
-	// handled error once --harness named this adapter): a code the host
+	// FailureExit is the exit code of a lifecycle hook that fails with a
+	// handled error once --harness named this adapter (it replaces the
+	// protocol's 2; an indeterminate outcome's 4 and an interrupt's 130
+	// stay, no host reading them as a block): a code the host
 	// reads as a non-blocking error on every event in Events, so that a
 	// failing stop hook neither continues the agent with our stderr as its
 	// reason nor loops, and a failing start leaves a session without

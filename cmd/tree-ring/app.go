@@ -230,14 +230,15 @@ const (
 )
 
 // errorRow is one row of the error table: the errors it matches, the exit
-// code they end a command with (exit, or exitOf when the error carries
-// it), the diagnostic code a run records for them (docs/runs.md), and, for
+// code they end a command with (exit, or exitOf for an error that carries
+// its own, given the table's mapping of the error it wraps), the
+// diagnostic code a run records for them (docs/runs.md), and, for
 // the ledger's errors that name an absolute path, the path-free message a
 // hook or preflight prints instead (public).
 type errorRow struct {
 	match  func(error) bool
 	exit   int
-	exitOf func(error) int
+	exitOf func(err error, exitCode func(error) int) int
 	code   string
 	public func(error) string
 }
@@ -250,12 +251,19 @@ type errorRow struct {
 // packages that do not know about runs.
 var errorTable = []errorRow{
 	{match: is(pflag.ErrHelp), exit: exitOK, code: "usage"},
-	// A lifecycle hook's failure, whatever its cause, exits with its
-	// adapter's failure exit (adapters.StdinContract.FailureExit), which
-	// the host reads as non-blocking: Claude Code and Codex read exit 2
-	// from a stop hook as "continue with stderr as the reason". Its
-	// diagnostic and message are its cause's.
-	{match: as[*hookFailure], exitOf: func(err error) int { return target[*hookFailure](err).exit }},
+	// A lifecycle hook's handled error exits with its adapter's failure
+	// exit (adapters.StdinContract.FailureExit) instead of 2, which Claude
+	// Code, Codex and Gemini CLI read from a stop hook as "continue with
+	// stderr as the reason"; 4 (indeterminate) and 130 stay, being
+	// non-blocking for every host. Its diagnostic and message are its
+	// cause's.
+	{match: as[*hookFailure], exitOf: func(err error, exitCode func(error) int) int {
+		hf := target[*hookFailure](err)
+		if code := exitCode(hf.err); code != exitError {
+			return code
+		}
+		return hf.exit
+	}},
 	{match: as[*bolt.VerifyError], exit: exitVerify, code: "verify_failed"},
 	// A cancelled run is recorded aborted, without a diagnostic.
 	{match: is(context.Canceled), exit: exitCanceled, code: "error"},
@@ -325,7 +333,7 @@ func exitCode(err error) int {
 	}
 	if r := rowOf(err); r != nil {
 		if r.exitOf != nil {
-			return r.exitOf(err)
+			return r.exitOf(err, exitCode)
 		}
 		return r.exit
 	}

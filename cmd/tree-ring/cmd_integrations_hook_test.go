@@ -635,9 +635,10 @@ func TestHookAcceptsEveryRealPayload(t *testing.T) {
 	}
 }
 
-// The error table's hook row: a failed hook exits with its adapter's
-// failure exit whatever the cause, and keeps its cause's diagnostic and
-// message; the same causes outside a hook keep the protocol's exit.
+// The error table's hook row: a hook's handled error exits with its
+// adapter's failure exit instead of 2 and keeps its cause's diagnostic
+// and message; an interrupted hook stays 130; the same causes outside a
+// hook keep the protocol's exit.
 func TestHookFailureExitTable(t *testing.T) {
 	codex, _ := adapters.Lookup("codex")
 	locked := &bolt.LockedError{Path: "/x/ledger.db", Timeout: time.Second}
@@ -650,7 +651,7 @@ func TestHookFailureExitTable(t *testing.T) {
 		{"locked", locked, 2, "ledger_locked"},
 		{"hook locked", &hookFailure{exit: codex.HookFailureExit(), err: pathless(locked)}, 1, "ledger_locked"},
 		{"hook usage", &hookFailure{exit: 1, err: usagef("x")}, 1, "usage"},
-		{"hook cancelled", &hookFailure{exit: 1, err: context.Canceled}, 1, "error"},
+		{"hook cancelled", &hookFailure{exit: 1, err: context.Canceled}, 130, "error"},
 		{"hook unmatched", &hookFailure{exit: 1, err: errors.New("x")}, 1, "error"},
 		{"usage", usagef("x"), 2, "usage"},
 	} {
