@@ -40,7 +40,7 @@ func transitionName(eventType string, to State) (string, bool) {
 		return FindPlugin, true
 	case events.TypePluginDescriptorLost:
 		return LosePlugin, true
-	case events.TypePreflightSucceeded:
+	case events.TypePreflightSucceeded, events.TypeReceiptAdopted:
 		if to == ActiveIsolated {
 			return ProveIsolated, true
 		}
@@ -72,7 +72,7 @@ func EventTypesOf(t string) []string {
 	case RequirePlugin:
 		out = append(out, events.TypeBridgePublished)
 	case ProveIsolated:
-		out = append(out, events.TypePreflightSucceeded)
+		out = append(out, events.TypePreflightSucceeded, events.TypeReceiptAdopted)
 	}
 	return out
 }
@@ -111,6 +111,10 @@ func harnessOf(p any) (string, bool) {
 	case *events.ReceiptRecorded:
 		return p.HarnessID, true
 	case *events.ReceiptPruned:
+		return p.HarnessID, true
+	case *events.ReceiptAdopted:
+		return p.HarnessID, true
+	case *events.ReceiptForeign:
 		return p.HarnessID, true
 	}
 	return "", false
@@ -155,6 +159,10 @@ func reason(p any) string {
 		return fmt.Sprintf("receipt %s, worker %s, %s %s, %s, %d results", clean(p.ReceiptID), short(p.WorkerKeyFingerprint), clean(p.Status), clean(p.State), clean(p.QueryClass), p.ResultCount)
 	case *events.ReceiptPruned:
 		return fmt.Sprintf("receipt %s, reason %s", clean(p.ReceiptID), clean(p.Reason))
+	case *events.ReceiptAdopted:
+		return fmt.Sprintf("adopted receipt %s of %s, worker %s, %s, %d results", clean(p.ReceiptID), clean(p.RecordedAt), short(p.WorkerKeyFingerprint), clean(p.QueryClass), p.ResultCount)
+	case *events.ReceiptForeign:
+		return fmt.Sprintf("untrusted receipt file %s kept, reason %s", clean(p.ReceiptID), clean(p.Reason))
 	}
 	return ""
 }

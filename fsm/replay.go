@@ -269,6 +269,16 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		if s := State(c.state); c.status == "success" && Proven(s) {
 			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: at, State: s, Position: e.Position})
 		}
+	case events.TypeReceiptAdopted:
+		// The proof dates from the receipt's recorded_at (it passed rule 8
+		// at adoption), never later than its adoption.
+		rat, err := time.Parse(events.ReceiptTimeFormat, c.recordedAt)
+		if err != nil || rat.After(at) {
+			return fail(BadEvent, id, "adopted receipt's recorded_at is not a receipt time at or before its adoption")
+		}
+		if s := State(c.state); c.status == "success" && Proven(s) {
+			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: rat, State: s, Position: e.Position})
+		}
 	case events.TypeReceiptPruned:
 		if i, ok := h.ridx[c.receipt]; ok {
 			h.rs[i-h.rbase].dead = true

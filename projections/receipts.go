@@ -28,6 +28,7 @@ import (
 //	i/<receipt_id>                                   the e/ key
 //	n/<harness>/<worker>                             number of e/ entries (decimal)
 //	h/<harness>                                      proof JSON
+//	a/<receipt_id>                                   a receipt file found at adoption (never removed)
 const ReceiptsName = "receipts"
 
 // ReceiptEntry is one retained receipt.
@@ -42,6 +43,9 @@ type ReceiptEntry struct {
 	Status     string `json:"status"`
 	// Position is the ledger position of its receipt.recorded.
 	Position uint64 `json:"position"`
+	// Adopted is true for a receipt another writer's file holds
+	// (receipt.adopted): retention drops the entry, never the file.
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // proves reports whether the entry is a proof (fsm replay's rule).
@@ -120,6 +124,25 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		}
 		if entry.proves() {
 			proof.prove(at, pl.ReceiptID)
+		}
+	case *events.ReceiptAdopted:
+		entry := ReceiptEntry{
+			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
+			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position, Adopted: true,
+		}
+		if err := putEntry(kv, entry); err != nil {
+			return err
+		}
+		if err := markForeign(kv, pl.ReceiptID); err != nil {
+			return err
+		}
+		// Its proof dates from the receipt, as replay's does.
+		if rat, err := time.Parse(events.ReceiptTimeFormat, pl.RecordedAt); err == nil && entry.proves() {
+			proof.prove(rat.UTC().Format(time.RFC3339Nano), pl.ReceiptID)
+		}
+	case *events.ReceiptForeign:
+		if err := markForeign(kv, pl.ReceiptID); err != nil {
+			return err
 		}
 	case *events.ReceiptPruned:
 		if err := dropEntry(kv, pl.ReceiptID); err != nil {
@@ -234,6 +257,22 @@ func addCount(kv KV, harness, worker string, d int) error {
 func WorkerReceiptCount(kv KV, harness, worker string) int {
 	n, _ := strconv.Atoi(string(kv.Get(receiptCountKey(harness, worker))))
 	return n
+}
+
+// markForeign records a receipt file found at adoption.
+func markForeign(kv KV, receiptID string) error {
+	if receiptID == "" || strings.Contains(receiptID, "/") {
+		return nil
+	}
+	return kv.Put([]byte("a/"+receiptID), []byte{1})
+}
+
+// Kept reports whether the receipt file of an id must stay on disk although
+// the index may not retain it: it is retained, or another writer's file
+// found at adoption (receipt.adopted, receipt.foreign), which the ledger
+// did not create and so never removes.
+func Kept(kv KV, receiptID string) bool {
+	return Indexed(kv, receiptID) || kv.Get([]byte("a/"+receiptID)) != nil
 }
 
 // Indexed reports whether a receipt id is retained.

@@ -114,6 +114,9 @@ type Outcome struct {
 	noPlanned bool // the manifest cannot take a planned record
 	hv        Harness
 	findings  []adapters.Finding
+	// recomputed is, for an adoption, the bridge fingerprint of the bytes
+	// on disk.
+	recomputed string
 }
 
 // ManifestAction is what happens to activation.json.

@@ -104,7 +104,8 @@ func (pr *project) readGitignore() (data []byte, ok bool) {
 }
 
 // initStore opens (creating) the store and records store.initialized once,
-// minting the store id from crypto/rand. It runs in its own transaction
+// minting the store id from crypto/rand, or adopting the one of the
+// activation manifest another writer left (adopt.go). It runs in its own transaction
 // before anything is published, so every bridge names a recorded store.
 func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	if exists, err := pr.hasLedger(); err != nil {
@@ -143,6 +144,11 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	}
 	if snap.storeID != "" {
 		return snap.storeID, nil
+	}
+	// A manifest another writer left (the Rust Tree Ring) is adopted with
+	// its store id, never replaced by a new one.
+	if id, adopted, err := pr.adopt(ctx, g, st, snap); err != nil || adopted {
+		return id, err
 	}
 	if snap.versions[events.StoreStream] != 0 {
 		return "", fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")

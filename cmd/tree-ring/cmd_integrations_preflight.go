@@ -472,7 +472,7 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
 	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil {
 		rkv := tx.Projection(projections.ReceiptsName)
-		retained := func(id string) bool { return projections.Indexed(rkv, id) }
+		retained := func(id string) bool { return projections.Kept(rkv, id) }
 		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
 	}
 	if err := root.CreateFile(rc.Path(), plan.Body, preflight.FilePerm, preflight.DirPerm); err != nil {
@@ -555,6 +555,9 @@ func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 	out := make([]preflight.Indexed, len(es))
 	for i, e := range es {
 		out[i] = preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
+		if e.Adopted {
+			out[i].Path = "" // another writer's file: pruning drops the entry, never the file
+		}
 	}
 	return out
 }

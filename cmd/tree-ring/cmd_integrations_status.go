@@ -259,8 +259,14 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 			continue
 		}
 		ev.harnesses = append(ev.harnesses, h)
-		h.Status = activation.Assess(h.Evidence, &liveEvidence{g: g, pr: pr, m: m, a: a,
-			entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now})
+		live := &liveEvidence{g: g, pr: pr, m: m, a: a, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
+		if !ledger && ev.manifest == activation.ManifestPresent {
+			// Another writer's manifest, not adopted yet (adopt.go).
+			ev.storeID = m.StoreID
+			h.Status = activation.AssessUnadopted(h.Evidence, unadoptedLive{live})
+			continue
+		}
+		h.Status = activation.Assess(h.Evidence, live)
 	}
 	return ev, nil
 }

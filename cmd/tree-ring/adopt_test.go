@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+)
+
+// rustFixture is testdata/adopt/rust-project: a project as the Rust Tree
+// Ring 0.15 leaves it after init and one Claude Code session (activation
+// manifest, Claude Code adapter version 4 bridge, a version 3 Codex hook
+// definition, the passive Agent Zero binding, receipts, its guidance files
+// and SQLite store), built from the protocol's wire shapes.
+const rustFixture = "../../testdata/adopt/rust-project"
+
+const rustStoreID = "5b0c9d3e-7a41-4f2b-9c6d-1e8f2a3b4c5d"
+
+// Receipts of the fixture.
+const (
+	rustReceiptValid     = "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b" // claude-code, an hour old
+	rustReceiptExpired   = "receipt-1c9f7a3b-2d4e-4f60-9b0c-1d2e3f4a5b6c" // claude-code, 40 days old
+	rustReceiptCodexV3   = "receipt-2da08b4c-3e5f-4071-a0c1-2e3f4a5b6c7d" // codex, adapter version 3
+	rustReceiptMalformed = "receipt-3eb19c5d-4f60-4182-b1d2-3f4a5b6c7d8e" // claude-code, truncated
+)
+
+// newRustProject lays the fixture out in a new project. The values that
+// depend on where the project is and when the test runs are filled in as
+// the Rust CLI would have computed them: the project root fingerprint, the
+// receipts' recorded_at (an hour and 40 days before the wall clock the
+// binary reads), and the Agent Zero binding's digest and bridge
+// fingerprint (the binding names the root).
+func newRustProject(t *testing.T) *proj {
+	t.Helper()
+	p := newProj(t)
+	now := time.Now().UTC()
+	repl := strings.NewReplacer(
+		"{{project_root_fingerprint}}", adapters.ProjectRootFingerprint(p.dir),
+		"{{recorded_recent}}", preflight.FormatTime(now.Add(-time.Hour)),
+		"{{recorded_expired}}", preflight.FormatTime(now.Add(-40*24*time.Hour)),
+	)
+	files := map[string]string{}
+	err := filepath.WalkDir(rustFixture, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(rustFixture, path)
+		files[filepath.ToSlash(rel)] = repl.Replace(string(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const binding = ".tree-ring/activation/agent-zero.json"
+	sum := adapters.SHA256Hex([]byte(files[binding]))
+	fp := adapters.BridgeFingerprint("agent-zero", "1", []adapters.OwnedFile{{Path: binding, SHA256: sum}}, nil)
+	files[adapters.ManifestPath] = strings.NewReplacer("{{agent_zero_binding_sha256}}", sum, "{{agent_zero_bridge_fingerprint}}", fp).Replace(files[adapters.ManifestPath])
+	for rel, data := range files {
+		if strings.Contains(data, "{{") {
+			t.Fatalf("%s: placeholder left", rel)
+		}
+		p.write(rel, data)
+	}
+	return p
+}
+
+type adoptStatus struct {
+	StoreID      string `json:"store_id"`
+	Integrations []struct {
+		ID                string `json:"id"`
+		State             string `json:"state"`
+		NextStep          string `json:"next_step"`
+		ReceiptAgeSeconds *int64 `json:"receipt_age_seconds"`
+	} `json:"integrations"`
+}
+
+func (s adoptStatus) states() map[string]string {
+	out := map[string]string{}
+	for _, e := range s.Integrations {
+		out[e.ID] = e.State
+	}
+	return out
+}
+
+func (s adoptStatus) next(id string) string {
+	for _, e := range s.Integrations {
+		if e.ID == id {
+			return e.NextStep
+		}
+	}
+	return ""
+}
+
+// A project the Rust Tree Ring initialized goes through status, init,
+// status: the store id is kept, no pre-existing file is rewritten or
+// removed (p.run hashes every file before and after each command), and
+// the states are the protocol's: Claude Code active on its fresh receipt,
+// the version 3 Codex definition needs-user-review, Agent Zero
+// needs-plugin without its plugin's descriptor.
+func TestAdoptRustProject(t *testing.T) {
+	p := newRustProject(t)
+	manifest := p.read(adapters.ManifestPath)
+	want := map[string]string{"claude-code": "active", "codex": "needs-user-review", "agent-zero": "needs-plugin"}
+
+	var before adoptStatus
+	p.json(&before, "--json", "integrations", "status")
+	if before.StoreID != rustStoreID || !equalStates(before.states(), want) {
+		t.Fatalf("status before init: %+v", before)
+	}
+	if got := before.next("claude-code"); got != activation.NextAdopt {
+		t.Fatalf("claude-code before init: next %q", got)
+	}
+	if got := before.next("codex"); got != activation.NextStale {
+		t.Fatalf("codex before init: next %q", got)
+	}
+	if p.exists(".tree-ring/ledger.db") {
+		t.Fatal("status created a ledger")
+	}
+
+	var in struct {
+		StoreID      string `json:"store_id"`
+		Integrations []struct {
+			ID, State    string
+			ChangedPaths []string `json:"changed_paths"`
+		} `json:"integrations"`
+	}
+	p.json(&in, "--json", "init")
+	if in.StoreID != rustStoreID {
+		t.Fatalf("init minted store %s", in.StoreID)
+	}
+	got := map[string]string{}
+	for _, e := range in.Integrations {
+		got[e.ID] = e.State
+		if len(e.ChangedPaths) != 0 {
+			t.Errorf("init changed %s: %v", e.ID, e.ChangedPaths)
+		}
+	}
+	if !equalStates(got, want) {
+		t.Fatalf("init states %v", got)
+	}
+
+	var after adoptStatus
+	p.json(&after, "--json", "integrations", "status")
+	if after.StoreID != rustStoreID || !equalStates(after.states(), want) {
+		t.Fatalf("status after init: %+v", after)
+	}
+	if after.next("codex") != activation.NextStale || after.next("claude-code") != activation.NextActive {
+		t.Fatalf("next steps after init: %+v", after)
+	}
+	if p.read(adapters.ManifestPath) != manifest {
+		t.Fatal("activation.json rewritten")
+	}
+
+	// The ledger: the adopted store, the manifest's digest, each receipt
+	// as evidence or as a file kept untrusted, and the manifest adopted.
+	var adopted struct {
+		StoreID          string `json:"store_id"`
+		ManifestSHA256   string `json:"manifest_sha256"`
+		CLIVersion       string `json:"cli_version"`
+		ReceiptsFound    int    `json:"receipts_found"`
+		ReceiptsVerified int    `json:"receipts_verified"`
+	}
+	var types []string
+	foreign := map[string]string{}
+	for _, e := range p.events() {
+		types = append(types, e.Stream+" "+e.Type)
+		switch e.Type {
+		case "store.initialized":
+			var s struct {
+				StoreID string `json:"store_id"`
+			}
+			_ = json.Unmarshal(e.Payload, &s)
+			if s.StoreID != rustStoreID {
+				t.Errorf("store.initialized %s", s.StoreID)
+			}
+		case "store.adopted":
+			if err := json.Unmarshal(e.Payload, &adopted); err != nil {
+				t.Fatal(err)
+			}
+		case "receipt.foreign":
+			var f struct {
+				ReceiptID string `json:"receipt_id"`
+				Reason    string `json:"reason"`
+			}
+			_ = json.Unmarshal(e.Payload, &f)
+			foreign[f.ReceiptID] = f.Reason
+		case "receipt.adopted":
+			var r struct {
+				ReceiptID string `json:"receipt_id"`
+			}
+			_ = json.Unmarshal(e.Payload, &r)
+			if r.ReceiptID != rustReceiptValid {
+				t.Errorf("adopted %s", r.ReceiptID)
+			}
+		case "manifest.published":
+			var m struct {
+				SHA256  string `json:"sha256"`
+				Adopted bool   `json:"adopted"`
+			}
+			_ = json.Unmarshal(e.Payload, &m)
+			if !m.Adopted || m.SHA256 != adapters.SHA256Hex([]byte(manifest)) {
+				t.Errorf("manifest.published %+v", m)
+			}
+		}
+	}
+	if adopted.StoreID != rustStoreID || adopted.ManifestSHA256 != adapters.SHA256Hex([]byte(manifest)) ||
+		adopted.CLIVersion != "0.15.13" || adopted.ReceiptsFound != 4 || adopted.ReceiptsVerified != 1 {
+		t.Fatalf("store.adopted %+v", adopted)
+	}
+	wantForeign := map[string]string{rustReceiptExpired: "rule_8", rustReceiptCodexV3: "ineligible", rustReceiptMalformed: "malformed"}
+	if !equalStates(foreign, wantForeign) {
+		t.Fatalf("receipt.foreign %v", foreign)
+	}
+	wantTypes := []string{
+		"store store.initialized", "store store.adopted",
+		"harness/agent-zero bridge.published",
+		"harness/claude-code bridge.published", "harness/claude-code receipt.foreign", "harness/claude-code receipt.foreign", "harness/claude-code receipt.adopted",
+		"harness/codex bridge.published", "harness/codex publication.review_required", "harness/codex receipt.foreign",
+		// init's publication plan after the adoption: first detections,
+		// and the manifest on disk found equal to the ledger's.
+		"harness/claude-code harness.detected", "harness/codex harness.detected",
+		"store manifest.published",
+	}
+	if strings.Join(types, "\n") != strings.Join(wantTypes, "\n") {
+		t.Fatalf("events:\n%s", strings.Join(types, "\n"))
+	}
+	p.ok("audit", "verify")
+
+	// A second init records nothing; a new Claude Code session's preflight
+	// proves the harness again, and its retention removes none of the
+	// receipt files another writer left (the expired and the malformed one
+	// sit in the same worker directory).
+	n := len(p.allEvents())
+	p.ok("init")
+	if len(p.allEvents()) != n {
+		t.Fatal("a second init appended events")
+	}
+	cmd := exec.Command(p.bin, "integrations", "preflight", "--harness", "claude-code", "--input-json-stdin", "--context-format", "claude-session-start")
+	cmd.Dir, cmd.Env = p.dir, []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader(`{"session_id":"session-02","cwd":"."}`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("preflight: %v: %s", err, errb.String())
+	}
+	dir := preflight.WorkerDir("claude-code", "claude-code")
+	for _, id := range []string{rustReceiptValid, rustReceiptExpired, rustReceiptMalformed} {
+		if !p.exists(dir + "/" + id + ".json") {
+			t.Errorf("preflight removed the Rust receipt %s", id)
+		}
+	}
+	if !p.exists(preflight.WorkerDir("codex", "codex") + "/" + rustReceiptCodexV3 + ".json") {
+		t.Error("the codex receipt is gone")
+	}
+	p.ok("audit", "verify")
+}
+
+// A manifest that does not decode, or that names another project root, is
+// refused by init: no ledger, nothing published, the file kept.
+func TestAdoptRefusals(t *testing.T) {
+	for name, edit := range map[string]func(string) string{
+		"an unknown key": func(m string) string {
+			return strings.Replace(m, `"schema_version": 1,`, `"schema_version": 1, "expires_at": "2026-01-01T00:00:00Z",`, 1)
+		},
+		"another root": func(m string) string {
+			var v map[string]any
+			_ = json.Unmarshal([]byte(m), &v)
+			return strings.Replace(m, v["project_root_fingerprint"].(string), strings.Repeat("0", 64), 1)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newRustProject(t)
+			m := edit(p.read(adapters.ManifestPath))
+			p.write(adapters.ManifestPath, m)
+			r := p.run("init")
+			if r.code != 2 || !strings.Contains(r.stderr, "cannot adopt .tree-ring/activation.json") || strings.Contains(r.stderr, p.dir) {
+				t.Fatalf("init: %+v", r)
+			}
+			if p.exists(".tree-ring/ledger.db") && len(p.allEvents()) != 0 {
+				t.Fatal("init recorded events under a refused manifest")
+			}
+			if p.read(adapters.ManifestPath) != m {
+				t.Fatal("manifest replaced")
+			}
+		})
+	}
+}
+
+func equalStates(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
