@@ -38,12 +38,13 @@ func (e *AdoptError) Error() string {
 
 // AdoptInput is what an adoption reads: the project (whose manifest and
 // receipts another writer, the Rust Tree Ring, left there), its root
-// fingerprint, this CLI's version and the instant receipts are verified at.
+// fingerprint, this CLI's version and the clock receipts are verified by
+// (read once, only when there is a manifest to adopt).
 type AdoptInput struct {
 	Root                   *adapters.ProjectRoot
 	ProjectRootFingerprint string
 	CLIVersion             string
-	Now                    time.Time
+	Now                    func() time.Time
 }
 
 // Adoption is what init records to adopt a manifest, in one transaction on
@@ -81,6 +82,7 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 		return nil, true, &AdoptError{Reason: "it names another project root"}
 	}
 	ad = &Adoption{Manifest: m}
+	now := in.Now()
 	ids := make([]string, 0, len(m.Harnesses))
 	for id := range m.Harnesses {
 		ids = append(ids, id)
@@ -92,7 +94,7 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 		if err != nil {
 			return nil, true, fmt.Errorf("adopt %s: %w", id, err)
 		}
-		scan, err := ScanReceipts(in.Root, m, id, o.Recomputed(), in.Now, maxAdoptReceipts-ad.Found)
+		scan, err := ScanReceipts(in.Root, m, id, o.Recomputed(), now, maxAdoptReceipts-ad.Found)
 		if err != nil {
 			return nil, true, err
 		}

@@ -45,7 +45,7 @@ func (f *fakeLive) NewestReceipt(recomputed string) activation.Found {
 	return f.found
 }
 
-func lookup(t *testing.T, id string) *adapters.Adapter {
+func lookup(t testing.TB, id string) *adapters.Adapter {
 	t.Helper()
 	a, ok := adapters.Lookup(id)
 	if !ok {

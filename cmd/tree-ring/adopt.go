@@ -9,27 +9,31 @@ import (
 	"github.com/tree-ring/tree-ring/events"
 )
 
-// adopt records, in st (open for writing, with no store.initialized yet),
-// the adoption of the activation manifest another Tree Ring writer (the
-// Rust CLI) left under --root: activation.Adopt decides every event, in
-// one transaction, from the manifest and receipt files, which stay
-// byte-for-byte as they are. adopted is false when there is no manifest.
-// A manifest that cannot be adopted is refused before anything is
-// appended (*activation.AdoptError).
-func (pr *project) adopt(ctx context.Context, g *Globals, st *bolt.Store, snap *snapshot) (storeID string, adopted bool, err error) {
+// adoption plans the adoption of the activation manifest another Tree Ring
+// writer (the Rust CLI) left under --root, for a store with no
+// store.initialized yet: nil when there is no manifest, an
+// *activation.AdoptError when it cannot be adopted. It only reads.
+func (pr *project) adoption(g *Globals) (*activation.Adoption, error) {
 	ad, exists, err := activation.Adopt(activation.AdoptInput{
-		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version, Now: g.Now(),
+		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version, Now: g.Now,
 	})
 	if err != nil || !exists {
-		return "", false, err
+		return nil, err
 	}
+	return ad, nil
+}
+
+// recordAdoption appends the adoption's events in st (open for writing,
+// read into snap, with no store.initialized) in one transaction; the
+// manifest and receipt files stay byte-for-byte as they are.
+func (pr *project) recordAdoption(ctx context.Context, g *Globals, st *bolt.Store, snap *snapshot, ad *activation.Adoption) (string, error) {
 	if snap.versions[events.StoreStream] != 0 {
-		return "", false, fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")
+		return "", fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")
 	}
 	if err := appendPending(ctx, g, st, snap, ad.Events, nil); err != nil {
-		return "", false, fmt.Errorf("record the adoption: %w", err)
+		return "", fmt.Errorf("record the adoption: %w", err)
 	}
-	return ad.Manifest.StoreID, true, nil
+	return ad.Manifest.StoreID, nil
 }
 
 // unadoptedLive is the status rule's live evidence before adoption: there

@@ -328,6 +328,53 @@ var scenarios = []struct {
 			HarnessID: "claude-code", WorkerKeyFingerprint: hexOf('b'), ReceiptID: "receipt-escaped-2", Reason: "over_limit",
 		})
 	}},
+	// init adopting a project the Rust Tree Ring initialized
+	// (docs/adoption.md): the records as published, codex's version 3
+	// definition to review, one receipt file adopted as proof (dated by
+	// its own recorded_at, an hour before the adoption), the others kept
+	// untrusted.
+	{"adopt-rust-project", func(b *builder) {
+		b.append(events.StoreStream, events.TypeStoreAdopted, &events.StoreAdopted{
+			StoreID: storeID, ManifestSHA256: hexOf('3'), CLIVersion: "0.15.13", Harnesses: []string{"agent-zero", "claude-code", "codex"},
+			ReceiptsFound: 3, ReceiptsVerified: 1, ReceiptsUntrusted: 2,
+		})
+		adopted := func(h, version string, to fsm.State) {
+			name := fsm.Publish
+			if to == fsm.NeedsPlugin {
+				name = fsm.RequirePlugin
+			}
+			b.move(h, events.TypeBridgePublished, name, func(tr events.Transition) any {
+				return &events.BridgePublished{Transition: tr, HarnessID: h, AdapterVersion: version, Capability: "native-preflight",
+					BridgeFingerprint: hexOf('c'), BridgePath: bridgeOf[h], OwnedFiles: []events.FileDigest{{Path: bridgeOf[h], SHA256: hexOf('1')}},
+					ManagedBlocks: []events.BlockDigest{}, ChangedPaths: []string{}, Recognized: true, RecordState: string(to)}
+			})
+		}
+		dir := func(h string) string { return ".tree-ring/activation/receipts/" + h + "/" + hexOf('b') + "/" }
+		foreign := func(h, id, reason string) {
+			b.append(events.HarnessStream(h), events.TypeReceiptForeign, &events.ReceiptForeign{
+				HarnessID: h, ReceiptID: id, Path: dir(h) + id + ".json", SHA256: hexOf('4'), Reason: reason})
+		}
+		adopted("agent-zero", "1", fsm.NeedsPlugin)
+		adopted("claude-code", "4", fsm.ConfiguredAwaitingProof)
+		foreign("claude-code", "receipt-1c9f7a3b-2d4e-4f60-9b0c-1d2e3f4a5b6c", events.ForeignRulePrefix+"8")
+		const rid = "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
+		b.move("claude-code", events.TypeReceiptAdopted, fsm.Prove, func(tr events.Transition) any {
+			return &events.ReceiptAdopted{Transition: tr, ReceiptRecorded: events.ReceiptRecorded{
+				HarnessID: "claude-code", ReceiptID: rid, ProtocolVersion: 1, AdapterVersion: "4", BridgeFingerprint: hexOf('c'),
+				StoreID: storeID, ProjectRootFingerprint: hexOf('a'), WorkerKeyFingerprint: hexOf('b'), State: string(fsm.Active),
+				QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: hexOf('e'), DurationMS: 18, Status: "success", SHA256: hexOf('5'),
+				RecordedAt: "2026-09-01T08:00:00Z", Session: &events.ReceiptSession{AgentProfile: "claude-code", WorkflowID: "session-01", SessionID: "session-01"},
+				Path: dir("claude-code") + rid + ".json",
+			}}
+		})
+		adopted("codex", "3", fsm.ConfiguredAwaitingProof)
+		b.move("codex", events.TypePublicationReviewRequired, fsm.RequireReview, func(tr events.Transition) any {
+			return &events.PublicationReviewRequired{Transition: tr, HarnessID: "codex", Reason: "adapter_definition_changed", Paths: []string{bridgeOf["codex"]}}
+		})
+		foreign("codex", "receipt-2da08b4c-3e5f-4071-a0c1-2e3f4a5b6c7d", events.ForeignIneligible)
+		b.append(events.StoreStream, events.TypeManifestPublished, &events.ManifestPublished{Path: ".tree-ring/activation.json", SHA256: hexOf('3'),
+			Harnesses: []string{"agent-zero", "claude-code", "codex"}, CLIVersion: "0.15.13", Adopted: true})
+	}},
 	{"illegal-transition", func(b *builder) {
 		b.detect("codex")
 		b.publish("codex")

@@ -130,6 +130,13 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 			}
 		}
 	}
+	// A manifest another writer left (the Rust Tree Ring) is adopted with
+	// its store id, never replaced by a new one; decided before the ledger
+	// is created, so that a refused manifest leaves nothing behind.
+	ad, err := pr.adoption(g)
+	if err != nil {
+		return "", err
+	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return "", err
@@ -145,10 +152,8 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	if snap.storeID != "" {
 		return snap.storeID, nil
 	}
-	// A manifest another writer left (the Rust Tree Ring) is adopted with
-	// its store id, never replaced by a new one.
-	if id, adopted, err := pr.adopt(ctx, g, st, snap); err != nil || adopted {
-		return id, err
+	if ad != nil {
+		return pr.recordAdoption(ctx, g, st, snap, ad)
 	}
 	if snap.versions[events.StoreStream] != 0 {
 		return "", fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")

@@ -856,15 +856,15 @@ func TestManifestIsCreateOnly(t *testing.T) {
 		t.Fatalf("re-published manifest %v", m.Harnesses)
 	}
 
-	// A manifest naming a store without its ledger (deleted, or copied in
-	// from another project) is refused with the repair: init creates no
-	// ledger with another store id and publishes nothing.
+	// A manifest copied in from another project (another root) without a
+	// ledger is not adopted (adopt_test.go adopts this project's own):
+	// init refuses, creates no ledger with another store id and publishes
+	// nothing.
 	q := newProj(t, ".codex")
 	foreign := strings.Replace(string(m.Encode()), m.StoreID, "11111111-2222-4333-8444-555555555555", 1)
 	q.write(".tree-ring/activation.json", foreign)
-	if r := q.run("init"); r.code != 2 || !strings.Contains(r.stderr, ".tree-ring/ledger.db: the ledger is missing although activation.json names its store") ||
-		!strings.Contains(r.stderr, "run `tree-ring init` to start a new store") {
-		t.Fatalf("init under a manifest without its ledger: %+v", r)
+	if r := q.run("init"); r.code != 2 || !strings.Contains(r.stderr, "cannot adopt .tree-ring/activation.json: it names another project root") {
+		t.Fatalf("init under a foreign manifest without its ledger: %+v", r)
 	}
 	if q.exists("AGENTS.md") || q.exists(".codex/hooks.json") || q.exists(".tree-ring/ledger.db") || q.read(".tree-ring/activation.json") != foreign {
 		t.Fatal("published under a manifest without its ledger")

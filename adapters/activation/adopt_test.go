@@ -1,0 +1,118 @@
+package activation_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// The status rule before adoption, case by case: given the manifest's
+// record and the live evidence, the protocol's state and step.
+func TestAssessUnadopted(t *testing.T) {
+	codex, claude, az, pi, goose := lookup(t, "codex"), lookup(t, "claude-code"), lookup(t, "agent-zero"), lookup(t, "pi"), lookup(t, "goose")
+	stale := *current(codex)
+	stale.AdapterVersion = "3"
+	stale.BridgeFingerprint = adapters.BridgeFingerprint("codex", "3", stale.OwnedFiles, stale.ManagedBlocks)
+	persistedActive := *current(claude)
+	persistedActive.State = string(fsm.Active)
+	notPassive := *current(az)
+	notPassive.State = string(fsm.ConfiguredAwaitingProof)
+	receipt := &preflight.Receipt{State: string(fsm.Active), ResultCount: 2, QueryClass: "startup_fallback"}
+	isolated := &preflight.Receipt{State: string(fsm.ActiveIsolated)}
+	for _, tc := range []struct {
+		name  string
+		a     *adapters.Adapter
+		cond  string
+		rec   *adapters.Record
+		live  fakeLive
+		state fsm.State
+		next  string
+		asked string
+	}{
+		{"guidance-only", goose, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextUnsupported, ""},
+		{"manifest invalid", claude, activation.ManifestInvalid, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
+		{"no record", claude, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
+		{"version 3 codex", codex, activation.ManifestPresent, &stale, fakeLive{found: activation.Found{Receipt: receipt}}, fsm.NeedsUserReview, activation.NextStale, ""},
+		{"bridge changed", claude, activation.ManifestPresent, current(claude), fakeLive{fp: strings.Repeat("0", 64), changed: []string{".claude/settings.json"}},
+			fsm.NeedsUserReview, activation.NextReview("claude-code") + " Changed on disk: .claude/settings.json.", "bridge"},
+		{"awaiting proof", claude, activation.ManifestPresent, current(claude), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
+		{"persisted active without a receipt", claude, activation.ManifestPresent, &persistedActive, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
+		{"receipt", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: receipt}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
+		{"isolated receipt", codex, activation.ManifestPresent, current(codex), fakeLive{found: activation.Found{Receipt: isolated}}, fsm.ActiveIsolated, activation.NextAdopt, "bridge receipt"},
+		{"pi needs trust, proven", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: receipt}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
+		{"agent zero without its plugin", az, activation.ManifestPresent, current(az), fakeLive{plugin: os.ErrNotExist, found: activation.Found{Receipt: receipt}}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "plugin"},
+		{"agent zero with its plugin", az, activation.ManifestPresent, current(az), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "plugin bridge receipt"},
+		{"agent zero not passive", az, activation.ManifestPresent, &notPassive, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "plugin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := tc.live
+			s := activation.AssessUnadopted(activation.Evidence{Adapter: tc.a, Manifest: tc.cond, Record: tc.rec}, &live)
+			if s.State != tc.state || s.Next != tc.next || strings.Join(live.asked, " ") != tc.asked {
+				t.Fatalf("got %s %q (asked %v), want %s %q (%s)", s.State, s.Next, live.asked, tc.state, tc.next, tc.asked)
+			}
+		})
+	}
+}
+
+// FuzzAdopt adopts arbitrary manifest and receipt bytes: it never panics,
+// and an adoption it accepts appends only events that pass the catalogue's
+// validation and keep the manifest's store id.
+func FuzzAdopt(f *testing.F) {
+	codex := lookup(f, "codex")
+	rec := *current(codex)
+	m := adapters.Manifest{SchemaVersion: 1, ProtocolVersion: 1, StoreID: "5b0c9d3e-7a41-4f2b-9c6d-1e8f2a3b4c5d",
+		ProjectRootFingerprint: strings.Repeat("a", 64), CLIVersion: "0.15.13", Harnesses: map[string]adapters.Record{"codex": rec}}
+	r := preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", HarnessID: "codex",
+		AdapterVersion: rec.AdapterVersion, BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
+		WorkerKeyFingerprint: preflight.WorkerKeyFingerprint("codex", "codex"), Session: preflight.Identity{AgentProfile: "codex", WorkflowID: "s", SessionID: "s"},
+		State: "active", QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("f", 64), Status: "success", RecordedAt: "2026-10-31T12:00:00Z"}
+	f.Add(m.Encode(), r.Encode())
+	f.Add([]byte(`{"schema_version":1}`), []byte(`{`))
+	f.Fuzz(func(t *testing.T, manifest, receipt []byte) {
+		dir := t.TempDir()
+		dir, _ = filepath.EvalSymlinks(dir)
+		fp := adapters.ProjectRootFingerprint(dir)
+		manifest = []byte(strings.ReplaceAll(string(manifest), strings.Repeat("a", 64), fp))
+		receipt = []byte(strings.ReplaceAll(string(receipt), strings.Repeat("a", 64), fp))
+		rel := preflight.WorkerDir("codex", "codex") + "/" + r.ReceiptID + ".json"
+		for p, data := range map[string][]byte{adapters.ManifestPath: manifest, rel: receipt} {
+			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, p), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		root, err := adapters.OpenProjectRoot(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		ad, exists, err := activation.Adopt(activation.AdoptInput{Root: root, ProjectRootFingerprint: fp, CLIVersion: "test", Now: func() time.Time { return eventstest.Epoch }})
+		if err != nil || !exists {
+			return
+		}
+		fac := &events.Factory{Now: func() time.Time { return eventstest.Epoch }, NewID: eventstest.IDs(0), Actor: "cli"}
+		for _, p := range ad.Events {
+			e, err := fac.New(p.Stream, p.Type, p.Payload)
+			if err != nil {
+				t.Fatalf("%s: %v", p.Type, err)
+			}
+			if _, err := events.DecodePayload(&e); err != nil {
+				t.Fatalf("%s does not decode back: %v", p.Type, err)
+			}
+		}
+		if ad.Events[0].Payload.(*events.StoreInitialized).StoreID != ad.Manifest.StoreID {
+			t.Fatal("store id not kept")
+		}
+	})
+}
