@@ -106,8 +106,12 @@ func (s adoptStatus) next(id string) string {
 // the states are the protocol's: Claude Code active on its fresh receipt,
 // the version 3 Codex definition needs-user-review, Agent Zero
 // needs-plugin without its plugin's descriptor.
+const adoptCanary = "CANARY-adopt-7f3e9a-never-in-the-ledger"
+
 func TestAdoptRustProject(t *testing.T) {
 	p := newRustProject(t)
+	p.write(".tree-ring/memory.sqlite", "SQLite format 3\x00 "+adoptCanary)
+	p.write(".tree-ring/AGENTS.md", p.read(".tree-ring/AGENTS.md")+adoptCanary+"\n")
 	manifest := p.read(adapters.ManifestPath)
 	want := map[string]string{"claude-code": "active", "codex": "needs-user-review", "agent-zero": "needs-plugin"}
 
@@ -234,6 +238,16 @@ func TestAdoptRustProject(t *testing.T) {
 		t.Fatalf("events:\n%s", strings.Join(types, "\n"))
 	}
 	p.ok("audit", "verify")
+	// Privacy: the ledger holds neither the project's absolute path nor
+	// anything of the files it adopted beyond digests, ids and
+	// project-relative paths (the canary sits in the Rust guidance file
+	// and store, which nothing must read into an event).
+	ledger := p.read(".tree-ring/ledger.db")
+	for _, secret := range []string{p.dir, adoptCanary} {
+		if strings.Contains(ledger, secret) {
+			t.Fatalf("the ledger holds %q", secret)
+		}
+	}
 
 	// A second init records nothing; a new Claude Code session's preflight
 	// proves the harness again, and its retention removes none of the
