@@ -139,7 +139,7 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*
 	if !a.Publishes() {
 		// A record for a guidance-only adapter proves nothing here.
 		o.Kind, o.Reason, o.Paths = Review, adapters.ReasonAdapterChanged, uniq(rec.Paths())
-		o.NextStep = NextUnsupported
+		o.NextStep = NextFor(a, fsm.Unsupported, false)
 		return o, o.requireReview(o.Reason, o.Paths, &contract)
 	}
 	disk, changed, err := adapters.DiskRecord(root, id, rec)
@@ -395,17 +395,10 @@ func AssessUnadopted(e Evidence, live Live) Status {
 	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
 		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
 	}
-	fp, changed, err := live.Bridge(rec)
-	s.Recomputed, s.Changed = fp, changed
-	if err != nil || fp != rec.BridgeFingerprint {
-		s.Bridge = BridgeChanged
-		next := NextReview(a.ID)
-		if len(changed) > 0 {
-			next += " Changed on disk: " + strings.Join(changed, ", ") + "."
-		}
-		return s.set(fsm.NeedsUserReview, next)
+	fp, ok := s.checkBridge(a, rec, live)
+	if !ok {
+		return s
 	}
-	s.Bridge = BridgeMatch
 	st := fsm.State(rec.State)
 	if fsm.Proven(st) || a.PluginDescriptor {
 		st = fsm.ConfiguredAwaitingProof

@@ -38,7 +38,7 @@ func TestAssessUnadopted(t *testing.T) {
 		next  string
 		asked string
 	}{
-		{"guidance-only", goose, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextUnsupported, ""},
+		{"guidance-only", goose, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextFor(goose, fsm.Unsupported, false), ""},
 		{"manifest invalid", claude, activation.ManifestInvalid, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
 		{"no record", claude, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
 		{"version 3 codex", codex, activation.ManifestPresent, &stale, fakeLive{found: activation.Found{Receipt: receipt}}, fsm.NeedsUserReview, activation.NextStale, ""},

@@ -179,17 +179,10 @@ func Assess(e Evidence, live Live) Status {
 	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
 		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
 	}
-	fp, changed, err := live.Bridge(rec)
-	s.Recomputed, s.Changed = fp, changed
-	if err != nil || fp != rec.BridgeFingerprint {
-		s.Bridge = BridgeChanged
-		next := NextReview(a.ID)
-		if len(changed) > 0 {
-			next += " Changed on disk: " + strings.Join(changed, ", ") + "."
-		}
-		return s.set(fsm.NeedsUserReview, next)
+	fp, ok := s.checkBridge(a, rec, live)
+	if !ok {
+		return s
 	}
-	s.Bridge = BridgeMatch
 	if blocked(e) {
 		return s.recorded(e)
 	}
@@ -214,6 +207,25 @@ func Assess(e Evidence, live Live) Status {
 		return s.set(fsm.NeedsTrust, a.TrustStep(trust))
 	}
 	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof)
+}
+
+// checkBridge recomputes rec's bridge from disk into s: the fingerprint
+// and true when it matches rec, else s becomes needs-user-review naming the
+// changed paths.
+func (s *Status) checkBridge(a *adapters.Adapter, rec adapters.Record, live Live) (string, bool) {
+	fp, changed, err := live.Bridge(rec)
+	s.Recomputed, s.Changed = fp, changed
+	if err != nil || fp != rec.BridgeFingerprint {
+		s.Bridge = BridgeChanged
+		next := NextReview(a.ID)
+		if len(changed) > 0 {
+			next += " Changed on disk: " + strings.Join(changed, ", ") + "."
+		}
+		*s = s.set(fsm.NeedsUserReview, next)
+		return fp, false
+	}
+	s.Bridge = BridgeMatch
+	return fp, true
 }
 
 func (s Status) set(st fsm.State, next string) Status {

@@ -73,33 +73,6 @@ func newRustProject(t *testing.T) *proj {
 	return p
 }
 
-type adoptStatus struct {
-	StoreID      string `json:"store_id"`
-	Integrations []struct {
-		ID                string `json:"id"`
-		State             string `json:"state"`
-		NextStep          string `json:"next_step"`
-		ReceiptAgeSeconds *int64 `json:"receipt_age_seconds"`
-	} `json:"integrations"`
-}
-
-func (s adoptStatus) states() map[string]string {
-	out := map[string]string{}
-	for _, e := range s.Integrations {
-		out[e.ID] = e.State
-	}
-	return out
-}
-
-func (s adoptStatus) next(id string) string {
-	for _, e := range s.Integrations {
-		if e.ID == id {
-			return e.NextStep
-		}
-	}
-	return ""
-}
-
 // A project the Rust Tree Ring initialized goes through status, init,
 // status: the store id is kept, no pre-existing file is rewritten or
 // removed (p.run hashes every file before and after each command), and
@@ -115,9 +88,9 @@ func TestAdoptRustProject(t *testing.T) {
 	manifest := p.read(adapters.ManifestPath)
 	want := map[string]string{"claude-code": "active", "codex": "needs-user-review", "agent-zero": "needs-plugin"}
 
-	var before adoptStatus
+	var before initOut
 	p.json(&before, "--json", "integrations", "status")
-	if before.StoreID != rustStoreID || !equalStates(before.states(), want) {
+	if before.StoreID != rustStoreID || !mapsEqual(before.states(), want) {
 		t.Fatalf("status before init: %+v", before)
 	}
 	if got := before.next("claude-code"); got != activation.NextAdopt {
@@ -130,31 +103,20 @@ func TestAdoptRustProject(t *testing.T) {
 		t.Fatal("status created a ledger")
 	}
 
-	var in struct {
-		StoreID      string `json:"store_id"`
-		Integrations []struct {
-			ID, State    string
-			ChangedPaths []string `json:"changed_paths"`
-		} `json:"integrations"`
-	}
+	var in initOut
 	p.json(&in, "--json", "init")
-	if in.StoreID != rustStoreID {
-		t.Fatalf("init minted store %s", in.StoreID)
+	if in.StoreID != rustStoreID || !mapsEqual(in.states(), want) {
+		t.Fatalf("init: %+v", in)
 	}
-	got := map[string]string{}
 	for _, e := range in.Integrations {
-		got[e.ID] = e.State
 		if len(e.ChangedPaths) != 0 {
 			t.Errorf("init changed %s: %v", e.ID, e.ChangedPaths)
 		}
 	}
-	if !equalStates(got, want) {
-		t.Fatalf("init states %v", got)
-	}
 
-	var after adoptStatus
+	var after initOut
 	p.json(&after, "--json", "integrations", "status")
-	if after.StoreID != rustStoreID || !equalStates(after.states(), want) {
+	if after.StoreID != rustStoreID || !mapsEqual(after.states(), want) {
 		t.Fatalf("status after init: %+v", after)
 	}
 	if after.next("codex") != activation.NextStale || after.next("claude-code") != activation.NextActive {
@@ -221,7 +183,7 @@ func TestAdoptRustProject(t *testing.T) {
 		t.Fatalf("store.adopted %+v", adopted)
 	}
 	wantForeign := map[string]string{rustReceiptExpired: "rule_8", rustReceiptCodexV3: "ineligible", rustReceiptMalformed: "malformed"}
-	if !equalStates(foreign, wantForeign) {
+	if !mapsEqual(foreign, wantForeign) {
 		t.Fatalf("receipt.foreign %v", foreign)
 	}
 	wantTypes := []string{
@@ -307,16 +269,4 @@ func TestAdoptRefusals(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalStates(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
