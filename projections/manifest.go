@@ -17,7 +17,8 @@ import (
 // a test pins them.
 //
 // Keys: "store" (ManifestStore), "record/<harness>" (storedRecord),
-// "published" (PublishedManifest).
+// "published" (PublishedManifest), "adopted" (the adopted manifest's
+// digest, after store.adopted).
 const ManifestName = "manifest"
 
 // storedRecord is a harness's record as the projection stores it. Its
@@ -89,7 +90,8 @@ func (manifestProjection) Version() int { return 1 }
 
 func (manifestProjection) Handles(t string) bool {
 	switch t {
-	case events.TypeStoreInitialized, events.TypeBridgePublished, events.TypePublicationReviewRequired, events.TypeManifestPublished:
+	case events.TypeStoreInitialized, events.TypeBridgePublished, events.TypePublicationReviewRequired, events.TypeManifestPublished,
+		events.TypeStoreAdopted:
 		return true
 	}
 	return false
@@ -112,12 +114,19 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return put("store", ManifestStore{StoreID: p.StoreID, ProjectRootFingerprint: p.ProjectRootFingerprint})
 	case *events.ManifestPublished:
 		return put("published", PublishedManifest{SHA256: p.SHA256, CLIVersion: p.CLIVersion, Harnesses: p.Harnesses})
+	case *events.StoreAdopted:
+		return put("adopted", p.ManifestSHA256)
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
 		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))
 	}
 	return nil
 }
+
+// Adopted reports whether the store adopted a manifest another writer
+// left (store.adopted): that writer may still add receipt files, so no
+// file the ledger did not record is removed as a stray.
+func Adopted(kv KV) bool { return kv.Get([]byte("adopted")) != nil }
 
 // ManifestRecordOf returns harness id's folded record, if any.
 func ManifestRecordOf(kv KV, id string) (events.BridgeRecord, bool, error) {

@@ -220,6 +220,11 @@ func TestAdoptRustProject(t *testing.T) {
 	if len(p.allEvents()) != n {
 		t.Fatal("a second init appended events")
 	}
+	dir := preflight.WorkerDir("claude-code", "claude-code")
+	// A receipt the Rust binary wrote after the adoption (its hooks may
+	// still run it): unknown to the ledger, and kept all the same.
+	const later = "receipt-4fc2ad6e-5071-4293-82e3-4a5b6c7d8e9f"
+	p.write(dir+"/"+later+".json", p.read(dir+"/"+rustReceiptValid+".json"))
 	cmd := exec.Command(p.bin, "integrations", "preflight", "--harness", "claude-code", "--input-json-stdin", "--context-format", "claude-session-start")
 	cmd.Dir, cmd.Env = p.dir, []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}
 	cmd.Stdin = strings.NewReader(`{"session_id":"session-02","cwd":"."}`)
@@ -228,8 +233,7 @@ func TestAdoptRustProject(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("preflight: %v: %s", err, errb.String())
 	}
-	dir := preflight.WorkerDir("claude-code", "claude-code")
-	for _, id := range []string{rustReceiptValid, rustReceiptExpired, rustReceiptMalformed} {
+	for _, id := range []string{rustReceiptValid, rustReceiptExpired, rustReceiptMalformed, later} {
 		if !p.exists(dir + "/" + id + ".json") {
 			t.Errorf("preflight removed the Rust receipt %s", id)
 		}

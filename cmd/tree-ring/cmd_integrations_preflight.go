@@ -468,9 +468,11 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 		return false, err
 	}
 	// Strays in this worker's directory, against the index as of this
-	// transaction (prunes applied).
+	// transaction (prunes applied). Not in an adopted store, whose other
+	// writer (the Rust CLI its hooks may still run) adds files the ledger
+	// cannot tell from a crash's leftovers; those prove nothing either way.
 	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
-	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil {
+	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil && !projections.Adopted(tx.Projection(projections.ManifestName)) {
 		rkv := tx.Projection(projections.ReceiptsName)
 		retained := func(id string) bool { return projections.Kept(rkv, id) }
 		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
