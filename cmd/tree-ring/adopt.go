@@ -23,6 +23,15 @@ func (pr *project) adoption(g *Globals) (*activation.Adoption, error) {
 	return ad, nil
 }
 
+// dryAdoption is what `init --dry-run` reports in a project with no
+// ledger and another writer's manifest: the states the adoption records.
+func (pr *project) dryAdoption(g *Globals) (*activation.Adoption, error) {
+	if exists, err := pr.hasLedger(); err != nil || exists {
+		return nil, err
+	}
+	return pr.adoption(g)
+}
+
 // recordAdoption appends the adoption's events in st (open for writing,
 // read into snap, with no store.initialized) in one transaction; the
 // manifest and receipt files stay byte-for-byte as they are.

@@ -103,6 +103,26 @@ func TestAdoptRustProject(t *testing.T) {
 		t.Fatal("status created a ledger")
 	}
 
+	var dry struct {
+		DryRun       bool `json:"dry_run"`
+		Integrations []struct {
+			HarnessID    string   `json:"harness_id"`
+			State        string   `json:"state"`
+			ChangedPaths []string `json:"changed_paths"`
+		} `json:"integrations"`
+	}
+	p.json(&dry, "--json", "init", "--dry-run")
+	got := map[string]string{}
+	for _, e := range dry.Integrations {
+		got[e.HarnessID] = e.State
+		if len(e.ChangedPaths) != 0 {
+			t.Errorf("init --dry-run would change %s: %v", e.HarnessID, e.ChangedPaths)
+		}
+	}
+	if !dry.DryRun || !mapsEqual(got, want) || p.exists(".tree-ring/ledger.db") {
+		t.Fatalf("init --dry-run: %+v", dry)
+	}
+
 	var in initOut
 	p.json(&in, "--json", "init")
 	if in.StoreID != rustStoreID || !mapsEqual(in.states(), want) {

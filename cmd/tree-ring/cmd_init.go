@@ -67,6 +67,12 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	in := activation.Input{Command: activation.Init, Targets: targets, Detections: detectionsByID(dets)}
 	if o.DryRun {
+		if ad, err := pr.dryAdoption(g); err != nil || ad != nil {
+			if err != nil {
+				return err
+			}
+			return printInitDryRun(g, &activation.Plan{Command: activation.Init, Outcomes: ad.Outcomes})
+		}
 		plan, err := pr.plan(ctx, g, true, in, events.RunCmdInit)
 		if err != nil {
 			return err
