@@ -116,3 +116,119 @@ func FuzzAdopt(f *testing.F) {
 		}
 	})
 }
+
+// adoptProject writes the material of harnesses ids as Tree Ring
+// publishes it and a manifest recording it, and returns the project.
+func adoptProject(t *testing.T, ids ...string) (dir string, m adapters.Manifest) {
+	t.Helper()
+	dir, _ = filepath.EvalSymlinks(t.TempDir())
+	fp := adapters.ProjectRootFingerprint(dir)
+	ctx := adapters.Context{StoreID: "5b0c9d3e-7a41-4f2b-9c6d-1e8f2a3b4c5d", ProjectRootFingerprint: fp}
+	m = adapters.Manifest{SchemaVersion: 1, ProtocolVersion: 1, StoreID: ctx.StoreID, ProjectRootFingerprint: fp, CLIVersion: "0.15.13", Harnesses: map[string]adapters.Record{}}
+	put := func(rel string, data []byte) {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		a := lookup(t, id)
+		mat := a.Material(ctx)
+		for _, f := range mat.Files {
+			put(f.Path, f.Data)
+		}
+		for _, b := range mat.Blocks {
+			put(b.Path, b.Whole)
+		}
+		m.Harnesses[id] = a.Record(mat)
+	}
+	put(adapters.ManifestPath, m.Encode())
+	return dir, m
+}
+
+func receiptFor(m adapters.Manifest, harness, id string, at time.Time) preflight.Receipt {
+	rec := m.Harnesses[harness]
+	return preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: harness, AdapterVersion: rec.AdapterVersion,
+		BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
+		WorkerKeyFingerprint: preflight.WorkerKeyFingerprint(harness, harness), Session: preflight.Identity{AgentProfile: harness, WorkflowID: "w", SessionID: "s"},
+		State: string(fsm.Active), QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("f", 64), Status: "success",
+		RecordedAt: preflight.FormatTime(at)}
+}
+
+// Adopt, harness by harness: the events and the state each record is
+// adopted in, from what is on disk.
+func TestAdoptOutcomes(t *testing.T) {
+	now := eventstest.Epoch
+	for _, tc := range []struct {
+		name   string
+		ids    []string
+		edit   func(t *testing.T, dir string, m adapters.Manifest)
+		states map[string]fsm.State
+		types  string
+	}{
+		{"claude-code as published", []string{"claude-code"}, nil,
+			map[string]fsm.State{"claude-code": fsm.ConfiguredAwaitingProof}, "bridge.published"},
+		{"claude-code settings changed since", []string{"claude-code"}, func(t *testing.T, dir string, _ adapters.Manifest) {
+			if err := os.WriteFile(filepath.Join(dir, ".claude/settings.json"), []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]fsm.State{"claude-code": fsm.NeedsUserReview}, "publication.review_required"},
+		{"pi behind its trust gate, proven by a receipt", []string{"pi"}, func(t *testing.T, dir string, m adapters.Manifest) {
+			r := receiptFor(m, "pi", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
+			writeReceipt(t, dir, r.Path(), r.Encode())
+		}, map[string]fsm.State{"pi": fsm.Active}, "bridge.published receipt.adopted"},
+		{"a receipt in another worker's directory", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
+			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
+			writeReceipt(t, dir, preflight.WorkerDir("codex", "someone-else")+"/"+r.ReceiptID+".json", r.Encode())
+		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign"},
+		{"a receipt from the future", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
+			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(time.Hour))
+			writeReceipt(t, dir, r.Path(), r.Encode())
+		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, m := adoptProject(t, tc.ids...)
+			if tc.edit != nil {
+				tc.edit(t, dir, m)
+			}
+			root, err := adapters.OpenProjectRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			ad, exists, err := activation.Adopt(activation.AdoptInput{Root: root, ProjectRootFingerprint: adapters.ProjectRootFingerprint(dir),
+				CLIVersion: "test", Now: func() time.Time { return now }})
+			if err != nil || !exists {
+				t.Fatalf("adopt: %v %v", exists, err)
+			}
+			var types []string
+			for _, p := range ad.Events[2:] {
+				types = append(types, p.Type)
+			}
+			got := map[string]fsm.State{}
+			for _, o := range ad.Outcomes {
+				got[o.Adapter.ID] = o.State
+			}
+			if strings.Join(types, " ") != tc.types || len(got) != len(tc.states) {
+				t.Fatalf("events %v, states %v", types, got)
+			}
+			for id, s := range tc.states {
+				if got[id] != s {
+					t.Fatalf("%s: %s, want %s", id, got[id], s)
+				}
+			}
+		})
+	}
+}
+
+func writeReceipt(t *testing.T, dir, rel string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
