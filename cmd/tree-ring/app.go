@@ -130,8 +130,10 @@ func (g *Globals) Factory(actor string) *events.Factory {
 // there is no ledger.
 //
 // A write open never creates the ledger of a root whose activation.json
-// names a store: the ledger was deleted, and a new one would carry another
-// store id than every bridge; that is *LedgerMissingError with the repair.
+// names a store (the ledger was deleted, or another writer, the Rust Tree
+// Ring, initialized the project): a new one would carry another store id
+// than every bridge; that is *LedgerMissingError with the repair, init's
+// adoption.
 func (g *Globals) OpenStore(readOnly bool) (*bolt.Store, error) {
 	opts := g.storeOptions()
 	opts.ReadOnly = readOnly
@@ -156,6 +158,13 @@ func (g *Globals) storeOptions() bolt.Options {
 		Projections: projections.All(),
 		OnCommit:    g.onCommit,
 	}
+}
+
+// openAdoptingStore opens the store for writing and may create the ledger
+// under an activation.json: only init's adoption of that manifest does
+// (its store id is kept: adopt.go).
+func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
+	return bolt.OpenRoot(g.Root, g.storeOptions())
 }
 
 // openStore opens with opts, refusing to create the ledger of a root whose

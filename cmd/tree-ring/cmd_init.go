@@ -143,7 +143,11 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := g.OpenStore(false)
+	open := func() (*bolt.Store, error) { return g.OpenStore(false) }
+	if ad != nil {
+		open = g.openAdoptingStore
+	}
+	st, err := open()
 	if err != nil {
 		return "", err
 	}

@@ -85,8 +85,10 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err != nil {
 		return err
 	}
-	if !ev.ledger && g.manifestNamesStore() {
-		// A deleted ledger: "run init" would be refused; say the repair.
+	if !ev.ledger && g.manifestNamesStore() && ev.manifest != activation.ManifestPresent {
+		// A deleted ledger under a manifest init cannot adopt as it is
+		// (a valid one of this root is read as it is: adopt.go); say the
+		// repair.
 		return g.noLedger(nil)
 	}
 	verbose := o.Verbose || g.JSON

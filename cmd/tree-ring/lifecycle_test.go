@@ -62,31 +62,35 @@ func TestStoreLifecycleAfterInterruptions(t *testing.T) {
 			t.Fatal("replaced")
 		}
 	})
-	t.Run("a deleted ledger is refused by every write, never recreated", func(t *testing.T) {
+	t.Run("a deleted ledger is refused by every write but init, which adopts the manifest", func(t *testing.T) {
 		p := newProj(t, ".claude")
 		p.ok("init")
+		storeID := p.manifest().StoreID
 		if err := os.Remove(p.path(".tree-ring/ledger.db")); err != nil {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{
 			{"remember", "--event-type", "lesson", "x"},
-			{"init"},
 			{"integrations", "activate", "--harness", "claude-code"},
-			{"integrations", "status"},
 		} {
 			r := p.run(args...)
-			if r.code != 2 || !strings.Contains(r.stderr, "tree-ring: .tree-ring/ledger.db: the ledger is missing although activation.json names its store; nothing was created; repair: ") {
+			if r.code != 2 || !strings.Contains(r.stderr, "tree-ring: .tree-ring/ledger.db: the ledger is missing although activation.json names its store; nothing was created; repair: run `tree-ring init` to adopt activation.json") {
 				t.Errorf("%v: %+v", args, r)
 			}
 			if p.exists(".tree-ring/ledger.db") {
 				t.Fatalf("%v recreated the ledger", args)
 			}
 		}
-		// The repair the message names: a new store.
-		if err := os.Rename(p.path(".tree-ring"), p.path(".tree-ring.old")); err != nil {
-			t.Fatal(err)
+		// Status reads the manifest as it is (docs/adoption.md) and creates
+		// nothing; the repair the message names keeps the store id.
+		if out := p.ok("integrations", "status"); !strings.Contains(out, "Claude Code: configured-awaiting-proof") || p.exists(".tree-ring/ledger.db") {
+			t.Fatalf("status without the ledger: %s", out)
 		}
-		p.ok("init")
+		var in initOut
+		p.json(&in, "--json", "init")
+		if in.StoreID != storeID {
+			t.Fatalf("init minted %s instead of adopting %s", in.StoreID, storeID)
+		}
 		p.ok("audit", "verify")
 	})
 }

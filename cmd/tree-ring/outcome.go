@@ -90,12 +90,15 @@ func projectRelative(msg, root string) string {
 }
 
 // LedgerMissingError is a write to a root whose activation.json names a
-// store but whose ledger is gone. Nothing is created: a new ledger would
-// mint another store id than the one every bridge and receipt names.
+// store but whose ledger is gone (deleted, or never created: the Rust Tree
+// Ring initialized the project). Nothing is created: a new ledger would
+// mint another store id than the one every bridge and receipt names. The
+// repair is init, which adopts the manifest with its store id
+// (docs/adoption.md), or a backup.
 type LedgerMissingError struct{ Path string }
 
 func (e *LedgerMissingError) Error() string {
-	return fmt.Sprintf("%s: the ledger is missing although activation.json names its store; nothing was created; repair: restore ledger.db from a backup, or move the .tree-ring directory aside and run `tree-ring init` to start a new store", e.Path)
+	return fmt.Sprintf("%s: the ledger is missing although activation.json names its store; nothing was created; repair: run `tree-ring init` to adopt activation.json (its store id is kept), or restore ledger.db from a backup", e.Path)
 }
 
 // manifestNamesStore reports whether the root holds an activation.json (a
