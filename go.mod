@@ -3,6 +3,7 @@ module github.com/tree-ring/tree-ring
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/looplab/fsm v1.0.3
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0

@@ -1,0 +1,108 @@
+// Package codexconfig reads the two trust layers of Codex CLI's user
+// configuration, $CODEX_HOME/config.toml: project trust
+// ([projects."<abs root>"] trust_level) and per-hook trust
+// ([hooks.state."<key>"] trusted_hash). It is the only package that imports
+// the TOML library (github.com/BurntSushi/toml; docs/adapters/codex.md says
+// why). It never writes the file: trust is the user's decision in Codex.
+//
+// The file is Codex's, not ours: keys this package does not read are
+// ignored (Codex has hundreds), but a value of the wrong type under a key it
+// does read, or a file that is not TOML, is an error, as it is for Codex.
+// Parse is safe for concurrent use.
+package codexconfig
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+)
+
+// MaxBytes bounds the configuration Parse accepts: Codex's own files are a
+// few kilobytes; a larger one is refused rather than parsed.
+const MaxBytes = 1 << 20
+
+// Project trust levels as Codex writes them.
+const (
+	Trusted   = "trusted"
+	Untrusted = "untrusted"
+)
+
+// Config is what Codex's configuration says about trust.
+type Config struct {
+	// Projects maps a project path (the table key, verbatim) to its
+	// trust_level ("" when the table has none).
+	Projects map[string]string
+	// HookHashes maps a hook key ("<hooks.json path>:<event>:<group>:
+	// <handler>") to its trusted_hash ("" when the table has none).
+	HookHashes map[string]string
+}
+
+// ErrTooLarge is a configuration over MaxBytes.
+var ErrTooLarge = fmt.Errorf("larger than %d bytes", MaxBytes)
+
+// file is the part of config.toml Parse decodes; every other key is
+// Codex's business.
+type file struct {
+	Projects map[string]struct {
+		TrustLevel *string `toml:"trust_level"`
+	} `toml:"projects"`
+	Hooks struct {
+		State map[string]struct {
+			TrustedHash *string `toml:"trusted_hash"`
+		} `toml:"state"`
+	} `toml:"hooks"`
+}
+
+// Parse decodes data, the bytes of config.toml. An error says where the
+// problem is (a line and column, or which of the keys read has a value of
+// the wrong type) and never quotes the file: its keys are absolute paths.
+func Parse(data []byte) (Config, error) {
+	if len(data) > MaxBytes {
+		return Config{}, ErrTooLarge
+	}
+	if !utf8.Valid(data) {
+		return Config{}, errors.New("not UTF-8")
+	}
+	var f file
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		return Config{}, located(err)
+	}
+	// The library leaves a non-table value for a map undecoded instead of
+	// refusing it; Codex refuses it.
+	for _, key := range [][]string{{"projects"}, {"hooks"}, {"hooks", "state"}} {
+		if t := md.Type(key...); t != "" && t != "Hash" {
+			return Config{}, errWrongType
+		}
+	}
+	c := Config{Projects: map[string]string{}, HookHashes: map[string]string{}}
+	for k, p := range f.Projects {
+		if p.TrustLevel != nil {
+			c.Projects[k] = *p.TrustLevel
+		} else {
+			c.Projects[k] = ""
+		}
+	}
+	for k, h := range f.Hooks.State {
+		if h.TrustedHash != nil {
+			c.HookHashes[k] = *h.TrustedHash
+		} else {
+			c.HookHashes[k] = ""
+		}
+	}
+	return c, nil
+}
+
+var errWrongType = errors.New("projects, projects.<path>.trust_level, hooks.state or hooks.state.<key>.trusted_hash has a value of the wrong type")
+
+// located is the library's error without its text: a syntax error's line
+// and column, or errWrongType (the library's own messages quote keys).
+func located(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("not valid TOML at line %d, column %d", pe.Position.Line, pe.Position.Col)
+	}
+	return errWrongType
+}
