@@ -400,3 +400,44 @@ func rmdirat(dirfd int, name string) error {
 	}
 	return nil
 }
+
+// OpenRead opens the regular file rel for reading without following a
+// symlink in any component: exists is false (with a nil error) when it is
+// absent; a final entry that is not a regular file is a *NotRegularError.
+// The caller closes f.
+func (r *ProjectRoot) OpenRead(rel string) (f *os.File, exists bool, err error) {
+	dfd, name, absent, err := r.parentOf(rel)
+	if err != nil || absent {
+		return nil, false, err
+	}
+	defer syscall.Close(dfd)
+	fd, err := syscall.Openat(dfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, classify(dfd, name, rel, err)
+	}
+	f = os.NewFile(uintptr(fd), rel)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, false, &NotRegularError{Path: rel}
+	}
+	return f, true, nil
+}
+
+// fileIdentity is a file's inode and its modification and change times in
+// nanoseconds: ctime moves with every write, chmod, link and rename of the
+// inode and cannot be set back by a user.
+func fileIdentity(fi os.FileInfo) (inode uint64, mtimeNS, ctimeNS int64) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, 0
+	}
+	return st.Ino, st.Mtim.Nano(), st.Ctim.Nano()
+}

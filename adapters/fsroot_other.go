@@ -4,6 +4,7 @@ package adapters
 
 import (
 	"errors"
+	"os"
 	"runtime"
 )
 
@@ -39,3 +40,9 @@ func (r *ProjectRoot) RemoveFile(string) (bool, error) { return false, errPlatfo
 
 // RemoveEmptyDir fails on this platform.
 func (r *ProjectRoot) RemoveEmptyDir(string) (bool, error) { return false, errPlatform }
+
+// OpenRead fails on this platform.
+func (r *ProjectRoot) OpenRead(string) (*os.File, bool, error) { return nil, false, errPlatform }
+
+// fileIdentity is unknown on this platform (every quick check hashes).
+func fileIdentity(os.FileInfo) (uint64, int64, int64) { return 0, 0, 0 }

@@ -31,6 +31,7 @@ func RunStream(id string) string { return RunPrefix + id }
 
 func init() {
 	register[StoreInitialized](TypeStoreInitialized, 1, StoreStream)
+	register[ProgramInstalled](TypeProgramInstalled, 1, StoreStream)
 
 	register[HarnessDetected](TypeHarnessDetected, 1, HarnessPrefix)
 	register[BridgePlanned](TypeBridgePlanned, 1, HarnessPrefix)
@@ -64,6 +65,7 @@ func init() {
 // Event type names: past-tense facts.
 const (
 	TypeStoreInitialized = "store.initialized"
+	TypeProgramInstalled = "program.installed"
 
 	TypeHarnessDetected              = "harness.detected"
 	TypeBridgePlanned                = "bridge.planned" // declared for dry-run reports; never appended
@@ -165,6 +167,53 @@ func uuidV4(s string) bool {
 		}
 	}
 	return s[14] == '4' && strings.IndexByte("89ab", s[19]) >= 0
+}
+
+// ProgramInstalled records the program the bridges run
+// (.tree-ring/bin/tree-ring) as init left it: installed from the running
+// build, or found there and adopted (a project initialized before
+// programs were recorded). Reinstalled and upgraded are a later install
+// after the user moved the file aside: the same digest as the previous
+// record, or another one (PreviousSHA256). The size, inode and times let
+// the hook skip the digest while the file is untouched; they are not
+// paths and name nothing outside the project.
+type ProgramInstalled struct {
+	Path           string `json:"path"`
+	SHA256         string `json:"sha256"`
+	Size           int64  `json:"size"`
+	Inode          uint64 `json:"inode"`
+	MtimeNS        int64  `json:"mtime_ns"`
+	CtimeNS        int64  `json:"ctime_ns"`
+	Reason         string `json:"reason"`
+	PreviousSHA256 string `json:"previous_sha256,omitempty"`
+	CLIVersion     string `json:"cli_version,omitempty"`
+}
+
+// Program install reasons.
+const (
+	ProgramReasonInstalled   = "installed"
+	ProgramReasonAdopted     = "adopted"
+	ProgramReasonReinstalled = "reinstalled"
+	ProgramReasonUpgraded    = "upgraded"
+)
+
+// Check validates the digests, the size and the reason.
+func (p ProgramInstalled) Check() error {
+	switch {
+	case p.Path == "" || strings.HasPrefix(p.Path, "/") || strings.Contains(p.Path, ".."):
+		return fmt.Errorf("path %q is not project-relative", p.Path)
+	case !isHex64(p.SHA256):
+		return fmt.Errorf("sha256 %q is not 64 lowercase hex digits", p.SHA256)
+	case p.PreviousSHA256 != "" && !isHex64(p.PreviousSHA256):
+		return fmt.Errorf("previous_sha256 %q is not 64 lowercase hex digits", p.PreviousSHA256)
+	case p.Size <= 0:
+		return fmt.Errorf("size %d is not positive", p.Size)
+	}
+	switch p.Reason {
+	case ProgramReasonInstalled, ProgramReasonAdopted, ProgramReasonReinstalled, ProgramReasonUpgraded:
+		return nil
+	}
+	return fmt.Errorf("reason %q is not one of installed, adopted, reinstalled, upgraded", p.Reason)
 }
 
 // HarnessDetected records read-only discovery of a harness.

@@ -18,7 +18,8 @@ import (
 //
 // Keys: "store" (ManifestStore), "record/<harness>" (storedRecord),
 // "published" (PublishedManifest), "adopted" (the adopted manifest's
-// digest, after store.adopted).
+// digest, after store.adopted), "program" (Program: the last
+// program.installed; the installed program is what every bridge runs).
 const ManifestName = "manifest"
 
 // storedRecord is a harness's record as the projection stores it. Its
@@ -74,6 +75,32 @@ type PublishedManifest struct {
 	Harnesses  []string `json:"harnesses"`
 }
 
+// Program is the installed program as the last program.installed
+// recorded it (Position is that event's).
+type Program struct {
+	Path     string `json:"path"`
+	SHA256   string `json:"sha256"`
+	Size     int64  `json:"size"`
+	Inode    uint64 `json:"inode"`
+	MtimeNS  int64  `json:"mtime_ns"`
+	CtimeNS  int64  `json:"ctime_ns"`
+	Position uint64 `json:"position"`
+}
+
+// ProgramOf returns the recorded program; ok is false when none was
+// recorded (a ledger from before programs were recorded).
+func ProgramOf(kv KV) (Program, bool, error) {
+	raw := kv.Get([]byte("program"))
+	if raw == nil {
+		return Program{}, false, nil
+	}
+	var p Program
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Program{}, false, fmt.Errorf("recorded program: %w", err)
+	}
+	return p, true, nil
+}
+
 // ManifestState is the folded manifest: the store identity and every
 // harness's record, by harness id.
 type ManifestState struct {
@@ -91,7 +118,7 @@ func (manifestProjection) Version() int { return 1 }
 func (manifestProjection) Handles(t string) bool {
 	switch t {
 	case events.TypeStoreInitialized, events.TypeBridgePublished, events.TypePublicationReviewRequired, events.TypeManifestPublished,
-		events.TypeStoreAdopted:
+		events.TypeStoreAdopted, events.TypeProgramInstalled:
 		return true
 	}
 	return false
@@ -116,6 +143,9 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return put("published", PublishedManifest{SHA256: p.SHA256, CLIVersion: p.CLIVersion, Harnesses: p.Harnesses})
 	case *events.StoreAdopted:
 		return put("adopted", p.ManifestSHA256)
+	case *events.ProgramInstalled:
+		return put("program", Program{Path: p.Path, SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS,
+			Position: e.Position})
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
 		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -85,6 +84,9 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	aw, err := pr.installAwareness()
 	if err != nil {
+		return err
+	}
+	if err := pr.installProgram(ctx, g); err != nil {
 		return err
 	}
 	plan, err := pr.plan(ctx, g, false, in, events.RunCmdInit)
@@ -184,13 +186,12 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	return id, nil
 }
 
-// installAwareness creates the guidance files under .tree-ring and the
-// project-local binary when absent; existing ones are never replaced, even
-// an older binary (a binary update is not a hook upgrade). Each is
-// published atomically (temporary file, fsync, link), so a failure or a
-// kill leaves no partial final file; a partial one an older build left (a
-// strict prefix of what this build installs, empty included) is refused
-// with the repair instead of being kept as if complete.
+// installAwareness creates the guidance files under .tree-ring when
+// absent; existing ones are never replaced. Each is published atomically
+// (temporary file, fsync, link), so a failure or a kill leaves no partial
+// final file; a partial one an older build left (a strict prefix of what
+// this build installs, empty included) is refused with the repair instead
+// of being kept as if complete. The program is installProgram's.
 func (pr *project) installAwareness() (awareness, error) {
 	var aw awareness
 	for _, f := range adapters.GuidanceFiles() {
@@ -204,16 +205,7 @@ func (pr *project) installAwareness() (awareness, error) {
 			aw.ExistingCount++
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return aw, fmt.Errorf("locate the running binary: %w", err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		return aw, fmt.Errorf("read the running binary: %w", unwrapPath(err))
-	}
-	_, err = pr.installOwn(adapters.BinaryPath, data, 0o755)
-	return aw, err
+	return aw, nil
 }
 
 // installOwn creates one of Tree Ring's own files create-only; an existing

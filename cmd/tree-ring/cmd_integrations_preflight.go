@@ -361,6 +361,13 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		if err := run.StartIn(tx); err != nil {
 			return err
 		}
+		prog, err := txProgram(tx)
+		if err == nil {
+			err = preflight.CheckProgram(root, prog)
+		}
+		if err != nil {
+			return err
+		}
 		p, err := preflight.Decide(txLedger{ctx: ctx, tx: tx}, job, deps)
 		if err != nil {
 			return err
@@ -482,6 +489,16 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 		return errors.As(err, &de), fmt.Errorf("write the receipt: %w", err)
 	}
 	return true, nil
+}
+
+// txProgram is the recorded program (nil: none recorded).
+func txProgram(tx *bolt.Tx) (*adapters.ProgramRecord, error) {
+	p, ok, err := projections.ProgramOf(tx.Projection(projections.ManifestName))
+	if !ok || err != nil {
+		return nil, err
+	}
+	r := recordOf(p)
+	return &r, nil
 }
 
 // txLedger is preflight.Ledger over a write transaction's projections.

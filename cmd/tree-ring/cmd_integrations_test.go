@@ -347,7 +347,7 @@ func TestInitClaudeCodexPi(t *testing.T) {
 		types = append(types, e.Stream+" "+e.Type)
 	}
 	wantTypes := []string{
-		"store store.initialized",
+		"store store.initialized", "store program.installed",
 		"harness/agent-zero bridge.published",
 		"harness/claude-code harness.detected", "harness/claude-code bridge.published",
 		"harness/codex harness.detected", "harness/codex bridge.published",
@@ -727,7 +727,7 @@ func TestHumanOutput(t *testing.T) {
 	got := p.ok("init")
 	want := "Tree Ring Memory initialized.\n" +
 		"Agent Zero: needs-plugin\n  next: Install or enable the compatible separate tree_ring_memory Agent Zero plugin.\n" +
-		"Codex: configured-awaiting-proof\n  next: Run the adapter preflight at the start of a new harness session.\n"
+		"Codex: configured-awaiting-proof\n  next: Open a new Codex session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`.\n"
 	if got != want {
 		t.Fatalf("init:\n%s\nwant:\n%s", got, want)
 	}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+// installProgram makes adapters.BinaryPath the recorded program every
+// bridge runs, create-only (docs/reliability.md, "The installed program"):
+//
+//   - absent: the running build is installed and recorded (installed; or,
+//     after the user moved a recorded one aside, reinstalled with the same
+//     digest or upgraded with another one, naming the previous digest);
+//   - present and recorded with the same digest: nothing happens;
+//   - present with none recorded (a project initialized before programs
+//     were recorded): it is recorded as adopted, unless it is a partial
+//     copy of the running build (an older build's interrupted install),
+//     which is refused with the repair (adapters.CheckOwnCopy);
+//   - present and different from the record: an *adapters.ProgramError
+//     with the repair; the file is never replaced.
+//
+// The file is created before its event is appended: a failure in between
+// leaves an unrecorded program, which the next init adopts.
+func (pr *project) installProgram(ctx context.Context, g *Globals) error {
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var rec *projections.Program
+	var version uint64
+	err = st.View(func(r *bolt.Reader) error {
+		version = r.StreamVersion(events.StoreStream)
+		p, ok, err := projections.ProgramOf(r.Projection(projections.ManifestName))
+		if ok {
+			rec = &p
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	have, exists, err := adapters.IdentifyProgram(pr.root)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
+	}
+	switch {
+	case exists && rec != nil && have.SHA256 == rec.SHA256:
+		return nil
+	case exists && rec != nil:
+		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: recordOf(*rec)}
+	}
+	// Absent, or there without a record: install the running build, or
+	// adopt what is there unless it is a partial copy of this build
+	// (installOwn refuses that with the repair).
+	data, err := runningBuild()
+	if err != nil {
+		return err
+	}
+	created, err := pr.installOwn(adapters.BinaryPath, data, 0o755)
+	if err != nil {
+		return err
+	}
+	reason := events.ProgramReasonAdopted
+	if created {
+		if have, err = pr.identifyProgram(); err != nil {
+			return err
+		}
+		switch {
+		case rec == nil:
+			reason = events.ProgramReasonInstalled
+		case rec.SHA256 == have.SHA256:
+			reason = events.ProgramReasonReinstalled
+		default:
+			reason = events.ProgramReasonUpgraded
+		}
+	}
+	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
+		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version}
+	if rec != nil && rec.SHA256 != have.SHA256 {
+		p.PreviousSHA256 = rec.SHA256
+	}
+	e, err := g.Factory("cli").New(events.StoreStream, events.TypeProgramInstalled, p)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Append(ctx, events.StoreStream, int64(version), e); err != nil {
+		return fmt.Errorf("record %s: %w", adapters.BinaryPath, err)
+	}
+	return nil
+}
+
+// runningBuild is the bytes of the running tree-ring.
+func runningBuild() ([]byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locate the running binary: %w", err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		return nil, fmt.Errorf("read the running binary: %w", unwrapPath(err))
+	}
+	return data, nil
+}
+
+// identifyProgram reads back what landed at adapters.BinaryPath.
+func (pr *project) identifyProgram() (adapters.ProgramRecord, error) {
+	have, exists, err := adapters.IdentifyProgram(pr.root)
+	if err == nil && !exists {
+		err = errors.New("it vanished right after it was created")
+	}
+	if err != nil {
+		return have, fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
+	}
+	return have, nil
+}
+
+// recordOf is a recorded program as the adapters check it.
+func recordOf(p projections.Program) adapters.ProgramRecord {
+	return adapters.ProgramRecord{SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// programEvents are the program.installed payloads, oldest first.
+func (p *hp) programEvents() []events.ProgramInstalled {
+	p.t.Helper()
+	var out []events.ProgramInstalled
+	for _, l := range strings.Split(strings.TrimSpace(p.ok("", "events", "--type", events.TypeProgramInstalled)), "\n") {
+		if l == "" {
+			continue
+		}
+		var e struct{ Payload events.ProgramInstalled }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			p.t.Fatal(err)
+		}
+		out = append(out, e.Payload)
+	}
+	return out
+}
+
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// The installed program is part of the proof (issue 12 item 4): init
+// records it; a truncated, replaced, missing or non-executable program is
+// failed in status and refused by the hook, with the exact repair, and no
+// receipt is written.
+func TestInstalledProgramDamaged(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		diag   string
+		repair string
+	}{
+		{"truncated", func(t *testing.T, path string) { os.Truncate(path, 5) }, adapters.ProgramDiffers, "move it aside"},
+		{"replaced, same size", func(t *testing.T, path string) {
+			b, _ := os.ReadFile(path)
+			b[len(b)-2] = '1'
+			os.Remove(path)
+			os.WriteFile(path, b, 0o755)
+		}, adapters.ProgramDiffers, "run `tree-ring init`"},
+		{"missing", func(t *testing.T, path string) { os.Remove(path) }, adapters.ProgramMissing, "run `tree-ring init`"},
+		{"not executable", func(t *testing.T, path string) { os.Chmod(path, 0o644) }, adapters.ProgramNotExecutable, "chmod 755"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newHP(t, ".codex", ".claude")
+			bin := filepath.Join(p.dir, adapters.BinaryPath)
+			stub := sha256File(t, bin)
+			p.init()
+			evs := p.programEvents()
+			if len(evs) != 1 || evs[0].Reason != events.ProgramReasonAdopted || evs[0].SHA256 != stub || evs[0].Path != adapters.BinaryPath {
+				t.Fatalf("program events %+v, want the stub adopted", evs)
+			}
+			if r := p.hook("codex", p.payload("codex", "session-start.json", nil)); r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			receipts := p.receipts()
+			c.damage(t, bin)
+			all := p.status()
+			for _, id := range []string{"codex", "claude-code"} {
+				st := all[id]
+				if st["state"] != "failed" || st["diagnostic"] != c.diag || !strings.Contains(st["next_step"].(string), c.repair) {
+					t.Fatalf("%s: %v", id, st)
+				}
+			}
+			r := p.hook("codex", p.payload("codex", "session-start.json", nil))
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, adapters.BinaryPath) || !strings.Contains(r.stderr, c.repair) {
+				t.Fatalf("hook: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			if got := p.receipts(); len(got) != len(receipts) {
+				t.Fatalf("a receipt was written: %v", got)
+			}
+		})
+	}
+}
+
+// Upgrading is a recorded event, never a silent swap: init never replaces
+// a program that differs from the record (the file is untouched and the
+// message names the repair); after the user moves it aside, init installs
+// the running build and records it as upgraded, naming the previous
+// digest; status is back to awaiting proof.
+func TestInstalledProgramUpgrade(t *testing.T) {
+	p := newHP(t, ".codex")
+	bin := filepath.Join(p.dir, adapters.BinaryPath)
+	p.init()
+	old := sha256File(t, bin)
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho another build\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	swapped := sha256File(t, bin)
+	r := p.run("", "init")
+	if r.code != 2 || !strings.Contains(r.stderr, "differs from the program init recorded") || !strings.Contains(r.stderr, "mv "+adapters.BinaryPath) {
+		t.Fatalf("init over a swapped program: %d %s", r.code, r.stderr)
+	}
+	if sha256File(t, bin) != swapped || len(p.programEvents()) != 1 {
+		t.Fatal("init replaced the program or recorded the swap")
+	}
+	if err := os.Rename(bin, bin+".replaced"); err != nil {
+		t.Fatal(err)
+	}
+	p.init()
+	evs := p.programEvents()
+	exe, _ := os.Executable()
+	if len(evs) != 2 || evs[1].Reason != events.ProgramReasonUpgraded || evs[1].PreviousSHA256 != old || evs[1].SHA256 != sha256File(t, exe) {
+		t.Fatalf("program events %+v", evs)
+	}
+	if evs[1].SHA256 != sha256File(t, bin) {
+		t.Fatal("the recorded digest is not the installed file's")
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed program: %v %v", fi, err)
+	}
+	if st := p.state("codex"); st != "configured-awaiting-proof" {
+		t.Fatalf("after the upgrade: %s", st)
+	}
+	if r := p.hook("codex", p.payload("codex", "session-start.json", nil)); r.code != 0 {
+		t.Fatalf("hook after the upgrade: %s", r.stderr)
+	}
+	// Init again: nothing to do, nothing recorded.
+	p.init()
+	if n := len(p.programEvents()); n != 2 {
+		t.Fatalf("%d program events after a no-op init", n)
+	}
+}
+
+// The observed failure: init installed the real binary, a half-written
+// copy later stands in its place; every hook command line then dies of a
+// signal, and status (run by another tree-ring) says failed with the repair.
+func TestInstalledProgramTruncatedE2E(t *testing.T) {
+	p := newE2E(t, ".codex")
+	bin := filepath.Join(p.dir, adapters.BinaryPath)
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(bin, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	r := p.exec(p.dir, "", p.bin, "--json", "integrations", "status")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var s struct {
+		Integrations []map[string]any `json:"integrations"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range s.Integrations {
+		found = found || e["id"] == "codex"
+		if e["id"] == "codex" && (e["state"] != "failed" || e["diagnostic"] != adapters.ProgramDiffers ||
+			!strings.Contains(e["next_step"].(string), "is shorter than the program init recorded")) {
+			t.Fatalf("codex: %v", e)
+		}
+	}
+	if !found {
+		t.Fatal("status lists no codex")
+	}
+}
