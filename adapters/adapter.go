@@ -116,8 +116,11 @@ type Adapter struct {
 	// passive binding document; any other record needs review.
 	PassiveBinding bool
 	// TrustGate: the host can skip our hooks until the user trusts the
-	// project, so needs-trust is a state its preflight may prove from.
-	TrustGate bool
+	// project, so needs-trust is a state its preflight may prove from; with
+	// an Inspect, status reads the host's trust settings (read-only) and
+	// reports needs-trust while the host would skip the bridge. nil: no
+	// gate.
+	TrustGate *TrustGate
 	// DirectPreflight: `integrations preflight` may run in direct mode
 	// (identity flags, JSON output) for this harness.
 	DirectPreflight bool
@@ -132,7 +135,11 @@ type Adapter struct {
 	// per session, guarded by the run ledger, not by that flag alone.
 	CheckpointOncePerSession bool
 	// Trust reads, read-only, the host's own decision whether it runs this
-	// project's hooks (nil: no trust gate Tree Ring can read). Status
+	// project's hooks, for a host whose verdict is one of TrustDecision
+	// (Gemini CLI, Pi; nil: none; Codex's two layers, which need a
+	// diagnostic and per-config lines, go through TrustGate.Inspect).
+	// TrustStep is also what init and activate add to a fresh bridge's
+	// next step. Status
 	// reports needs-trust with TrustStep of the decision while it is not
 	// Trusted, and that decision supersedes a recorded needs-trust.
 	Trust     TrustCheck

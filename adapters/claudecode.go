@@ -25,7 +25,7 @@ func init() {
 	contract.ContextFormats = []string{"claude-session-start"}
 	register(&Adapter{
 		ID: "claude-code", Name: "Claude Code", Version: "4", Capability: NativePreflight, Support: Maintained,
-		TrustGate:      true,
+		TrustGate:      &TrustGate{},
 		Executable:     "claude",
 		ProjectMarkers: []string{".claude", "CLAUDE.md"},
 		HomeMarkers:    []string{".claude"},

@@ -19,7 +19,7 @@ const (
 func init() {
 	register(&Adapter{
 		ID: "codex", Name: "Codex", Version: "4", Capability: NativePreflight, Support: Maintained,
-		TrustGate: true, DirectPreflight: true,
+		TrustGate: &TrustGate{Inspect: codexTrust}, TrustStep: func(TrustDecision) string { return codexTrustStep }, DirectPreflight: true,
 		Executable:     "codex",
 		ProjectMarkers: []string{".codex", "AGENTS.md"},
 		HomeMarkers:    []string{".codex"},
@@ -33,6 +33,10 @@ func init() {
 		material:      codexMaterial,
 	})
 }
+
+const codexTrustStep = "Trust the project (`codex exec --trust` once, or the trust prompt of an interactive `codex` session) " +
+	"and Tree Ring's hooks (`/hooks` in an interactive `codex` session; `codex exec` has no review screen); " +
+	"`tree-ring integrations status` prints the exact `config.toml` lines."
 
 func codexMaterial(Context) Material {
 	block := MarkdownBlockText(codexBlockID, codexBlockBody)

@@ -52,7 +52,7 @@ func init() {
 			// with the stderr as the next prompt.
 			FailureExit: NonBlockingExit,
 		},
-		TrustGate:                true,
+		TrustGate:                &TrustGate{},
 		CheckpointOncePerSession: true,
 		Trust:                    geminiFolderTrust,
 		TrustStep:                func(TrustDecision) string { return geminiTrustStep },

@@ -14,7 +14,7 @@ const piExtension = ".pi/extensions/tree-ring-memory.ts"
 func init() {
 	register(&Adapter{
 		ID: "pi", Name: "Pi", Version: "1", Capability: NativePreflight, Support: Maintained,
-		TrustGate:      true,
+		TrustGate:      &TrustGate{},
 		Executable:     "pi",
 		ProjectMarkers: []string{".pi", "pi.toml"},
 		HomeMarkers:    []string{".pi"},

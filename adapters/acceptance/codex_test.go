@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,59 +15,48 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tree-ring/tree-ring/adapters"
 )
 
-// codexHookEvents maps the hooks.json event names to the snake-case names
-// in Codex's hook keys.
-var codexHookEvents = map[string]string{
-	"SessionStart": "session_start", "SubagentStart": "subagent_start", "Stop": "stop", "SubagentStop": "subagent_stop",
-}
-
-// codexHookHashes computes Codex 0.169's trusted_hash of each hook in
-// hooks.json: SHA-256 of the sorted-key compact JSON of {event_name,
-// matcher, hooks:[{type, command, timeout, async:false, statusMessage,
-// additionalContextLimit}]}, fields absent from the file left out (the
-// research notes' formula, checked against the client's own hooks/list
-// below). Keys are "<hooks.json path>:<event>:<group>:<handler>".
+// codexHookHashes is Codex 0.169's trusted_hash of each hook in hooksFile
+// as status computes it (adapters.CodexHookHashes), checked against the
+// client's own hooks/list in TestCodex.
 func codexHookHashes(t *testing.T, hooksFile string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(hooksFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Hooks map[string][]map[string]any `json:"hooks"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	h, err := adapters.CodexHookHashes(hooksFile, b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	for event, groups := range doc.Hooks {
-		for gi, g := range groups {
-			handlers, _ := g["hooks"].([]any)
-			for hi, h := range handlers {
-				hm := map[string]any{"async": false}
-				for _, k := range []string{"type", "command", "timeout", "statusMessage", "additionalContextLimit"} {
-					if v, ok := h.(map[string]any)[k]; ok {
-						hm[k] = v
-					}
-				}
-				entry := map[string]any{"event_name": codexHookEvents[event], "hooks": []any{hm}}
-				if m, ok := g["matcher"]; ok {
-					entry["matcher"] = m
-				}
-				var buf bytes.Buffer
-				enc := json.NewEncoder(&buf)
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(entry); err != nil {
-					t.Fatal(err)
-				}
-				sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-				out[fmt.Sprintf("%s:%s:%d:%d", hooksFile, codexHookEvents[event], gi, hi)] = "sha256:" + hex.EncodeToString(sum[:])
-			}
-		}
+	return h
+}
+
+// trustCodex writes $HOME/.codex/config.toml with both of Codex's trust
+// layers for p (status reads it as Codex does), checking that status says
+// needs-trust before, with project trust only, and configured-awaiting-proof
+// after.
+func (p *project) trustCodex(mockURL string) {
+	p.t.Helper()
+	root, err := filepath.EvalSymlinks(p.dir)
+	if err != nil {
+		p.t.Fatal(err)
 	}
-	return out
+	if st := p.state("codex"); st != "needs-trust" {
+		p.s.fatalf("trust status", "codex is %s before its trust is written, want needs-trust", st)
+	}
+	writeFile(p.t, filepath.Join(p.home, ".codex", "config.toml"), codexConfig(mockURL, root, nil))
+	if st := p.state("codex"); st != "needs-trust" {
+		p.s.fatalf("trust status", "codex is %s with project trust only, want needs-trust", st)
+	}
+	writeFile(p.t, filepath.Join(p.home, ".codex", "config.toml"),
+		codexConfig(mockURL, root, codexHookHashes(p.t, filepath.Join(root, ".codex", "hooks.json"))))
+	if st := p.state("codex"); st != "configured-awaiting-proof" {
+		p.s.fatalf("trust status", "codex is %s with both trust layers, want configured-awaiting-proof", st)
+	}
 }
 
 // codexListHooks asks the client's app-server (JSON-RPC over stdio) for
@@ -173,8 +160,14 @@ func TestCodex(t *testing.T) {
 	env := p.env("CODEX_HOME="+codexHome, "MOCK_API_KEY=dummy")
 	config := filepath.Join(codexHome, "config.toml")
 	// Project trust first; then check our hook hashes against the client's.
+	if st := p.state("codex"); st != "needs-trust" {
+		s.fatalf("trust status", "codex is %s without a Codex config, want needs-trust", st)
+	}
 	if err := os.WriteFile(config, []byte(codexConfig(m.URL(), root, nil)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if st := p.state("codex"); st != "needs-trust" {
+		s.fatalf("trust status", "codex is %s with project trust only, want needs-trust", st)
 	}
 	ours := codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))
 	theirs := codexListHooks(t, s, codex, root, env)
@@ -188,6 +181,9 @@ func TestCodex(t *testing.T) {
 	}
 	if err := os.WriteFile(config, []byte(codexConfig(m.URL(), root, ours)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if st := p.state("codex"); st != "configured-awaiting-proof" {
+		s.fatalf("trust status", "codex is %s with both trust layers, want configured-awaiting-proof", st)
 	}
 
 	out, errs, code := p.run(p.dir, 4*time.Minute, env, "", codex, "exec", "--json", mainPrompt)
@@ -227,7 +223,9 @@ func codexWait(r *Request) *ToolCall {
 // detection relies on: without project trust, or with project trust but
 // no per-hook trust, `codex exec` runs no project hook (the brief never
 // reaches the model and no receipt is written); the hook-trust bypass flag
-// works together with project trust.
+// works together with project trust; project trust is by the exact root.
+// After each run, status says what the settings say: needs-trust unless
+// both layers hold (the bypass flag trusts nothing for the next session).
 func TestCodexTrustGates(t *testing.T) {
 	requireAcceptance(t)
 	c := codexCLI
@@ -235,6 +233,7 @@ func TestCodexTrustGates(t *testing.T) {
 	for _, g := range []struct {
 		name        string
 		project     bool
+		parent      bool // project trust on the parent directory instead
 		hookTrust   bool
 		args        []string
 		wantHooks   bool
@@ -245,6 +244,9 @@ func TestCodexTrustGates(t *testing.T) {
 		{name: "trusted project, untrusted hooks", project: true},
 		{name: "trusted project, --dangerously-bypass-hook-trust", project: true, args: []string{"--dangerously-bypass-hook-trust"}, wantHooks: true},
 		{name: "trusted project and hooks", project: true, hookTrust: true, wantHooks: true},
+		// Project trust is by the exact root: a trusted parent directory
+		// does not count (status reads the exact key too).
+		{name: "trusted parent directory and hooks", project: true, parent: true, hookTrust: true},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			s := step{t, c.String() + " (" + g.name + ")"}
@@ -263,6 +265,9 @@ func TestCodexTrustGates(t *testing.T) {
 			if g.project {
 				trusted = root
 			}
+			if g.parent {
+				trusted = filepath.Dir(root)
+			}
 			home := filepath.Join(p.home, ".codex")
 			writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), trusted, hashes))
 			args := append([]string{"exec", "--json"}, g.args...)
@@ -277,8 +282,14 @@ func TestCodexTrustGates(t *testing.T) {
 			if g.wantWarning != "" && !strings.Contains(errs, g.wantWarning) {
 				s.fatalf("trust gate", "stderr lacks %q: %s", g.wantWarning, tailS(errs, 10))
 			}
-			if !g.wantHooks {
-				t.Logf("%s: no hook ran, status says %s (status does not read Codex trust yet: issue 12 item 2)", s.client, p.state("codex"))
+			// Status reads the settings, not the flags of one run: the
+			// bypass flag trusts nothing for the next session.
+			want := "needs-trust"
+			if g.wantHooks && g.hookTrust {
+				want = "active"
+			}
+			if st := p.state("codex"); st != want {
+				s.fatalf("trust status", "status says %s, want %s", st, want)
 			}
 		})
 	}

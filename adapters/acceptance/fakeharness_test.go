@@ -128,6 +128,11 @@ func TestFakeHarness(t *testing.T) {
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			if h == "codex" {
+				// The fake harness plays a Codex that trusts the project
+				// and its hooks; status must see both layers first.
+				p.trustCodex("http://127.0.0.1:9")
+			}
 			const canary = "CANARY-fake-0b7d31e2-never-store"
 			mark := func(m map[string]any) {
 				m["transcript_path"] = "/home/u/" + canary + ".jsonl"

@@ -13,7 +13,6 @@ import (
 const (
 	NextActive         = "No action required for the receipt-backed session."
 	NextActiveIsolated = "Bind the harness to this project's canonical store before claiming shared use."
-	NextAwaitingProof  = "Run the adapter preflight at the start of a new harness session."
 	NextNeedsPlugin    = "Install or enable the compatible separate tree_ring_memory Agent Zero plugin."
 	NextUnsupported    = "Author and register a native harness adapter before claiming Tree Ring activation."
 	NextPlan           = "Apply the reviewed bridge plan, then complete adapter-specific preflight and receipt verification."
@@ -32,6 +31,15 @@ func NextFailedWith(a *adapters.Adapter, code string) string {
 // NextReview is the creation-only review sentence for harness id.
 func NextReview(id string) string {
 	return "Tree Ring will not replace or remove an existing " + id + " bridge entry; review and reconcile it before retrying."
+}
+
+// NextAwaitingProof is the step of a harness whose bridge is in place
+// without proof: the harness itself must run it. (The Rust
+// implementation's "Run the adapter preflight ..." read as an invitation
+// to run `integrations preflight` by hand, which proves nothing about the
+// harness.)
+func NextAwaitingProof(name string) string {
+	return "Open a new " + name + " session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`."
 }
 
 // NextAfterActivate is the step after a successful activate or link without
@@ -58,7 +66,7 @@ func NextFor(a *adapters.Adapter, s fsm.State, afterActivate bool) string {
 		if afterActivate {
 			return NextAfterActivate(a.Name)
 		}
-		return NextAwaitingProof
+		return NextAwaitingProof(a.Name)
 	case fsm.NeedsTrust:
 		if a.TrustStep != nil {
 			// Not read live here: the step that covers every host release.

@@ -1,6 +1,7 @@
 package activation
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
@@ -71,9 +72,18 @@ type Live interface {
 	// entered the proven states that passes the eight verification rules
 	// against the recomputed bridge fingerprint.
 	NewestReceipt(recomputed string) Found
+	// Program is the installed program's refusal (an
+	// *adapters.ProgramError: missing, not executable, differs from the
+	// recorded digest), nil when it is the recorded one or none is
+	// recorded. Every bridge runs the same file, so a caller may compute it
+	// once for all harnesses.
+	Program() error
 	// HostTrust is the host's own trust decision for the project, read
 	// read-only (asked only of a harness whose adapter has a Trust check).
 	HostTrust() adapters.TrustDecision
+	// Trust is the host's trust verdict, asked only of a harness whose
+	// TrustGate can be inspected (Codex).
+	Trust() adapters.Trust
 }
 
 // Found is the receipt search's result.
@@ -92,7 +102,10 @@ type Status struct {
 	Recomputed string   // the bridge fingerprint on disk, when inspected
 	Changed    []string // paths that differ on disk, when inspected
 	Plugin     string   // the descriptor's refusal, for a plugin-proven harness
-	Diagnostic string   // the failed preflight's diagnostic code, when failed
+	// Diagnostic is the code of a failed state: the failed preflight's
+	// (recorded), or what status found live (the installed program, a
+	// host's unreadable trust settings).
+	Diagnostic string
 	Found
 }
 
@@ -132,6 +145,12 @@ func Listed(detected bool, e Evidence) bool {
 //     names another root or store, has no record, its record differs from
 //     the ledger's, is stale, is not the passive binding a passive harness
 //     must publish, or the bridge recomputed from disk differs;
+//   - failed when the installed program every bridge runs is missing, not
+//     executable or not the recorded build (with its repair);
+//   - the ledger's blocked states stand;
+//   - needs-trust while a host whose trust can be read would skip the
+//     bridge (a receipt cannot override it: the next session runs no
+//     hook), failed when its settings cannot be read or parsed;
 //   - needs-trust, with the adapter's step, while a harness whose host
 //     trust gate Tree Ring can read (Gemini CLI, Pi) does not trust the
 //     project, even with a receipt; that live decision also supersedes a
@@ -183,6 +202,13 @@ func Assess(e Evidence, live Live) Status {
 	if !ok {
 		return s
 	}
+	if err := live.Program(); err != nil {
+		var pe *adapters.ProgramError
+		if errors.As(err, &pe) {
+			s.Diagnostic = pe.Code
+		}
+		return s.set(fsm.Failed, sentence(err.Error()))
+	}
 	if blocked(e) {
 		return s.recorded(e)
 	}
@@ -192,6 +218,15 @@ func Assess(e Evidence, live Live) Status {
 		// new evidence: the host's own decision, read live.
 		if trust = live.HostTrust(); trust != adapters.Trusted && trust != adapters.GateUnknown {
 			return s.set(fsm.NeedsTrust, a.TrustStep(trust))
+		}
+	}
+	if g := a.TrustGate; g != nil && g.Inspect != nil {
+		switch t := live.Trust(); {
+		case t.Diagnostic != "":
+			s.Diagnostic = t.Diagnostic
+			return s.set(fsm.Failed, t.Next)
+		case !t.Granted:
+			return s.set(fsm.NeedsTrust, t.Next)
 		}
 	}
 	if fsm.Proven(e.LedgerState) {
@@ -206,7 +241,7 @@ func Assess(e Evidence, live Live) Status {
 	if trust == adapters.GateUnknown {
 		return s.set(fsm.NeedsTrust, a.TrustStep(trust))
 	}
-	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof)
+	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof(a.Name))
 }
 
 // checkBridge recomputes rec's bridge from disk into s: the fingerprint
@@ -266,4 +301,12 @@ func manifestWhy(e Evidence) string {
 		return adapters.ManifestPath + " names another project root or store"
 	}
 	return adapters.ManifestPath + " is " + e.Manifest
+}
+
+// sentence capitalizes an error message and ends it with a full stop.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
 }

@@ -21,12 +21,24 @@ type fakeLive struct {
 	found    activation.Found
 	asked    []string
 	recorded string
-	trust    adapters.TrustDecision
+	program  error
+	trust    *adapters.Trust // nil: granted
+	host     adapters.TrustDecision
 }
 
 func (f *fakeLive) HostTrust() adapters.TrustDecision {
 	f.asked = append(f.asked, "trust")
-	return f.trust
+	return f.host
+}
+
+func (f *fakeLive) Program() error { f.asked = append(f.asked, "program"); return f.program }
+
+func (f *fakeLive) Trust() adapters.Trust {
+	f.asked = append(f.asked, "trust")
+	if f.trust == nil {
+		return adapters.Trust{Granted: true}
+	}
+	return *f.trust
 }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
@@ -123,51 +135,59 @@ func TestAssessEveryState(t *testing.T) {
 		{"ledger record differs", with(ok(fsm.Active), func(e *activation.Evidence) { e.LedgerRecord = published(&other) }),
 			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " Its record", "", ""},
 		{"ledger record unpublished, trust stands", with(ok(fsm.NeedsTrust), func(e *activation.Evidence) { e.LedgerRecord = nil }),
-			fakeLive{}, fsm.NeedsTrust, activation.NextTrust("Codex"), "", ""},
+			fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), "", ""},
 		{"not the passive binding", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: &azNotPassive, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(&azNotPassive)}, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "", "plugin"},
 		{"bridge changed on disk", ok(fsm.Active), fakeLive{fp: "changed", changed: []string{".codex/hooks.json"}},
 			fsm.NeedsUserReview, activation.NextReview("codex") + " Changed on disk: .codex/hooks.json.", activation.BridgeChanged, "bridge"},
 		{"bridge unreadable", ok(fsm.Active), fakeLive{bridge: errors.New("denied")},
 			fsm.NeedsUserReview, activation.NextReview("codex"), activation.BridgeChanged, "bridge"},
-		{"needs-trust stands", ok(fsm.NeedsTrust), fakeLive{}, fsm.NeedsTrust, activation.NextTrust("Codex"), activation.BridgeMatch, "bridge"},
-		{"needs-project-mount stands", ok(fsm.NeedsProjectMount), fakeLive{}, fsm.NeedsProjectMount, activation.NextMount, activation.BridgeMatch, "bridge"},
-		{"needs-plugin is blocked for a harness no plugin proves", ok(fsm.NeedsPlugin), fakeLive{}, fsm.NeedsPlugin, activation.NextNeedsPlugin, activation.BridgeMatch, "bridge"},
-		{"awaiting proof", ok(fsm.ConfiguredAwaitingProof), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge"},
+		{"needs-trust stands", ok(fsm.NeedsTrust), fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program"},
+		{"needs-project-mount stands", ok(fsm.NeedsProjectMount), fakeLive{}, fsm.NeedsProjectMount, activation.NextMount, activation.BridgeMatch, "bridge program"},
+		{"needs-plugin is blocked for a harness no plugin proves", ok(fsm.NeedsPlugin), fakeLive{}, fsm.NeedsPlugin, activation.NextNeedsPlugin, activation.BridgeMatch, "bridge program"},
+		{"awaiting proof", ok(fsm.ConfiguredAwaitingProof), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "bridge program trust"},
 		{"proven without a valid receipt", ok(fsm.Active), fakeLive{found: activation.Found{Rejected: 2}},
-			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge receipt"},
-		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge receipt"},
-		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge receipt"},
-		{"the host does not trust the folder", gem(fsm.ConfiguredAwaitingProof), fakeLive{trust: adapters.TrustUnknown},
-			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge trust"},
-		{"the host distrusts the folder: proven, but no receipt is read", gem(fsm.Active), fakeLive{trust: adapters.Untrusted},
-			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge trust"},
-		{"the host trusts the folder", gem(fsm.Active), fakeLive{trust: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
-		{"a recorded failure stands over trust", gem(fsm.Failed), fakeLive{trust: adapters.TrustUnknown},
-			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "bridge"},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "bridge program trust receipt"},
+		{"program missing", ok(fsm.Active), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramMissing}},
+			fsm.Failed, "The installed program .tree-ring/bin/tree-ring is missing", activation.BridgeMatch, "bridge program"},
+		{"program differs, before a blocked state", ok(fsm.NeedsUserReview), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramDiffers}},
+			fsm.Failed, "The installed program .tree-ring/bin/tree-ring differs", activation.BridgeMatch, "bridge program"},
+		{"untrusted host overrides a receipt", ok(fsm.Active), fakeLive{trust: &adapters.Trust{Next: "trust it"},
+			found: activation.Found{Receipt: activeReceipt}}, fsm.NeedsTrust, "trust it", activation.BridgeMatch, "bridge program trust"},
+		{"host settings unreadable", ok(fsm.ConfiguredAwaitingProof), fakeLive{trust: &adapters.Trust{Diagnostic: "x", Next: "repair it"}},
+			fsm.Failed, "repair it", activation.BridgeMatch, "bridge program trust"},
+		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge program trust receipt"},
+		{"the host does not trust the folder", gem(fsm.ConfiguredAwaitingProof), fakeLive{host: adapters.TrustUnknown},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program trust"},
+		{"the host distrusts the folder: proven, but no receipt is read", gem(fsm.Active), fakeLive{host: adapters.Untrusted},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program trust"},
+		{"the host trusts the folder", gem(fsm.Active), fakeLive{host: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+		{"a recorded failure stands over trust", gem(fsm.Failed), fakeLive{host: adapters.TrustUnknown},
+			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "bridge program"},
 		// Pi records needs-trust; the installed Pi's own decision, read
 		// live, supersedes it.
-		{"pi without a gate (0.73) or trusted: awaiting proof", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.Trusted},
-			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "bridge trust"},
-		{"pi gated and untrusted", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.TrustUnknown},
-			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge trust"},
-		{"pi gated and distrusted", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.Untrusted},
-			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge trust"},
-		{"pi version unknown", piAt(fsm.NeedsTrust), fakeLive{trust: adapters.GateUnknown},
-			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge trust"},
-		{"pi version unknown, but a receipt shows Pi ran the bridge", piAt(fsm.Active), fakeLive{trust: adapters.GateUnknown, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
-		{"pi version unknown, proven without a valid receipt", piAt(fsm.Active), fakeLive{trust: adapters.GateUnknown, found: activation.Found{Rejected: 1}},
-			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge trust receipt"},
-		{"pi proven, then the trust withdrawn", piAt(fsm.Active), fakeLive{trust: adapters.Untrusted},
-			fsm.NeedsTrust, "The installed Pi skips", activation.BridgeMatch, "bridge trust"},
-		{"pi trusted with a receipt", piAt(fsm.Active), fakeLive{trust: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge trust receipt"},
+		{"pi without a gate (0.73) or trusted: awaiting proof", piAt(fsm.NeedsTrust), fakeLive{host: adapters.Trusted},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Pi"), activation.BridgeMatch, "bridge program trust"},
+		{"pi gated and untrusted", piAt(fsm.NeedsTrust), fakeLive{host: adapters.TrustUnknown},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge program trust"},
+		{"pi gated and distrusted", piAt(fsm.NeedsTrust), fakeLive{host: adapters.Untrusted},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge program trust"},
+		{"pi version unknown", piAt(fsm.NeedsTrust), fakeLive{host: adapters.GateUnknown},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge program trust"},
+		{"pi version unknown, but a receipt shows Pi ran the bridge", piAt(fsm.Active), fakeLive{host: adapters.GateUnknown, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+		{"pi version unknown, proven without a valid receipt", piAt(fsm.Active), fakeLive{host: adapters.GateUnknown, found: activation.Found{Rejected: 1}},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge program trust receipt"},
+		{"pi proven, then the trust withdrawn", piAt(fsm.Active), fakeLive{host: adapters.Untrusted},
+			fsm.NeedsTrust, "The installed Pi skips", activation.BridgeMatch, "bridge program trust"},
+		{"pi trusted with a receipt", piAt(fsm.Active), fakeLive{host: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
 		{"pi's failed preflight stands with its diagnostic", with(piAt(fsm.Failed), func(e *activation.Evidence) { e.LedgerDiagnostic = "receipt_write_failed" }),
-			fakeLive{trust: adapters.Trusted}, fsm.Failed, activation.NextFailedWith(pi, "receipt_write_failed"), activation.BridgeMatch, "bridge"},
+			fakeLive{host: adapters.Trusted}, fsm.Failed, activation.NextFailedWith(pi, "receipt_write_failed"), activation.BridgeMatch, "bridge program"},
 		{"plugin found, awaiting its proof", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
-			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof, activation.BridgeMatch, "plugin bridge"},
+			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Agent Zero"), activation.BridgeMatch, "plugin bridge program"},
 	}
 	seen := map[fsm.State]bool{}
 	for _, c := range cases {
@@ -177,10 +197,21 @@ func TestAssessEveryState(t *testing.T) {
 			if got.State != c.state || !strings.HasPrefix(got.Next, c.next) || got.Bridge != c.bridge {
 				t.Errorf("got %s %q bridge %q; want %s %q... bridge %q", got.State, got.Next, got.Bridge, c.state, c.next, c.bridge)
 			}
+			wantDiag := ""
+			if pe, ok := c.live.program.(*adapters.ProgramError); ok {
+				wantDiag = pe.Code
+			} else if c.live.trust != nil {
+				wantDiag = c.live.trust.Diagnostic
+			} else if c.state == fsm.Failed {
+				wantDiag = c.ev.LedgerDiagnostic
+			}
+			if got.Diagnostic != wantDiag {
+				t.Errorf("diagnostic %q, want %q", got.Diagnostic, wantDiag)
+			}
 			if asked := strings.Join(live.asked, " "); asked != c.asked {
 				t.Errorf("live evidence read: %q, want %q", asked, c.asked)
 			}
-			if c.live.found.Receipt != nil && (got.Receipt != c.live.found.Receipt || got.Age != c.live.found.Age) {
+			if strings.Contains(c.asked, "receipt") && c.live.found.Receipt != nil && (got.Receipt != c.live.found.Receipt || got.Age != c.live.found.Age) {
 				t.Errorf("receipt not reported: %+v", got.Found)
 			}
 			if strings.Contains(c.asked, "receipt") && live.recorded != c.ev.Record.BridgeFingerprint {

@@ -116,7 +116,7 @@ func Eligible(harness string, s fsm.State) bool {
 		return true
 	}
 	a, ok := adapters.Lookup(harness)
-	return ok && (s == fsm.NeedsTrust && a.TrustGate || s == fsm.NeedsPlugin && a.PluginDescriptor)
+	return ok && (s == fsm.NeedsTrust && a.TrustGate != nil || s == fsm.NeedsPlugin && a.PluginDescriptor)
 }
 
 // Admit refuses, before the ledger is opened, a harness that a plugin
@@ -136,4 +136,18 @@ func PassiveBinding(rec adapters.Record) bool {
 	const binding = ".tree-ring/activation/agent-zero.json"
 	return rec.State == string(fsm.NeedsPlugin) && rec.BridgePath == binding &&
 		len(rec.OwnedFiles) == 1 && rec.OwnedFiles[0].Path == binding && len(rec.ManagedBlocks) == 0
+}
+
+// CheckProgram is the hook's check of the installed program every bridge
+// runs against the ledger's record (nil: none recorded, nothing to check):
+// the quick inspection of adapters.InspectProgram, which hashes the file
+// only when its size matches and its identity (inode, mtime, ctime) is not
+// the recorded one. A refusal is an *adapters.ProgramError naming the
+// repair; no receipt is written.
+func CheckProgram(root *adapters.ProjectRoot, rec *adapters.ProgramRecord) error {
+	if rec == nil {
+		return nil
+	}
+	_, _, err := adapters.InspectProgram(root, *rec, false)
+	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/activation"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 )
@@ -60,6 +61,9 @@ func newHP(t *testing.T, markers ...string) *hp {
 		t.Fatal(err)
 	}
 	p.env["HOME"] = p.home
+	// A Codex that trusts the project and Tree Ring's hooks (status reads
+	// both layers; cmd_integrations_trust_test.go covers the others).
+	p.env["CODEX_HOME"] = writeCodexHome(t, filepath.Join(base, "codex-home"), codexConfig(t, p.dir, true, true))
 	return p
 }
 
@@ -562,7 +566,7 @@ func TestReceipt31DaysOld(t *testing.T) {
 	}
 	p.now = p.now.Add(24 * time.Hour)
 	st := p.status()["codex"]
-	if st["state"] != "configured-awaiting-proof" || st["last_recall_result_count"] != nil || st["next_step"] != "Run the adapter preflight at the start of a new harness session." {
+	if st["state"] != "configured-awaiting-proof" || st["last_recall_result_count"] != nil || st["next_step"] != activation.NextAwaitingProof("Codex") {
 		t.Fatalf("31 days later: %v", st)
 	}
 	if r := p.hook("codex", in); r.code != 0 {

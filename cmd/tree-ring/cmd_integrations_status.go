@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -45,7 +46,8 @@ type statusEntry struct {
 	ReceiptAgeSeconds     *int64   `json:"receipt_age_seconds,omitempty"`
 	LastRecallResultCount *int     `json:"last_recall_result_count,omitempty"`
 	LastRecallQueryClass  string   `json:"last_recall_query_class,omitempty"`
-	// Diagnostic is a failed harness's preflight diagnostic code.
+	// Diagnostic is a failed harness's diagnostic code (a failed
+	// preflight's, or what status found live).
 	Diagnostic string `json:"diagnostic,omitempty"`
 	NextStep   string `json:"next_step"`
 }
@@ -224,7 +226,8 @@ type ledgerView struct {
 	receipts           map[string][]projections.ReceiptEntry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
-	diagnostics        map[string]string // failed harnesses' codes
+	diagnostics        map[string]string       // failed harnesses' codes
+	program            *adapters.ProgramRecord // nil: none recorded
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -245,11 +248,13 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	}
 	ev.ledger = ledger
 	lv := &ledgerView{}
+	prog := &programCheck{pr: pr}
 	if ledger {
 		if lv, err = readLedgerView(ctx, g, now); err != nil {
 			return nil, err
 		}
 		ev.storeID = lv.storeID
+		prog.rec = lv.program
 		if ev.manifest == activation.ManifestPresent && (m.StoreID != lv.storeID || m.ProjectRootFingerprint != lv.projectFP) {
 			ev.manifest = activation.ManifestMismatch
 		}
@@ -261,7 +266,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 			continue
 		}
 		ev.harnesses = append(ev.harnesses, h)
-		live := &liveEvidence{g: g, pr: pr, m: m, a: a, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
+		live := &liveEvidence{g: g, pr: pr, m: m, a: a, program: prog, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
 		if !ledger && ev.manifest == activation.ManifestPresent {
 			// Another writer's manifest, not adopted yet (adopt.go).
 			ev.storeID = m.StoreID
@@ -329,6 +334,12 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 			return err
 		}
 		lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
+		if p, ok, err := projections.ProgramOf(mkv); err != nil {
+			return err
+		} else if ok {
+			r := recordOf(p)
+			lv.program = &r
+		}
 		for _, a := range adapters.All() {
 			lv.versions[a.ID] = r.StreamVersion(events.HarnessStream(a.ID))
 			if rec, ok, err := projections.ManifestRecordOf(mkv, a.ID); err != nil {
@@ -380,15 +391,41 @@ type liveEvidence struct {
 	entries []projections.ReceiptEntry // newest first
 	proof   projections.ReceiptProof
 	now     time.Time
+	program *programCheck
+}
+
+// programCheck verifies the installed program against its record once
+// for every harness of one evaluation (a full digest: tens of
+// milliseconds for the release binary).
+type programCheck struct {
+	pr   *project
+	rec  *adapters.ProgramRecord
+	once sync.Once
+	err  error
+}
+
+func (c *programCheck) result() error {
+	c.once.Do(func() {
+		if c.rec != nil {
+			_, _, c.err = adapters.InspectProgram(c.pr.root, *c.rec, true)
+		}
+	})
+	return c.err
+}
+
+func (l *liveEvidence) Program() error { return l.program.result() }
+
+func (l *liveEvidence) HostTrust() adapters.TrustDecision {
+	return l.a.Trust(l.g.Getenv, l.pr.canonical)
+}
+
+func (l *liveEvidence) Trust() adapters.Trust {
+	return l.a.TrustGate.Inspect(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv})
 }
 
 func (l *liveEvidence) Plugin() error {
 	_, err := preflight.LoadDescriptor(l.g.Getenv(preflight.DescriptorEnv), l.pr.canonical)
 	return err
-}
-
-func (l *liveEvidence) HostTrust() adapters.TrustDecision {
-	return l.a.Trust(l.g.Getenv, l.pr.canonical)
 }
 
 func (l *liveEvidence) Bridge(rec adapters.Record) (string, []string, error) {

@@ -727,12 +727,12 @@ func TestHumanOutput(t *testing.T) {
 	got := p.ok("init")
 	want := "Tree Ring Memory initialized.\n" +
 		"Agent Zero: needs-plugin\n  next: Install or enable the compatible separate tree_ring_memory Agent Zero plugin.\n" +
-		"Codex: configured-awaiting-proof\n  next: Open a new Codex session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`.\n"
+		"Codex: configured-awaiting-proof\n  next: Open a new Codex session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`. Until Codex trusts this folder it skips the project's hooks. " + codexAdapter(t).TrustStep(adapters.TrustUnknown) + "\n"
 	if got != want {
 		t.Fatalf("init:\n%s\nwant:\n%s", got, want)
 	}
 	got = p.ok("integrations", "link", "--harness", "codex")
-	want = "codex: configured-awaiting-proof\n  next: Open a new Codex session so its preflight runs, then check `tree-ring integrations status --verbose` for the receipt.\n"
+	want = "codex: configured-awaiting-proof\n  next: Open a new Codex session so its preflight runs, then check `tree-ring integrations status --verbose` for the receipt. Until Codex trusts this folder it skips the project's hooks. " + codexAdapter(t).TrustStep(adapters.TrustUnknown) + "\n"
 	if got != want {
 		t.Fatalf("link:\n%s\nwant:\n%s", got, want)
 	}
@@ -887,4 +887,13 @@ func TestManifestIsCreateOnly(t *testing.T) {
 	if w.read(".tree-ring/activation.json") != foreign {
 		t.Fatal("a foreign manifest was replaced")
 	}
+}
+
+func codexAdapter(t *testing.T) *adapters.Adapter {
+	t.Helper()
+	a, ok := adapters.Lookup("codex")
+	if !ok {
+		t.Fatal("no codex adapter")
+	}
+	return a
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events/eventstest"
 )
 
@@ -83,4 +85,48 @@ func buildBinary(t *testing.T) string {
 		t.Fatal(binErr)
 	}
 	return binPath
+}
+
+// codexConfig is a Codex config.toml for project: project trust when
+// trustProject, and the trusted_hash of each hook Tree Ring publishes when
+// trustHooks (the two layers Codex 0.169 needs before it runs a hook).
+func codexConfig(t *testing.T, project string, trustProject, trustHooks bool) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("model = \"m\"\n")
+	if trustProject {
+		fmt.Fprintf(&b, "\n[projects.%q]\ntrust_level = \"trusted\"\n", project)
+	}
+	if trustHooks {
+		hashes, err := adapters.CodexHookHashes(filepath.Join(project, ".codex", "hooks.json"), adapters.CodexHooksJSON())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range sortedKeys(hashes) {
+			fmt.Fprintf(&b, "\n[hooks.state.%q]\ntrusted_hash = %q\n", k, hashes[k])
+		}
+	}
+	return b.String()
+}
+
+// writeCodexHome writes config as dir/config.toml and returns dir, for
+// CODEX_HOME.
+func writeCodexHome(t *testing.T, dir, config string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }

@@ -1,0 +1,84 @@
+package adapters
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// TrustGate is a host's own trust decision standing between our bridge and
+// its sessions: until the user trusts the project (or our hooks) in the
+// host, it skips the bridge. Tree Ring never changes a host's trust
+// settings; it may only read them.
+type TrustGate struct {
+	// Inspect, when set, reads the host's trust settings read-only and says
+	// whether the host would run this adapter's bridge in the project now.
+	// nil: the host's trust cannot be read from outside (Pi's project
+	// trust, Claude Code's workspace dialog), so the ledger's state stands.
+	Inspect func(TrustQuery) Trust
+}
+
+// TrustQuery is what an inspection may read. Lifetime: one status call.
+type TrustQuery struct {
+	// Project is the canonical absolute project root. It stays in memory:
+	// never logged or recorded (a next step the user reads may name it,
+	// because the host's settings are keyed by it).
+	Project string
+	// Getenv reads the environment (the host's settings location); values
+	// are never logged, recorded or echoed.
+	Getenv func(string) string
+}
+
+// Trust is an inspection's verdict.
+type Trust struct {
+	// Granted: the host would run the bridge.
+	Granted bool
+	// Diagnostic is a code when the settings could not be read or parsed:
+	// the verdict is unknown, which status reports as failed (never a
+	// guess either way).
+	Diagnostic string
+	// Next is the exact step that grants it, or repairs the settings.
+	Next string
+}
+
+// readHostFile reads a host's settings file at an absolute path outside
+// the project (symlinks followed, as the host follows them): exists is
+// false with a nil error when there is none; a non-regular file or one over
+// limit bytes is an error. Errors never name the path.
+func readHostFile(path string, limit int) (data []byte, exists bool, err error) {
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, pathless(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, pathless(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, errors.New("not a regular file")
+	}
+	data, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, false, pathless(err)
+	}
+	if len(data) > limit {
+		return nil, false, &TooLargeError{Path: fi.Name(), Limit: limit}
+	}
+	return data, true, nil
+}
+
+// pathless drops the path of an *fs.PathError, keeping the operation and
+// its cause.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
