@@ -58,6 +58,10 @@ step codec gt ./events -bench . -benchtime 1s
 step strictjson gt ./events/strictjson -bench . -benchtime 1s -benchmem
 step strictjson-v2 env GOEXPERIMENT=jsonv2 go test -run '^$' -timeout 60m ./events/strictjson -bench . -benchtime 1s -benchmem
 
+# The installed program: the hook's quick check, the full digest status
+# computes and a bare stat, on a release-sized (7.7 MB) file.
+step program gt ./adapters -bench InspectProgram -benchtime 2s -count 5
+
 # FSM replay of 100k harness events.
 step replay gt ./fsm -bench Replay100k -benchtime 3x -count 3
 
