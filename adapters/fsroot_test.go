@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func openTestRoot(t *testing.T) (*ProjectRoot, string) {
+func openTestRoot(t testing.TB) (*ProjectRoot, string) {
 	t.Helper()
 	dir, err := CanonicalProjectRoot(t.TempDir())
 	if err != nil {

@@ -16,15 +16,7 @@ import (
 // returns the root, the project path and the record init would append.
 func installed(t testing.TB, data []byte) (*ProjectRoot, string, ProgramRecord) {
 	t.Helper()
-	dir, err := CanonicalProjectRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := OpenProjectRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r, dir := openTestRoot(t)
 	if err := r.CreateFile(BinaryPath, data, 0o755, 0o700); err != nil {
 		t.Fatal(err)
 	}
