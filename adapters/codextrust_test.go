@@ -1,3 +1,5 @@
+//go:build unix
+
 package adapters
 
 import (
@@ -6,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -152,8 +155,17 @@ func TestCodexTrustSettingsLocation(t *testing.T) {
 		{"CODEX_HOME wins over HOME", env("HOME", filepath.Join(dir, "home"), "CODEX_HOME", dir), false, ""},
 		{"neither set", env(), false, DiagCodexHomeUnknown},
 		{"config.toml is a directory", env("CODEX_HOME", dir+"/home"), false, DiagCodexConfigRead},
+		{"config.toml is a fifo", env("CODEX_HOME", dir+"/fifo"), false, DiagCodexConfigRead},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "config.toml is a fifo" {
+				if err := os.MkdirAll(filepath.Join(dir, "fifo"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(filepath.Join(dir, "fifo", "config.toml"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.name == "config.toml is a directory" {
 				if err := os.MkdirAll(filepath.Join(dir, "home", "config.toml"), 0o700); err != nil {
 					t.Fatal(err)

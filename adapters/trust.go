@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // TrustGate is a host's own trust decision standing between our bridge and
@@ -46,9 +47,10 @@ type Trust struct {
 // readHostFile reads a host's settings file at an absolute path outside
 // the project (symlinks followed, as the host follows them): exists is
 // false with a nil error when there is none; a non-regular file or one over
-// limit bytes is an error. Errors never name the path.
+// limit bytes is an error. Errors never name the path. O_NONBLOCK: a fifo
+// put there must not hang status.
 func readHostFile(path string, limit int) (data []byte, exists bool, err error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
