@@ -89,6 +89,13 @@ func TestInstalledProgramDamaged(t *testing.T) {
 			if got := p.receipts(); len(got) != len(receipts) {
 				t.Fatalf("a receipt was written: %v", got)
 			}
+			// The refused preflight is recorded failed with the code.
+			if n := count(p.eventTypes(), "preflight.failed"); n != 1 {
+				t.Fatalf("%d preflight.failed events", n)
+			}
+			if st := p.status()["codex"]; st["state"] != "failed" || st["diagnostic"] != c.diag {
+				t.Fatalf("after the refused hook: %v", st)
+			}
 		})
 	}
 }
