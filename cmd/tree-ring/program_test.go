@@ -184,3 +184,31 @@ func TestInstalledProgramTruncatedE2E(t *testing.T) {
 		t.Fatal("status lists no codex")
 	}
 }
+
+// A half-written copy of this build with no record (an older build's
+// interrupted install) is never adopted: init refuses it with the repair.
+func TestInstalledProgramPartialNotAdopted(t *testing.T) {
+	p := newHP(t, ".codex")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(p.dir, adapters.BinaryPath)
+	if err := os.WriteFile(bin, b[:4096], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := p.run("", "init")
+	if r.code == 0 || !strings.Contains(r.stderr, "partial copy") || !strings.Contains(r.stderr, "remove "+adapters.BinaryPath) {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	if fi, _ := os.Stat(bin); fi.Size() != 4096 {
+		t.Fatal("init replaced the partial copy")
+	}
+	if evs := p.programEvents(); len(evs) != 0 {
+		t.Fatalf("recorded: %+v", evs)
+	}
+}
