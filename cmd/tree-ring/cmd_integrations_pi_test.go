@@ -53,10 +53,10 @@ func TestStatusPiTrust(t *testing.T) {
 		state, next       string
 	}{
 		{"no pi on PATH", "", "", "needs-trust", "Tree Ring could not read the installed Pi's version"},
-		{"Pi 0.73.1 has no trust gate", old, "", "configured-awaiting-proof", "Run the adapter preflight"},
+		{"Pi 0.73.1 has no trust gate", old, "", "configured-awaiting-proof", "Open a new Pi session"},
 		{"Pi 1.6.0, untrusted", gated + string(filepath.ListSeparator) + old, "", "needs-trust", "The installed Pi skips this project's extensions"},
 		{"Pi 1.6.0, distrusted", gated, `{"` + p.dir + `":false}`, "needs-trust", "The installed Pi skips"},
-		{"Pi 1.6.0, trusted", gated, `{"` + p.dir + `":true}`, "configured-awaiting-proof", "Run the adapter preflight"},
+		{"Pi 1.6.0, trusted", gated, `{"` + p.dir + `":true}`, "configured-awaiting-proof", "Open a new Pi session"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p.env["PATH"] = c.path
