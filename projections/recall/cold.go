@@ -109,6 +109,12 @@ func parseCold(raw []byte) (coldView, error) {
 		sal:  math.Float64frombits(binary.BigEndian.Uint64(raw[1:])),
 		conf: math.Float64frombits(binary.BigEndian.Uint64(raw[9:])),
 	}
+	// The encoder writes only these flags and finite numbers (memory
+	// validation bounds salience and confidence); anything else is not a
+	// record of ours, and a NaN would not even equal itself.
+	if v.flags&^(coldNeedsReview|coldRedacted) != 0 || !finite(v.sal) || !finite(v.conf) {
+		return coldView{}, errBadCold
+	}
 	off := coldFixed
 	next := func() (span, bool) {
 		n, w := binary.Uvarint(raw[off:])
@@ -142,6 +148,8 @@ func parseCold(raw []byte) (coldView, error) {
 	}
 	return v, nil
 }
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // bytes returns string field i in place.
 func (v *coldView) bytes(i int) []byte {
