@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tree-ring/tree-ring/adapters"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -216,30 +217,23 @@ func (d *replicaDir) Stop(store string, position uint64, reason string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(root, stopFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
+	canon, err := adapters.CanonicalProjectRoot(root)
+	if err != nil {
+		return err
+	}
+	pinned, err := adapters.OpenProjectRoot(canon)
+	if err != nil {
+		return err
+	}
+	defer pinned.Close()
+	// The project files' create-only publication: a crash never leaves a
+	// partial record that "the first reason stays" would keep.
+	err = pinned.CreateFile(stopFile, append(b, '\n'), 0o600, 0o700)
+	var exists *adapters.ExistsError
+	if errors.As(err, &exists) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	d2, err := os.Open(root)
-	if err != nil {
-		return err
-	}
-	defer d2.Close()
-	return d2.Sync()
+	return err
 }
 
 // replicas lists the store ids that have a replica root under dir, sorted.
