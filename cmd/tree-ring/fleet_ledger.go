@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tree-ring/tree-ring/adapters"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/projections"
