@@ -102,19 +102,7 @@ func (r *Reader) Object(fn func(key []byte) error) error {
 	if d.data[d.pos] != '{' {
 		return r.wrongKind("object")
 	}
-	err := d.members(true, func(key []byte) error {
-		at := d.pos
-		if err := fn(key); err != nil {
-			return err
-		}
-		if r.err != nil {
-			return r.err
-		}
-		if d.pos == at {
-			return d.skip()
-		}
-		return nil
-	})
+	err := d.members(true, func(key []byte) error { return r.visit(func() error { return fn(key) }) })
 	if err != nil && r.err == nil {
 		r.err = err
 	}
@@ -133,23 +121,28 @@ func (r *Reader) Array(fn func(i int) error) error {
 	if d.data[d.pos] != '[' {
 		return r.wrongKind("array")
 	}
-	_, err := d.elements(func(i int) error {
-		at := d.pos
-		if err := fn(i); err != nil {
-			return err
-		}
-		if r.err != nil {
-			return r.err
-		}
-		if d.pos == at {
-			return d.skip()
-		}
-		return nil
-	})
+	_, err := d.elements(func(i int) error { return r.visit(func() error { return fn(i) }) })
 	if err != nil && r.err == nil {
 		r.err = err
 	}
 	return err
+}
+
+// visit runs fn at a member or element: fn reads the value with one call
+// or leaves it, and a value left unread is skipped.
+func (r *Reader) visit(fn func() error) error {
+	d := &r.d
+	at := d.pos
+	if err := fn(); err != nil {
+		return err
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if d.pos == at {
+		return d.skip()
+	}
+	return nil
 }
 
 // Bool reads true or false.
