@@ -16,14 +16,7 @@ func init() {
 		RestingState: fsm.NeedsPlugin,
 		BridgePath:   agentZeroBinding,
 		OwnedFiles:   []string{agentZeroBinding},
-		Stdin: StdinContract{
-			Mode:            AdapterStdin,
-			ContextFormats:  []string{"json"},
-			Required:        []string{"agent_profile", "workflow_id", "session_id"},
-			Forbidden:       adapterForbidden,
-			ForbiddenNested: true,
-			Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
-		},
+		Stdin:        adapterStdin([]string{"json"}),
 		material: func(c Context) Material {
 			return Material{
 				BridgePath: agentZeroBinding,

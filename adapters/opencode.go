@@ -20,14 +20,7 @@ func init() {
 		RestingState:   fsm.ConfiguredAwaitingProof,
 		BridgePath:     opencodePlugin,
 		OwnedFiles:     []string{opencodePlugin},
-		Stdin: StdinContract{
-			Mode:            AdapterStdin,
-			ContextFormats:  []string{"json"},
-			Required:        []string{"agent_profile", "workflow_id", "session_id"},
-			Forbidden:       adapterForbidden,
-			ForbiddenNested: true,
-			Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
-		},
+		Stdin:          adapterStdin([]string{"json"}),
 		material: func(Context) Material {
 			return Material{
 				BridgePath: opencodePlugin,

@@ -23,15 +23,7 @@ func init() {
 		TrustStep:      piTrustStep,
 		BridgePath:     piExtension,
 		OwnedFiles:     []string{SharedSkill, piExtension},
-		Stdin: StdinContract{
-			Mode:            AdapterStdin,
-			ContextFormats:  []string{"pi-before-agent-start"},
-			Required:        []string{"agent_profile", "workflow_id", "session_id"},
-			Optional:        []string{"task_hint"},
-			Forbidden:       adapterForbidden,
-			ForbiddenNested: true,
-			Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
-		},
+		Stdin:          adapterStdin([]string{"pi-before-agent-start"}, "task_hint"),
 		material: func(Context) Material {
 			return Material{
 				BridgePath: piExtension,

@@ -119,6 +119,23 @@ var hookForbidden = []string{"authorization", "bridge_fingerprint", "capabilitie
 // preflight --input-json-stdin`. The returned slice is a copy.
 func AdapterStdinForbidden() []string { return append([]string(nil), adapterForbidden...) }
 
+// adapterStdin is the stdin contract every adapter-preflight harness
+// shares (Pi's extension, the Agent Zero plugin, the OpenCode plugin): the
+// host's local session identity, the forbidden keys at any depth, and the
+// {context, state, receipt} answer; they differ only in context formats
+// and optional fields.
+func adapterStdin(formats []string, optional ...string) StdinContract {
+	return StdinContract{
+		Mode:            AdapterStdin,
+		ContextFormats:  formats,
+		Required:        []string{"agent_profile", "workflow_id", "session_id"},
+		Optional:        optional,
+		Forbidden:       adapterForbidden,
+		ForbiddenNested: true,
+		Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
+	}
+}
+
 // adapterForbidden is checked recursively in adapter stdin.
 var adapterForbidden = []string{"authorization", "bridge_fingerprint", "capability", "capabilities", "coordinator_capability", "harness_id", "memory_root", "project_root", "project_root_fingerprint", "receipt", "receipt_id", "state", "store_id", "token", "tree_ring_coordinator_token"}
 
