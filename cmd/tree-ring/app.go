@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -17,40 +14,22 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/events/strictjson"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-// IO is where a command reads and writes; tests substitute buffers.
-type IO struct {
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	Getenv         func(string) string
-	// Getwd is the working directory project-root discovery starts from
-	// (os.Getwd when nil).
-	Getwd func() (string, error)
-	// StdoutTerminal enables progress output for long work.
-	StdoutTerminal bool
-}
+// IO is where a command reads and writes (cli.IO); tests substitute
+// buffers.
+type IO = cli.IO
 
-func defaultIO() IO {
-	term := false
-	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		term = true
-	}
-	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, StdoutTerminal: term}
-}
+func defaultIO() IO { return cli.DefaultIO() }
 
 // Globals are the flags every command accepts, plus injected dependencies
 // (clock, id source) that tests fix.
 type Globals struct {
-	Root        string
-	SourceRoot  string
-	JSON        bool
-	LogLevel    string
-	LockTimeout time.Duration
+	cli.Flags
 	// lockTimeoutSet is true when --lock-timeout was given, so that a
 	// command with its own default (the hook) never overrides the user.
 	lockTimeoutSet bool
@@ -68,6 +47,8 @@ type Globals struct {
 	// onCommit, when set (tests), is called after every durable ledger
 	// commit of this invocation (bolt.Options.OnCommit).
 	onCommit func()
+	// companion runs companion programs in this process (tests).
+	companion companionFunc
 	// discovered is the project root found from a subdirectory when
 	// neither --root nor --source-root was given ("" otherwise).
 	discovered string
@@ -110,15 +91,6 @@ func (g *Globals) CLIScope() (string, error) { return runrec.CLIScope(g.SourceRo
 
 // NewReceiptID mints a receipt id from the injected entropy.
 func (g *Globals) NewReceiptID() (string, error) { return preflight.NewReceiptID(g.Entropy) }
-
-// AddFlags registers the global flags.
-func (g *Globals) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&g.Root, "root", ".tree-ring", "memory store root (a directory named .tree-ring)")
-	fs.StringVar(&g.SourceRoot, "source-root", ".", "project root")
-	fs.BoolVar(&g.JSON, "json", false, "machine-readable JSON output")
-	fs.StringVar(&g.LogLevel, "log-level", "disabled", "log level on stderr: debug, info, warn, error, disabled")
-	fs.DurationVar(&g.LockTimeout, "lock-timeout", 3*time.Second, "how long to wait for another process's ledger lock")
-}
 
 // Factory mints envelopes with the globals' clock and id source.
 func (g *Globals) Factory(actor string) *events.Factory {
@@ -170,14 +142,7 @@ func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
 // openStore opens with opts, refusing to create the ledger of a root whose
 // activation.json names a store (see OpenStore).
 func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
-	named := g.manifestNamesStore()
-	opts.MustExist = named
-	st, err := bolt.OpenRoot(g.Root, opts)
-	var nf *bolt.NotFoundError
-	if named && errors.As(err, &nf) {
-		return nil, g.noLedger(err)
-	}
-	return st, err
+	return cli.OpenStore(g.Root, opts)
 }
 
 // options is implemented by every command's options struct.
@@ -191,6 +156,9 @@ type command struct {
 	summary string
 	newOpts func() options
 	run     func(ctx context.Context, g *Globals, o options, args []string) error
+	// companion, when set, is the program of this module that carries
+	// the command (cmd_fleet_companion.go); run is then nil.
+	companion *cli.Companion
 }
 
 var commands = map[string]*command{}
@@ -217,137 +185,27 @@ type noOptions struct{}
 
 func (*noOptions) AddFlags(*pflag.FlagSet) {}
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
+// The shared command-line core (cmd/internal/cli) under this package's
+// names: the usage error, the exit codes and the one error table, which
+// tree-ring-fleet shares (docs/exit-codes.md).
 
-func (e *usageError) Error() string { return e.msg }
-
-// Diagnostic is the run diagnostic of a usage error after the run started.
-func (e *usageError) Diagnostic() string { return "usage" }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 // Exit codes; docs/exit-codes.md explains each.
 const (
-	exitOK     = 0
-	exitError  = 2
-	exitVerify = 3
-	// exitIndeterminate: the outcome is unknown, the command may have
-	// taken effect.
-	exitIndeterminate = 4
-	exitCanceled      = 130
+	exitOK            = cli.ExitOK
+	exitError         = cli.ExitError
+	exitVerify        = cli.ExitVerify
+	exitIndeterminate = cli.ExitIndeterminate
+	exitCanceled      = cli.ExitCanceled
 )
 
-// errorRow is one row of the error table: the errors it matches, the exit
-// code they end a command with (exit, or exitOf for an error that carries
-// its own, given the table's mapping of the error it wraps), the
-// diagnostic code a run records for them (docs/runs.md), and, for
-// the ledger's errors that name an absolute path, the path-free message a
-// hook or preflight prints instead (public).
-type errorRow struct {
-	match  func(error) bool
-	exit   int
-	exitOf func(err error, exitCode func(error) int) int
-	code   string
-	public func(error) string
-}
-
-// errorTable is the one place errors become exit codes, diagnostic codes
-// and public messages: the first matching row wins; an error no row
-// matches exits 2 with diagnostic "error". Typed errors that carry their
-// own code (a Diagnostic() string method: usage errors, *events.ScopeError)
-// match the Diagnostic row; the rows after it name the typed errors of
-// packages that do not know about runs.
-var errorTable = []errorRow{
-	{match: is(pflag.ErrHelp), exit: exitOK, code: "usage"},
-	// A lifecycle hook's handled error exits with its adapter's failure
-	// exit (adapters.StdinContract.FailureExit) instead of 2, which Claude
-	// Code, Codex and Gemini CLI read from a stop hook as "continue with
-	// stderr as the reason"; 4 (indeterminate) and 130 stay, being
-	// non-blocking for every host. Its diagnostic and message are its
-	// cause's.
-	{match: as[*hookFailure], exitOf: func(err error, exitCode func(error) int) int {
-		hf := target[*hookFailure](err)
-		if code := exitCode(hf.err); code != exitError {
-			return code
-		}
-		return hf.exit
-	}},
-	{match: as[*bolt.VerifyError], exit: exitVerify, code: "verify_failed"},
-	// A cancelled run is recorded aborted, without a diagnostic.
-	{match: is(context.Canceled), exit: exitCanceled, code: "error"},
-	// An unknown outcome (the work may have taken effect) before any
-	// other row: a retry is safe, "nothing changed" would be false.
-	{match: indeterminate, exit: exitIndeterminate, code: "indeterminate"},
-	{match: as[diagnoser], exit: exitError},
-	{match: as[*bolt.LockedError], exit: exitError, code: "ledger_locked", public: func(err error) string {
-		return fmt.Sprintf("the ledger is locked by another process (waited %s)", target[*bolt.LockedError](err).Timeout)
-	}},
-	{match: as[*bolt.CorruptError], exit: exitError, code: "ledger_corrupt", public: func(err error) string {
-		return fmt.Sprintf("the ledger is corrupt (run `tree-ring audit verify`): %v", unwrapPath(target[*bolt.CorruptError](err).Err))
-	}},
-	{match: as[*bolt.WrongExpectedVersionError], exit: exitError, code: "concurrent_write"},
-	{match: as[*bolt.IDConflictError], exit: exitError, code: "id_conflict"},
-	{match: as[*bolt.NotFoundError], exit: exitError, code: "no_ledger", public: func(error) string {
-		return "no Tree Ring ledger under --root; run `tree-ring init` first"
-	}},
-	{match: as[*bolt.InvalidRootError], exit: exitError, code: "invalid_root", public: func(err error) string {
-		return "the ledger: " + target[*bolt.InvalidRootError](err).Reason
-	}},
-	{match: as[*strictjson.UnknownKeyError], exit: exitError, code: "input_unknown_key"},
-	{match: as[*strictjson.DuplicateKeyError], exit: exitError, code: "input_duplicate_key"},
-	{match: as[*events.UnknownTypeError], exit: exitError, code: "input_unknown_event_type"},
-	{match: as[*events.HashMismatchError], exit: exitError, code: "input_hash_mismatch"},
-	{match: is(context.DeadlineExceeded), exit: exitError, code: "timeout"},
-	{match: is(fs.ErrNotExist), exit: exitError, code: "not_found"},
-	{match: is(fs.ErrPermission), exit: exitError, code: "permission_denied"},
-	{match: as[*bolt.CommitError], exit: exitError, code: "commit_failed"},
-	{match: is(syscall.ENOSPC), exit: exitError, code: "disk_full"},
-}
-
-// diagnoser is a typed error that carries its own diagnostic code.
-type diagnoser interface {
-	error
-	Diagnostic() string
-}
-
-func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
-
-func as[T error](err error) bool {
-	var t T
-	return errors.As(err, &t)
-}
-
-// target is the error of type T in err's chain (the row matched it).
-func target[T error](err error) T {
-	var t T
-	errors.As(err, &t)
-	return t
-}
-
-// rowOf is err's row of the error table (nil: none).
-func rowOf(err error) *errorRow {
-	for i := range errorTable {
-		if errorTable[i].match(err) {
-			return &errorTable[i]
-		}
-	}
-	return nil
-}
-
-// exitCode is the exit code of a command's error.
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	if r := rowOf(err); r != nil {
-		if r.exitOf != nil {
-			return r.exitOf(err, exitCode)
-		}
-		return r.exit
-	}
-	return exitError
-}
+func exitCode(err error) int                  { return cli.ExitCode(err) }
+func diagnostic(err error) string             { return cli.Diagnostic(err) }
+func pathless(err error) error                { return cli.Pathless(err) }
+func unwrapPath(err error) error              { return cli.UnwrapPath(err) }
+func indeterminate(err error) bool            { return cli.Indeterminate(err) }
+func projectRelative(msg, root string) string { return cli.ProjectRelative(msg, root) }
 
 // hookFailure is the failure of a lifecycle hook for a harness whose hook
 // fails with exit (its adapter's HookFailureExit).
@@ -362,48 +220,13 @@ func (e *hookFailure) Unwrap() error { return e.err }
 // Diagnostic is its cause's.
 func (e *hookFailure) Diagnostic() string { return diagnostic(e.err) }
 
-// diagnostic is the bounded code a failed run records: never the error's
-// text, which may carry input.
-func diagnostic(err error) string {
-	r := rowOf(err)
-	switch {
-	case r == nil:
-		return "error"
-	case r.code == "":
-		return target[diagnoser](err).Diagnostic()
+// ExitCode is the adapter's failure exit where its cause would exit 2
+// (the error table's cli.ExitChooser row).
+func (e *hookFailure) ExitCode(wrapped int) int {
+	if wrapped != exitError {
+		return wrapped
 	}
-	return r.code
-}
-
-// pathless replaces the ledger's errors, which name absolute paths, by
-// their public message, for a hook (whose stderr the host may log). The
-// result still wraps err, so its exit and diagnostic codes are err's.
-func pathless(err error) error {
-	for _, r := range errorTable {
-		if r.public != nil && r.match(err) {
-			return &publicError{msg: r.public(err), err: err}
-		}
-	}
-	return err
-}
-
-// publicError is an error shown by its path-free message.
-type publicError struct {
-	msg string
-	err error
-}
-
-func (e *publicError) Error() string { return e.msg }
-func (e *publicError) Unwrap() error { return e.err }
-
-// unwrapPath drops the path of an *fs.PathError, keeping its cause, for
-// messages that must not name an absolute path.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return e.exit
 }
 
 // Main runs one invocation and returns its exit code. Handled errors print
@@ -420,24 +243,29 @@ type deps struct {
 	PID     func() int // nil: os.Getpid
 	// OnCommit counts durable ledger commits (tests; nil in production).
 	OnCommit func()
+	// Companion, when set (tests), runs a companion program's commands in
+	// this process instead of executing the program (runCompanion).
+	Companion companionFunc
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
-	out := &outputWriter{w: stdio.Stdout}
+	out := &cli.OutputWriter{W: stdio.Stdout}
 	stdio.Stdout = out
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit, companion: d.Companion}
 	err := run(ctx, g, argv)
-	if err == nil && out.err != nil {
+	var ran *companionRan
+	if errors.As(err, &ran) {
+		return ran.code
+	}
+	if err == nil && out.Err != nil {
 		// The work is done but its report was cut short.
-		err = &OutputError{Err: out.err}
+		err = &OutputError{Err: out.Err}
 	}
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprintf(g.Stderr, "tree-ring: %s\n", oneLine(projectRelative(err.Error(), g.Root)))
+		fmt.Fprint(g.Stderr, cli.ErrorLine("tree-ring", err, g.Root))
 	}
 	return exitCode(err)
 }
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 func run(ctx context.Context, g *Globals, argv []string) error {
 	// Leading global flags, up to the command words.
@@ -449,7 +277,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	help := pre.BoolP("help", "h", false, "show help")
 	version := pre.Bool("version", false, "print the version")
 	if err := pre.Parse(argv); err != nil {
-		return flagError("", err)
+		return cli.FlagError("", err)
 	}
 	rest := pre.Args()
 	if *version {
@@ -462,6 +290,9 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd == nil {
 		return noCommand(g, rest, *help)
 	}
+	if cmd.companion != nil {
+		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
+	}
 	o := cmd.newOpts()
 	fs := newFlagSet(cmd, g, o)
 	if *help {
@@ -471,13 +302,13 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
 		}
-		return flagError(cmd.name, err)
+		return cli.FlagError(cmd.name, err)
 	}
 	if cmd.args == "" && fs.NArg() > 0 && isGroup(cmd.name) {
 		return unknownSubcommand(cmd, fs.Arg(0))
 	}
 	g.lockTimeoutSet = pre.Changed("lock-timeout") || fs.Changed("lock-timeout")
-	discovered, err := g.resolveRoots(pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
+	discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
 	if err != nil {
 		return err
 	}
@@ -546,16 +377,9 @@ func lookup(words []string) (*command, int) {
 }
 
 func (g *Globals) setupLog() error {
-	lvl := zerolog.Disabled
-	if g.LogLevel != "disabled" && g.LogLevel != "" {
-		l, err := zerolog.ParseLevel(g.LogLevel)
-		if err != nil || l == zerolog.NoLevel {
-			return usagef("--log-level %q: want debug, info, warn, error or disabled", g.LogLevel)
-		}
-		lvl = l
-	}
-	g.Log = zerolog.New(g.Stderr).Level(lvl).With().Timestamp().Logger()
-	return nil
+	l, err := g.Logger(g.Stderr)
+	g.Log = l
+	return err
 }
 
 func printHelp(w io.Writer) {
@@ -575,6 +399,11 @@ func printHelp(w io.Writer) {
 }
 
 func printCommandHelp(g *Globals, c *command) error {
+	if c.companion != nil {
+		fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags]\n\n%s\n\nRun by the companion program %s (docs/fleet.md); `tree-ring %s --help` shows its flags.\n",
+			c.name, c.summary, c.companion.Program, c.name)
+		return nil
+	}
 	fs := newFlagSet(c, g, c.newOpts())
 	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
 	if subs := subcommands(c.name); len(subs) > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -54,13 +55,12 @@ func benchFleetOnce(b *testing.B, n int) {
 		b.Fatalf("init: %s", errb.String())
 	}
 	head := appendRuns(b, root, 9, n-int(countEvents(b, root)))
-	g := &Globals{Root: root, LockTimeout: 3 * time.Second, Now: time.Now}
 	var id string
-	st, err := g.OpenStore(true)
+	st, err := ledgerSource(root).Open()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := st.View(func(r *bolt.Reader) error { ms, _, err := storeIdentity(r); id = ms.StoreID; return err }); err != nil {
+	if err := st.View(func(r *bolt.Reader) error { ms, _, err := cli.StoreIdentity(r); id = ms.StoreID; return err }); err != nil {
 		b.Fatal(err)
 	}
 	st.Close()
@@ -75,12 +75,12 @@ func benchFleetOnce(b *testing.B, n int) {
 	}
 	defer nc.Close()
 	start := time.Now()
-	if _, err := fleet.Publish(context.Background(), nc, &ledgerSource{g: g}, fleet.PublishOptions{StoreID: id, Timeout: time.Minute}); err != nil {
+	if _, err := fleet.Publish(context.Background(), nc, ledgerSource(root), fleet.PublishOptions{StoreID: id, Timeout: time.Minute}); err != nil {
 		b.Fatal(err)
 	}
 	rate("publish", start)
 
-	src := &ledgerSource{g: g}
+	src := ledgerSource(root)
 	var at uint64
 	start = time.Now()
 	sent, err := fleettest.RawPublish(srv.URL(), func() [][]byte {
@@ -104,7 +104,7 @@ func benchFleetOnce(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	start = time.Now()
-	res, err := fleet.Collect(context.Background(), nc, &replicaDir{g: g, dir: dir}, fleet.CollectOptions{Timeout: time.Minute})
+	res, err := fleet.Collect(context.Background(), nc, replicaDir(dir), fleet.CollectOptions{Timeout: time.Minute})
 	if err != nil || len(res.Stores) != 1 || uint64(res.Stores[0].Appended) != head {
 		b.Fatalf("collect: %+v %v", res, err)
 	}
@@ -123,7 +123,7 @@ func benchFleetOnce(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	defer floor.Close()
-	src, at = &ledgerSource{g: g}, 0
+	src, at = ledgerSource(root), 0
 	start = time.Now()
 	for at < head {
 		raws, err := src.Read(context.Background(), at, 5000)

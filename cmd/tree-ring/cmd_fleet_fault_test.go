@@ -14,6 +14,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/projections"
@@ -81,8 +82,8 @@ func appendRuns(tb testing.TB, root string, k, n int) uint64 {
 	return head
 }
 
-func (b *bulkStore) source() *ledgerSource {
-	return &ledgerSource{g: &Globals{Root: b.root, LockTimeout: 3 * time.Second, Now: time.Now}}
+func (b *bulkStore) source() *fleetcli.LedgerSource {
+	return ledgerSource(b.root)
 }
 
 // hookSource runs fn once, when Publish makes its at-th read.
@@ -146,7 +147,7 @@ func collectInto(t *testing.T, url, dir string, sink fleet.Sink) (fleet.CollectR
 	}
 	defer nc.Close()
 	if sink == nil {
-		sink = &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir}
+		sink = replicaDir(dir)
 	}
 	return fleet.Collect(context.Background(), nc, sink, fleet.CollectOptions{AckWait: time.Second, Timeout: 10 * time.Second})
 }
@@ -169,7 +170,7 @@ func wantReplicas(t *testing.T, url, dir string, stores ...*bulkStore) {
 func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
 	srv := startNATS(t)
 	b := newBulkStore(t, 1, 12_000)
-	bin := buildBinary(t)
+	bin := fleetBinary(t)
 	cmd := exec.Command(bin, "--root", b.root, "fleet", "publish", "--nats", srv.URL())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func TestFleetFaultSameEventsTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	cr, err := fleet.Collect(context.Background(), nc, &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir},
+	cr, err := fleet.Collect(context.Background(), nc, replicaDir(dir),
 		fleet.CollectOptions{Durable: "again", AckWait: time.Second, Timeout: 10 * time.Second})
 	// (More duplicates than events when the 1s ack wait expired on
 	// prefetched messages of a slow run: redeliveries, also duplicates.)
@@ -286,7 +287,7 @@ func TestFleetFaultServerRestartDuringPublish(t *testing.T) {
 // batch it closes the connection, after committing (so no acknowledgement
 // is sent) or before.
 type killSink struct {
-	*replicaDir
+	*fleetcli.ReplicaDir
 	at, calls   int
 	afterCommit bool
 	kill        func()
@@ -296,7 +297,7 @@ type killSink struct {
 func (k *killSink) Replicate(ctx context.Context, store string, raws [][]byte) (fleet.Applied, error) {
 	k.calls++
 	if k.calls != k.at {
-		a, err := k.replicaDir.Replicate(ctx, store, raws)
+		a, err := k.ReplicaDir.Replicate(ctx, store, raws)
 		k.head = a.Head
 		return a, err
 	}
@@ -304,7 +305,7 @@ func (k *killSink) Replicate(ctx context.Context, store string, raws [][]byte) (
 		k.kill()
 		return fleet.Applied{}, errors.New("killed before commit")
 	}
-	a, err := k.replicaDir.Replicate(ctx, store, raws)
+	a, err := k.ReplicaDir.Replicate(ctx, store, raws)
 	k.head = a.Head
 	k.kill()
 	return a, err
@@ -324,7 +325,7 @@ func TestFleetFaultCollectorKilled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sink := &killSink{replicaDir: &replicaDir{g: &Globals{LockTimeout: 3 * time.Second, Now: time.Now}, dir: dir}, at: 3, afterCommit: afterCommit, kill: nc.Close}
+			sink := &killSink{ReplicaDir: replicaDir(dir), at: 3, afterCommit: afterCommit, kill: nc.Close}
 			_, err = fleet.Collect(context.Background(), nc, sink, fleet.CollectOptions{AckWait: time.Second, Timeout: 10 * time.Second, Batch: 500})
 			if err == nil {
 				t.Fatal("the killed collector returned no error")

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -56,7 +58,7 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	if err != nil {
 		return err
 	}
-	ids, err := replicas(o.From)
+	ids, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 
 func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) ([]fleetRow, error) {
 	base := fleetRow{StoreID: id, Replica: "ok"}
-	stop, stopped, err := readStop(root)
+	stop, stopped, err := replica.ReadStop(root)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 		return nil, err
 	}
 	err = st.View(func(r *bolt.Reader) error {
-		ms, _, err := storeIdentity(r)
+		ms, _, err := cli.StoreIdentity(r)
 		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
 		return err
 	})

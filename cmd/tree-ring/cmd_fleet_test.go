@@ -13,6 +13,8 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -68,7 +70,7 @@ func storeIDOf(t *testing.T, root string) string {
 	defer st.Close()
 	var id string
 	if err := st.View(func(r *bolt.Reader) error {
-		ms, _, err := storeIdentity(r)
+		ms, _, err := cli.StoreIdentity(r)
 		id = ms.StoreID
 		return err
 	}); err != nil {
@@ -119,7 +121,7 @@ func TestFleetPublishCollectOne(t *testing.T) {
 		t.Fatalf("collect: %s", out)
 	}
 	sameLedger(t, root, filepath.Join(dir, id))
-	if _, err := os.Stat(filepath.Join(dir, id, stopFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, id, replica.StopFile)); err == nil {
 		t.Fatal("replica stopped")
 	}
 }

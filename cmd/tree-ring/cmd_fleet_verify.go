@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -40,7 +42,7 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 	if o.From == "" {
 		return usagef("--from DIR is required")
 	}
-	ids, err := replicas(o.From)
+	ids, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
@@ -71,7 +73,7 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 }
 
 func verifyReplica(ctx context.Context, g *Globals, root, id string) (bolt.VerifyReport, error) {
-	stop, stopped, err := readStop(root)
+	stop, stopped, err := replica.ReadStop(root)
 	if err != nil {
 		return bolt.VerifyReport{}, &bolt.VerifyError{Detail: "unreadable stop record: " + err.Error()}
 	}
@@ -88,7 +90,7 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string) (bolt.Verif
 		return bolt.VerifyReport{}, asVerifyFailure(err)
 	}
 	err = st.View(func(r *bolt.Reader) error {
-		ms, ok, err := storeIdentity(r)
+		ms, ok, err := cli.StoreIdentity(r)
 		if err != nil {
 			return &bolt.VerifyError{Detail: err.Error()}
 		}

@@ -77,6 +77,7 @@ func (p *hp) deps() deps {
 			copy(id[8:], fmt.Appendf(nil, "%08d", p.n))
 			return id
 		},
+		Companion: p.fleet(),
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
 // A CLI that guides: command groups list their subcommands, and a mistyped
@@ -137,7 +139,7 @@ func closeEnough(name string) int {
 // shown quotes a typed word if it looks like a command word, else says it
 // is not shown.
 func shown(word string) string {
-	if printableFlagName(word) {
+	if cli.PrintableFlagName(word) {
 		return fmt.Sprintf("%q", word)
 	}
 	return "(not shown)"

@@ -43,10 +43,12 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 // reproducible and distinct per call.
 func testDeps() deps {
 	call := uint32(cliCalls.Add(1))
+	now := eventstest.Clock(eventstest.Epoch, time.Second)
 	return deps{
-		Now:     eventstest.Clock(eventstest.Epoch, time.Second),
-		NewID:   eventstest.IDs(0xCC000000 | call&0xFFFFFF),
-		Entropy: eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
+		Now:       now,
+		NewID:     eventstest.IDs(0xCC000000 | call&0xFFFFFF),
+		Entropy:   eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
+		Companion: fleetInProcess(now),
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
@@ -51,7 +52,7 @@ func (s *cliSession) run(t *testing.T, stdin string, args ...string) result {
 // globals returns Globals on the session's clock and ids, for tests that
 // drive the recorder directly.
 func (s *cliSession) globals(root, sourceRoot string) *Globals {
-	g := &Globals{Root: root, SourceRoot: sourceRoot, LockTimeout: 3 * time.Second, Now: s.d.Now, NewID: s.d.NewID}
+	g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: sourceRoot, LockTimeout: 3 * time.Second}, Now: s.d.Now, NewID: s.d.NewID}
 	g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	return g
 }
@@ -979,7 +980,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 			ctx := context.Background()
 			src := b.TempDir()
 			root := filepath.Join(src, ".tree-ring")
-			g := &Globals{Root: root, SourceRoot: src, LockTimeout: time.Second, Now: time.Now, NewID: ulid.Make}
+			g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: src, LockTimeout: time.Second}, Now: time.Now, NewID: ulid.Make}
 			g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 			_ = g.setupLog()
 			st, err := g.OpenStore(false)

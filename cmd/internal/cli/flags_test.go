@@ -1,6 +1,8 @@
-package main
+package cli
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -30,4 +32,25 @@ func FuzzFlagNameForm(f *testing.F) {
 			t.Errorf("flagNameForm(%q) = %v, the regexp says %v", name, got, want)
 		}
 	})
+}
+
+// A project that is not a git checkout is found by its .tree-ring.
+func TestFindProjectRoot(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	for _, d := range []string{"plain/a/b", "store/.tree-ring", "store/x/y", "git/.git", "git/store/.tree-ring", "git/store/z"} {
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	os.MkdirAll(filepath.Join(base, "linked", "p"), 0o755)
+	os.WriteFile(filepath.Join(base, "linked", ".git"), []byte("gitdir: /elsewhere\n"), 0o644) // a linked worktree
+	for _, tc := range []struct{ from, want string }{
+		{"plain/a/b", "plain/a/b"},
+		{"store/x/y", "store"},
+		{"store", "store"},
+		{"git/store/z", "git"}, // the git top level wins over a nested store, as for the hooks
+		{"linked/p", "linked"},
+	} {
+		if got := FindProjectRoot(filepath.Join(base, tc.from)); got != filepath.Join(base, tc.want) {
+			t.Errorf("%s: %s, want %s", tc.from, got, tc.want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func TestIndeterminate(t *testing.T) {
 		{&adapters.DurabilityError{Path: "f", Err: errors.New("eio")}, true},
 		{&OutputError{Err: errors.New("eio")}, true},
 	} {
-		if got := indeterminate(tc.err); got != tc.want {
+		if got := Indeterminate(tc.err); got != tc.want {
 			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
 		}
 	}
@@ -33,7 +33,7 @@ func TestProjectRelative(t *testing.T) {
 		{"/w/my projects/x stays", "/w/my project/.tree-ring", "/w/my projects/x stays"},
 		{"no root", "", "no root"},
 	} {
-		if got := projectRelative(tc.msg, tc.root); got != tc.want {
+		if got := ProjectRelative(tc.msg, tc.root); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}

@@ -1,0 +1,134 @@
+package fleetcli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet"
+	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
+	"github.com/tree-ring/tree-ring/projections"
+)
+
+type collectOptions struct {
+	connOptions
+	Into    string
+	Follow  bool
+	Durable string
+	AckWait time.Duration
+}
+
+func (o *collectOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Into, "into", "", "directory of replicas, one ledger root per store (required)")
+	fs.BoolVar(&o.Follow, "follow", false, "keep collecting until interrupted")
+	fs.StringVar(&o.Durable, "durable", fleet.DefaultDurable, "durable consumer name (one per replica directory)")
+	fs.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "redelivery delay of a message left unacknowledged")
+	o.connOptions.AddFlags(fs)
+}
+
+func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []string) error {
+	if len(args) > 0 {
+		return cli.Usagef("fleet collect takes no arguments")
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.Into == "" {
+		return cli.Usagef("--into DIR is required")
+	}
+	if o.AckWait <= 0 {
+		return cli.Usagef("--ack-wait must be positive")
+	}
+	if err := os.MkdirAll(o.Into, 0o700); err != nil {
+		return fmt.Errorf("replica directory: %w", err)
+	}
+	nc, err := fleet.Connect(o.conn("tree-ring fleet collect"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	sink := &ReplicaDir{Dir: o.Into, LockTimeout: g.LockTimeout, Now: g.Now}
+	res, err := fleet.Collect(ctx, nc, sink, fleet.CollectOptions{
+		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout,
+		OnStop: func(store string, pos uint64, reason string) {
+			fmt.Fprintf(g.Stderr, "%s: store %s: replica stopped at position %d: %s\n", cli.Fleet.Program, store, pos, cli.OneLine(reason))
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("fleet collect: %w", err)
+	}
+	if g.JSON {
+		return json.NewEncoder(g.Stdout).Encode(struct {
+			OK bool `json:"ok"`
+			fleet.CollectResult
+		}{true, res})
+	}
+	tw := tabwriter.NewWriter(g.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STORE\tAPPENDED\tDUPLICATES\tHEAD\tREPLICA")
+	for _, s := range res.Stores {
+		state := "ok"
+		if s.StoppedAt != 0 {
+			state = fmt.Sprintf("stopped at %d: %s", s.StoppedAt, cli.OneLine(s.Reason))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", s.StoreID, s.Appended, s.Duplicates, s.Head, state)
+	}
+	if res.Ignored > 0 {
+		fmt.Fprintf(tw, "(%d messages on other subjects ignored)\n", res.Ignored)
+	}
+	return tw.Flush()
+}
+
+// ReplicaDir is the collector's directory as fleet.Collect's sink: one
+// ledger root per store (replica.Root), plus a stop record when a replica
+// stopped. Not safe for concurrent use.
+type ReplicaDir struct {
+	Dir         string
+	LockTimeout time.Duration
+	Now         func() time.Time
+}
+
+func (d *ReplicaDir) Stopped(store string) (bool, error) {
+	_, ok, err := replica.ReadStop(replica.Root(d.Dir, store))
+	return ok, err
+}
+
+// Replicate opens the store's replica for one commit, so auditors' read
+// commands can run between batches of a --follow.
+func (d *ReplicaDir) Replicate(ctx context.Context, store string, raws [][]byte) (fleet.Applied, error) {
+	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{LockTimeout: d.LockTimeout, Projections: projections.All()})
+	if err != nil {
+		return fleet.Applied{}, err
+	}
+	defer st.Close()
+	res, err := st.Replicate(ctx, raws)
+	if err != nil {
+		return fleet.Applied{}, err
+	}
+	a := fleet.Applied{Appended: res.Appended, Duplicates: res.Duplicates}
+	if r := res.Refused; r != nil {
+		a.Refused, a.Gap, a.Position = r, r.Kind == bolt.ReplicaGap, r.Position
+	}
+	err = st.View(func(r *bolt.Reader) error {
+		a.Head, _ = r.Head()
+		ms, ok, err := cli.StoreIdentity(r)
+		if err == nil && ok && ms.StoreID != store && a.Refused == nil {
+			// The events are the subject's, faithfully; the subject is
+			// not theirs. Stop here; fleet verify names the mismatch.
+			a.Refused = fmt.Errorf("the replica's store.initialized says store %s, its subject says %s", ms.StoreID, store)
+		}
+		return err
+	})
+	return a, err
+}
+
+// Stop writes the stop record create-only: the first reason stays.
+func (d *ReplicaDir) Stop(store string, position uint64, reason string) error {
+	return replica.WriteStop(replica.Root(d.Dir, store), replica.Stop{StoreID: store, Position: position, Reason: reason, At: d.Now().UTC()})
+}

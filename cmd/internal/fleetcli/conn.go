@@ -1,0 +1,57 @@
+package fleetcli
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+)
+
+// connOptions are the connection flags of publish and collect.
+type connOptions struct {
+	URL          string
+	CredsFile    string
+	NKeySeedFile string
+	User         string
+	PasswordFile string
+	TLSCA        string
+	TLSCert      string
+	TLSKey       string
+	Stream       string
+	Replicas     int
+	Timeout      time.Duration
+}
+
+func (o *connOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.URL, "nats", "", "NATS server URL(s), comma-separated (required)")
+	fs.StringVar(&o.CredsFile, "creds", "", "NATS credentials file (JWT and NKey seed)")
+	fs.StringVar(&o.NKeySeedFile, "nkey", "", "NKey seed file")
+	fs.StringVar(&o.User, "user", "", "user name (with --password-file)")
+	fs.StringVar(&o.PasswordFile, "password-file", "", "file whose first line is the password of --user")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "client certificate file (with --tls-key)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "client key file (with --tls-cert)")
+	fs.StringVar(&o.Stream, "stream", fleet.DefaultStream, "JetStream stream (created if absent, subjects "+fleet.SubjectWildcard+")")
+	fs.IntVar(&o.Replicas, "replicas", 1, "replicas of the stream when this command creates it")
+	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "how long to wait for the server without progress")
+}
+
+func (o *connOptions) conn(name string) fleet.ConnOptions {
+	return fleet.ConnOptions{URL: o.URL, Name: name, CredsFile: o.CredsFile, NKeySeedFile: o.NKeySeedFile,
+		User: o.User, PasswordFile: o.PasswordFile, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Timeout: o.Timeout}
+}
+
+func (o *connOptions) check() error {
+	if o.URL == "" {
+		return cli.Usagef("--nats URL is required")
+	}
+	if o.Replicas < 1 || o.Replicas > 5 {
+		return cli.Usagef("--replicas %d: want 1 to 5", o.Replicas)
+	}
+	if o.Timeout <= 0 {
+		return cli.Usagef("--timeout must be positive")
+	}
+	return nil
+}

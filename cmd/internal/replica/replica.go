@@ -1,0 +1,95 @@
+// Package replica is the layout of a fleet collector's directory
+// (docs/fleet.md), which tree-ring-fleet collect writes and tree-ring
+// fleet status and verify read: one ledger root per store, named by the
+// store id, plus a stop record in the root of a replica the collector
+// stopped. It knows no network.
+package replica
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// StopFile, inside a replica's root, records why the replica stopped.
+const StopFile = "fleet-stopped.json"
+
+// Stop is the stop record: the first position the collector refused.
+type Stop struct {
+	StoreID  string    `json:"store_id"`
+	Position uint64    `json:"position"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// Root is the ledger root of store's replica under dir.
+func Root(dir, store string) string { return filepath.Join(dir, store) }
+
+// ReadStop reads the stop record of the replica at root; ok is false when
+// the replica was never stopped.
+func ReadStop(root string) (s Stop, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(root, StopFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Stop{}, false, nil
+	}
+	if err != nil {
+		return Stop{}, false, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Stop{}, true, fmt.Errorf("%s: %w", filepath.Join(root, StopFile), err)
+	}
+	return s, true, nil
+}
+
+// WriteStop writes the stop record of the replica at root create-only:
+// the first reason stays.
+func WriteStop(root string, s Stop) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	canon, err := adapters.CanonicalProjectRoot(root)
+	if err != nil {
+		return err
+	}
+	pinned, err := adapters.OpenProjectRoot(canon)
+	if err != nil {
+		return err
+	}
+	defer pinned.Close()
+	// The project files' create-only publication: a crash never leaves a
+	// partial record that "the first reason stays" would keep.
+	err = pinned.CreateFile(StopFile, append(b, '\n'), 0o600, 0o700)
+	var exists *adapters.ExistsError
+	if errors.As(err, &exists) {
+		return nil
+	}
+	return err
+}
+
+// List is the store ids that have a replica root under dir, sorted.
+func List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("replica directory: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && events.ValidStoreID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
