@@ -4,11 +4,12 @@
 // projects with the tree-ring binary, publishes them, collects three
 // replicas, shows their status, verifies them, then edits one byte of one
 // stored message and shows `fleet verify` exit 3 naming that store. The
-// server lives in this separate program so the tree-ring binary never
-// carries it (docs/fleet.md).
+// server lives in this separate program so neither tree-ring nor
+// tree-ring-fleet (which tree-ring runs for fleet publish and collect, and
+// which must be beside it or on PATH) carries it (docs/fleet.md).
 //
-//	go build -o tree-ring ./cmd/tree-ring
-//	go run ./cmd/tree-ring-fleet-demo --tree-ring ./tree-ring
+//	go build -o bin/ ./cmd/tree-ring ./cmd/tree-ring-fleet
+//	go run ./cmd/tree-ring-fleet-demo --tree-ring bin/tree-ring
 package main
 
 import (
@@ -63,7 +64,8 @@ func run(w io.Writer, bin, keep string) error {
 	}
 	defer srv.Shutdown()
 	url := srv.URL()
-	d.say("Started a NATS server with JetStream inside this demo at %s (loopback only; the tree-ring binary does not contain it)", url)
+	d.say("Started a NATS server with JetStream inside this demo at %s (loopback only; no tree-ring binary contains it)", url)
+	d.say("tree-ring runs `fleet publish` and `fleet collect` through its companion tree-ring-fleet (the only binary with the NATS client); `fleet status` and `fleet verify` are its own")
 
 	var stores []string
 	for i := 1; i <= 3; i++ {

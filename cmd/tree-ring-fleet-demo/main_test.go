@@ -8,8 +8,9 @@ import (
 )
 
 func TestDemo(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "tree-ring")
-	if out, err := exec.Command("go", "build", "-o", bin, "../tree-ring").CombinedOutput(); err != nil {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tree-ring")
+	if out, err := exec.Command("go", "build", "-o", dir+"/", "../tree-ring", "../tree-ring-fleet").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	keep := filepath.Join(t.TempDir(), "demo")

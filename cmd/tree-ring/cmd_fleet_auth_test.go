@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
@@ -121,4 +123,114 @@ func TestFleetMutualTLS(t *testing.T) {
 	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--tls-ca", ca, "--tls-cert", cc, "--tls-key", ck, "--into", replicas)
 	root := filepath.Join(p.dir, ".tree-ring")
 	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+}
+
+// --creds against a server in operator (JWT) mode: the account's user
+// publishes and collects; a well-formed file of another operator's user,
+// this user's JWT with another seed, a malformed file and a missing file
+// are each refused with exit 2 and their own cause; and no byte of the
+// seed or the JWT reaches stdout, stderr (at debug level), the project's
+// store, the replicas or the server's files.
+func TestFleetCreds(t *testing.T) {
+	natsDir := t.TempDir()
+	srv, err := fleettest.StartOperator(natsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	good, err := srv.Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	userJWT, err := jwt.ParseDecoratedJWT(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := jwt.ParseDecoratedNKey(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	foreign, err := fleettest.ForeignCreds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := nkeys.CreateUser()
+	otherSeed, _ := other.Seed()
+	mismatched := bytes.Replace(good, seed, otherSeed, 1) // FormatUserConfig refuses the pair
+	if bytes.Equal(mismatched, good) {
+		t.Fatal("the seed is not in the creds file")
+	}
+	dir := t.TempDir()
+	file := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodFile := file("host.creds", good)
+	p := fleetProject(t, 11)
+	url := srv.URL()
+	var outputs []string
+	for _, tc := range []struct {
+		name, creds string
+		want        []string
+	}{
+		{"no credentials", "", []string{"connect to NATS", "authorization violation"}},
+		{"another operator's user", file("foreign.creds", foreign), []string{"connect to NATS", "authorization violation"}},
+		{"this user's JWT with another seed", file("mismatched.creds", mismatched), []string{"connect to NATS", "authorization violation"}},
+		{"not a credentials file", file("junk.creds", []byte("CANARY-not-creds "+string(seed[:8])+"\n")), []string{"connect to NATS", "no nkey seed found"}},
+		{"absent", filepath.Join(dir, "absent.creds"), []string{"connect to NATS", "no such file or directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--log-level", "debug", "fleet", "publish", "--nats", url, "--timeout", "2s"}
+			if tc.creds != "" {
+				args = append(args, "--creds", tc.creds)
+			}
+			r := p.run("", args...)
+			if r.code != exitError || r.stdout != "" {
+				t.Fatalf("want exit 2 and no output: %+v", r)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(w)) {
+					t.Errorf("stderr lacks %q: %s", w, r.stderr)
+				}
+			}
+			if strings.Contains(r.stderr, "CANARY") {
+				t.Errorf("stderr echoes the file: %s", r.stderr)
+			}
+			outputs = append(outputs, r.stderr)
+		})
+	}
+	r := p.run("", "--log-level", "debug", "--json", "fleet", "publish", "--nats", url, "--creds", goodFile)
+	if r.code != 0 || !strings.Contains(r.stdout, `"ok":true`) {
+		t.Fatalf("publish with the creds: %+v", r)
+	}
+	replicas := t.TempDir()
+	c := p.run("", "--log-level", "debug", "fleet", "collect", "--nats", url, "--creds", goodFile, "--into", replicas)
+	if c.code != 0 {
+		t.Fatalf("collect with the creds: %+v", c)
+	}
+	root := filepath.Join(p.dir, ".tree-ring")
+	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+	outputs = append(outputs, r.stdout, r.stderr, c.stdout, c.stderr)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	for _, secret := range []string{string(seed), userJWT} {
+		for i, o := range outputs {
+			if strings.Contains(o, secret) {
+				t.Errorf("output %d holds a secret of the creds file: %s", i, o)
+			}
+		}
+		for _, where := range []string{root, replicas, natsDir} {
+			hits, searched := filesContaining(t, where, secret)
+			if len(hits) > 0 {
+				t.Errorf("a secret of the creds file is in %v", hits)
+			}
+			if searched == 0 {
+				t.Errorf("nothing searched under %s", where)
+			}
+		}
+	}
 }
