@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -23,24 +24,30 @@ type Harness struct {
 	Paths   []string `json:"paths,omitempty"`
 }
 
-type harnessesProjection struct{ moving map[string]bool }
+// harnessesProjection's moving is the set of harness event types that
+// embed a transition, built on the first Handles (sync.OnceValue, safe for
+// concurrent use): a process that folds nothing (tree-ring version) never
+// pays for it at start-up.
+type harnessesProjection struct{ moving func() map[string]bool }
 
 func init() {
-	p := &harnessesProjection{moving: map[string]bool{}}
-	for _, t := range events.Types() {
-		spec, _ := events.Lookup(t)
-		if _, ok := events.Moves(spec.NewPayload()); ok && spec.StreamPrefix == events.HarnessPrefix {
-			p.moving[t] = true
+	register(&harnessesProjection{moving: sync.OnceValue(func() map[string]bool {
+		moving := map[string]bool{}
+		for _, t := range events.Types() {
+			spec, _ := events.Lookup(t)
+			if _, ok := events.Moves(spec.NewPayload()); ok && spec.StreamPrefix == events.HarnessPrefix {
+				moving[t] = true
+			}
 		}
-	}
-	register(p)
+		return moving
+	})})
 }
 
 func (*harnessesProjection) Name() string { return HarnessesName }
 func (*harnessesProjection) Version() int { return 1 }
 
 // Handles every harness event that embeds a transition.
-func (p *harnessesProjection) Handles(t string) bool { return p.moving[t] }
+func (p *harnessesProjection) Handles(t string) bool { return p.moving()[t] }
 
 func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -67,16 +68,21 @@ type ReceiptProof struct {
 	NewestID string `json:"newest_id,omitempty"`
 }
 
-type receiptsProjection struct{ harness map[string]bool }
+// receiptsProjection's harness is the set of harness event types, built
+// on the first Handles (sync.OnceValue, safe for concurrent use), not at
+// every start-up.
+type receiptsProjection struct{ harness func() map[string]bool }
 
 func init() {
-	p := receiptsProjection{harness: map[string]bool{}}
-	for _, t := range events.Types() {
-		if spec, _ := events.Lookup(t); spec.StreamPrefix == events.HarnessPrefix {
-			p.harness[t] = true
+	register(receiptsProjection{harness: sync.OnceValue(func() map[string]bool {
+		harness := map[string]bool{}
+		for _, t := range events.Types() {
+			if spec, _ := events.Lookup(t); spec.StreamPrefix == events.HarnessPrefix {
+				harness[t] = true
+			}
 		}
-	}
-	register(p)
+		return harness
+	})})
 }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
@@ -84,7 +90,7 @@ func (receiptsProjection) Version() int { return 2 }
 
 // Handles every event of the harness streams: moving events void proofs,
 // and every event advances the stream's clock.
-func (p receiptsProjection) Handles(t string) bool { return p.harness[t] }
+func (p receiptsProjection) Handles(t string) bool { return p.harness()[t] }
 
 func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)
