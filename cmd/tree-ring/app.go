@@ -193,19 +193,17 @@ func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 // Exit codes; docs/exit-codes.md explains each.
 const (
-	exitOK            = cli.ExitOK
 	exitError         = cli.ExitError
 	exitVerify        = cli.ExitVerify
 	exitIndeterminate = cli.ExitIndeterminate
 	exitCanceled      = cli.ExitCanceled
 )
 
-func exitCode(err error) int                  { return cli.ExitCode(err) }
-func diagnostic(err error) string             { return cli.Diagnostic(err) }
-func pathless(err error) error                { return cli.Pathless(err) }
-func unwrapPath(err error) error              { return cli.UnwrapPath(err) }
-func indeterminate(err error) bool            { return cli.Indeterminate(err) }
-func projectRelative(msg, root string) string { return cli.ProjectRelative(msg, root) }
+func exitCode(err error) int       { return cli.ExitCode(err) }
+func diagnostic(err error) string  { return cli.Diagnostic(err) }
+func pathless(err error) error     { return cli.Pathless(err) }
+func unwrapPath(err error) error   { return cli.UnwrapPath(err) }
+func indeterminate(err error) bool { return cli.Indeterminate(err) }
 
 // hookFailure is the failure of a lifecycle hook for a harness whose hook
 // fails with exit (its adapter's HookFailureExit).

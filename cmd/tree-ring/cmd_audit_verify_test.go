@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -90,7 +91,7 @@ func TestAuditVerifyTamperedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCLI(t, "", "--root", root, "audit", "verify")
-	assertRefused(t, r, exitVerify, projectRelative(path, root), "position 2: content hashes to")
+	assertRefused(t, r, exitVerify, cli.ProjectRelative(path, root), "position 2: content hashes to")
 	t.Logf("tamper: audit verify: 1 byte of one event changed in the ledger file (%d copies of its page), exit 3 naming position 2", copies)
 	// Reading still works: the damage is for verify to find.
 	if r := runCLI(t, "", "--root", root, "events"); r.code != 0 || !strings.Contains(r.stdout, `".ckaude"`) {
@@ -155,7 +156,7 @@ func TestBadRoots(t *testing.T) {
 				if c.corrupt && cmd[0] == "audit" {
 					code = exitVerify
 				}
-				assertRefused(t, r, code, projectRelative(c.target(root)+": ", root), c.cause)
+				assertRefused(t, r, code, cli.ProjectRelative(c.target(root)+": ", root), c.cause)
 				if dirState(t, filepath.Dir(root)) != before || dirState(t, sample) != beforeSample {
 					t.Fatal("a refused command changed files")
 				}
@@ -175,7 +176,7 @@ func TestLockedLedger(t *testing.T) {
 	for _, cmd := range [][]string{{"events"}, {"events", "import", sampleLedger}, {"audit", "verify"}, {"projections", "rebuild"}} {
 		start := time.Now()
 		r := runCLI(t, "", append([]string{"--root", root, "--lock-timeout", "100ms"}, cmd...)...)
-		assertRefused(t, r, exitError, projectRelative(filepath.Join(root, bolt.LedgerFile), root)+": ledger is locked by another process")
+		assertRefused(t, r, exitError, cli.ProjectRelative(filepath.Join(root, bolt.LedgerFile), root)+": ledger is locked by another process")
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("the lock timeout was not applied")
 		}
@@ -188,7 +189,7 @@ func TestLockedLedger(t *testing.T) {
 func TestNoLedger(t *testing.T) {
 	root := checkedRoot(t)
 	for _, cmd := range [][]string{{"events"}, {"audit", "verify"}} {
-		assertRefused(t, runCLI(t, "", append([]string{"--root", root}, cmd...)...), exitError, projectRelative(root, root)+": no ledger here")
+		assertRefused(t, runCLI(t, "", append([]string{"--root", root}, cmd...)...), exitError, cli.ProjectRelative(root, root)+": no ledger here")
 	}
 	if _, err := os.Stat(root); err == nil {
 		t.Fatal("a read-only command created the root")

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/bolt"
+)
+
+// chooser is an error that picks exit 1 where its cause would exit 2, as
+// a lifecycle hook's failure does.
+type chooser struct{ err error }
+
+func (e *chooser) Error() string      { return e.err.Error() }
+func (e *chooser) Unwrap() error      { return e.err }
+func (e *chooser) Diagnostic() string { return Diagnostic(e.err) }
+func (e *chooser) ExitCode(wrapped int) int {
+	if wrapped != ExitError {
+		return wrapped
+	}
+	return 1
+}
+
+// One table for both programs: each error's exit and diagnostic code.
+func TestErrorTable(t *testing.T) {
+	if got := ExitCode(nil); got != ExitOK {
+		t.Errorf("nil: exit %d", got)
+	}
+	missing := &CompanionMissingError{Companion: Fleet, Command: "fleet publish", Beside: "/opt/tr/bin", Version: "v1.2.3"}
+	for _, tc := range []struct {
+		err        error
+		exit       int
+		diagnostic string
+	}{
+		{errors.New("plain"), ExitError, "error"},
+		{Usagef("--nats URL is required"), ExitError, "usage"},
+		{fmt.Errorf("fleet publish: %w", missing), ExitError, "companion_missing"},
+		{&bolt.VerifyError{Detail: "x"}, ExitVerify, "verify_failed"},
+		{fmt.Errorf("wait: %w", context.Canceled), ExitCanceled, "error"},
+		{&OutputError{Err: errors.New("eio")}, ExitIndeterminate, "indeterminate"},
+		{&chooser{&bolt.LockedError{}}, 1, "ledger_locked"},
+		{&chooser{&OutputError{Err: errors.New("eio")}}, ExitIndeterminate, "indeterminate"},
+		{&LedgerMissingError{Path: "/p/.tree-ring/ledger.db"}, ExitError, "ledger_missing"},
+	} {
+		if got := ExitCode(tc.err); got != tc.exit {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.exit)
+		}
+		if got := Diagnostic(tc.err); got != tc.diagnostic {
+			t.Errorf("%v: diagnostic %q, want %q", tc.err, got, tc.diagnostic)
+		}
+	}
+	for _, want := range []string{
+		"fleet publish needs the companion program tree-ring-fleet, which is neither beside tree-ring in /opt/tr/bin nor on PATH; nothing was done",
+		"`go install github.com/tree-ring/tree-ring/cmd/tree-ring-fleet@v1.2.3`",
+		"`go build -o /opt/tr/bin/tree-ring-fleet ./cmd/tree-ring-fleet`",
+	} {
+		if !strings.Contains(missing.Error(), want) {
+			t.Errorf("%q lacks %q", missing.Error(), want)
+		}
+	}
+	missing.Beside, missing.Version = "", ""
+	if got := missing.Error(); !strings.Contains(got, "which is not on PATH") || !strings.Contains(got, "@latest`") || strings.Contains(got, "go build") {
+		t.Errorf("without a directory or version: %q", got)
+	}
+}
