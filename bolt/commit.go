@@ -92,8 +92,11 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 			return nil
 		})
 	})
-	if err == nil && committing && s.onCommit != nil {
-		s.onCommit()
+	if err == nil && committing {
+		s.committed()
+		if s.onCommit != nil {
+			s.onCommit()
+		}
 	}
 	if err == nil || !committing {
 		return err

@@ -20,6 +20,9 @@ var errLockWait = errors.New("lock wait timed out")
 // once. exclusive selects LOCK_EX (a writer) or LOCK_SH (a reader), as
 // bbolt does.
 //
+// A process that has to wait announces itself (announce) until it has the
+// lock, so that a long operation holding it ends its slice at once.
+//
 // The blocking flock runs in a goroutine so that the wait is bounded by
 // timeout. On a timeout the caller closes f; the abandoned goroutine's
 // flock then holds the file's last reference and, when it is granted,
@@ -36,6 +39,8 @@ func waitLock(f *os.File, exclusive bool, timeout time.Duration) error {
 	case !errors.Is(err, syscall.EWOULDBLOCK):
 		return err
 	}
+	announce(f)
+	defer withdraw(f)
 	done := make(chan error, 1)
 	go func() {
 		for {

@@ -44,38 +44,32 @@ func (s *Store) Import(ctx context.Context, envs []events.Envelope) (ImportResul
 // present with different content refuses the whole import before anything
 // is written (*ImportError wrapping *IDConflictError). Large imports are
 // appended in chunks of at most importChunk events, each atomic, ended
-// early when the lock was held past Options.SliceBudget, with Store.Yield
-// between them; a retry after an interruption skips what landed (by id).
+// early when the slice is over (Options.SliceBudget; a waiting process),
+// with Store.Yield between them; a retry after an interruption skips what
+// landed (by id).
 // CheckImport refuses, without writing, what ImportProgress would refuse up
 // front (an id present with different content, in the ledger or in envs),
-// then, when admit is not nil, asks it in the same read transaction, with
-// which envelopes are already present (same id, same content). A caller
+// then, when admit is not nil, asks it in the read transaction that
+// finished the check (importPlan), with which envelopes are already
+// present (same id, same content). A caller
 // that records something before importing (a run) checks first, so that a
 // bad file still changes nothing.
 func (s *Store) CheckImport(envs []events.Envelope, admit func(r *Reader, present []bool) error) error {
-	return s.view(func(tx *bbolt.Tx) error {
-		present, _, err := s.importPlan(tx, envs)
-		if err != nil || admit == nil {
-			return err
+	_, _, _, err := s.importPlan(envs, func(tx *bbolt.Tx, present []bool) error {
+		if admit == nil {
+			return nil
 		}
 		return admit(&Reader{s: s, tx: tx}, present)
 	})
+	return err
 }
 
 func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, progress Progress) (ImportResult, error) {
 	var res ImportResult
 	// Refuse conflicts up front so a bad file changes nothing.
-	var (
-		skip   []bool
-		inFile map[[16]byte]int
-		seen   uint64 // the head after the plan and after each of our commits
-	)
-	if err := s.view(func(tx *bbolt.Tx) error {
-		var err error
-		skip, inFile, err = s.importPlan(tx, envs)
-		seen = tx.Bucket(bucketEvents).Sequence()
-		return err
-	}); err != nil {
+	// seen is the head when the plan began, then after each of our commits.
+	skip, inFile, seen, err := s.importPlan(envs, nil)
+	if err != nil {
 		return res, err
 	}
 	for start := 0; start < len(envs); {
@@ -176,17 +170,51 @@ func (t *Tx) skipLanded(seen uint64, envs []events.Envelope, inFile map[[16]byte
 
 // importPlan checks every envelope against the ledger and the ones before
 // it, and marks those to skip (already present with the same content). It
-// returns where each id first appears in envs.
-func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, map[[16]byte]int, error) {
+// returns where each id first appears in envs and the head when it began.
+// It reads in transactions that end with the slice (Store.Yield between
+// them: a plan of a million ids takes seconds); last, when not nil, runs
+// in the one that finishes it. An event others append between two of
+// them is found by the later ones or, for ids already checked, by the
+// import's skipLanded, which reads from the returned head on.
+func (s *Store) importPlan(envs []events.Envelope, last func(tx *bbolt.Tx, skip []bool) error) (skip []bool, inFile map[[16]byte]int, seen uint64, err error) {
+	skip = make([]bool, len(envs))
+	inFile = make(map[[16]byte]int, len(envs))
+	for from, first := 0, true; ; first = false {
+		err = s.view(func(tx *bbolt.Tx) error {
+			if first {
+				seen = tx.Bucket(bucketEvents).Sequence()
+			}
+			var err error
+			if from, err = s.planFrom(tx, envs, skip, inFile, from); err != nil || from < len(envs) || last == nil {
+				return err
+			}
+			return last(tx, skip)
+		})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if from == len(envs) {
+			return skip, inFile, seen, nil
+		}
+		if err := s.Yield(); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+}
+
+// planFrom plans envs[from:] in tx until the slice is over; it returns
+// where it stopped.
+func (s *Store) planFrom(tx *bbolt.Tx, envs []events.Envelope, skip []bool, inFile map[[16]byte]int, from int) (int, error) {
 	ids := tx.Bucket(bucketIDs)
 	evb := tx.Bucket(bucketEvents)
-	skip := make([]bool, len(envs))
-	inFile := make(map[[16]byte]int, len(envs))
-	for i := range envs {
+	for i := from; i < len(envs); i++ {
+		if (i-from)%1024 == 1023 && s.overdue() {
+			return i, nil
+		}
 		e := &envs[i]
 		if j, dup := inFile[e.ID]; dup {
 			if !events.SameContent(&envs[j], e) {
-				return nil, nil, &ImportError{Index: i, Err: &InputConflictError{ID: e.ID.String(), First: j}}
+				return 0, &ImportError{Index: i, Err: &InputConflictError{ID: e.ID.String(), First: j}}
 			}
 			skip[i] = true
 			continue
@@ -198,14 +226,14 @@ func (s *Store) importPlan(tx *bbolt.Tx, envs []events.Envelope) ([]bool, map[[1
 		}
 		stored, err := events.DecodeStoredRef(evb.Get(p))
 		if err != nil {
-			return nil, nil, &CorruptError{Path: s.path, Err: err}
+			return 0, &CorruptError{Path: s.path, Err: err}
 		}
 		if !events.SameContent(&stored, e) {
-			return nil, nil, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
+			return 0, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
 		}
 		skip[i] = true
 	}
-	return skip, inFile, nil
+	return len(envs), nil
 }
 
 // IsConflict reports whether err is an id or batch conflict.

@@ -3,26 +3,68 @@ package bolt
 import (
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
 // yieldGap is how long Yield leaves the file lock free before taking it
-// again when it sees no process waiting (one may be about to wait).
+// again when no process announced that it waits (one may be about to).
 const yieldGap = time.Millisecond
 
-// handoffMax bounds how long Yield waits for processes it saw blocked on
-// the lock to take it: woken by the kernel when the lock is released, a
-// waiter must still be scheduled, and on a loaded machine that can take
-// longer than any fixed gap, after which the lock would be ours again for
-// another whole slice.
-const handoffMax = 100 * time.Millisecond
+// handoffMax bounds how long Yield waits for the processes that announced
+// themselves to take the lock: woken by the kernel when the lock is
+// released, a waiter must still be scheduled, and on a loaded machine that
+// can take longer than any short gap (measured: a hook missed three
+// 100 ms gaps in a row at load 10), after which the lock would be ours
+// again and the hook would wait for another slice and its commit. Only a
+// waiter that cannot run (stopped) costs the long operation this much per
+// slice.
+const handoffMax = time.Second
+
+// minWorkShare is the least share of Options.SliceBudget a slice works
+// before it commits, however slow its commits have become.
+const minWorkShare = 1.0 / 8
+
+// slicing is the state of a Store opened with Options.SliceBudget.
+type slicing struct {
+	// probe is a read-only descriptor of the ledger, kept across Yield,
+	// on which overdue looks for announced waiters (announce).
+	probe *os.File
+	// work is how long a slice may work before it commits: the budget
+	// less what its commit is expected to take, learnt from the last
+	// slice that ran out of time (a commit writes every page the slice
+	// touched, so it grows with the slice and with the ledger).
+	work time.Duration
+	// timeUp is when the running slice ran out of work time (zero if it
+	// has not); its commit then updates work.
+	timeUp time.Time
+}
+
+func (s *Store) openSlicing() error {
+	if s.opts.SliceBudget <= 0 || s.opts.ReadOnly {
+		return nil
+	}
+	f, err := os.OpenFile(s.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open ledger %s: %w", s.path, err)
+	}
+	s.slice = &slicing{probe: f, work: s.opts.SliceBudget / 2}
+	return nil
+}
+
+func (s *Store) closeSlicing() {
+	if s.slice != nil {
+		s.slice.probe.Close()
+	}
+}
 
 // Yield lets other processes (a hook, `runs`) have the ledger between two
 // transactions of a long operation: when Options.SliceBudget is set and the
-// lock has been held at least that long, it closes the file (releasing the
-// lock), waits until the processes that were blocked on the lock have taken
-// it (at most handoffMax; yieldGap if none was seen) and opens it again,
-// waiting up to Options.LockTimeout for whoever took the lock meanwhile. Events they
+// running slice is over (it worked its share of the budget, or a process
+// announced that it waits), it closes the file (releasing the lock), waits
+// until the processes that announced themselves have taken it (at most
+// handoffMax; yieldGap if none did) and opens it again, waiting up to
+// Options.LockTimeout for whoever took the lock meanwhile. Events they
 // appended meanwhile are seen by the next transaction; projections they
 // left behind are caught up as Open does. Otherwise it does nothing.
 //
@@ -30,40 +72,69 @@ const handoffMax = 100 * time.Millisecond
 // replaces the bbolt handle). If reopening fails the Store is closed and
 // every later call fails.
 func (s *Store) Yield() error {
-	if s.opts.SliceBudget <= 0 || s.opts.ReadOnly || time.Since(s.since) < s.opts.SliceBudget {
+	if s.slice == nil || !s.overdue() {
 		return nil
 	}
 	return s.reopen()
 }
 
-// overdue reports whether the lock has been held past the slice budget:
-// long loops end their transaction there, commit, and Yield.
+// overdue reports whether the running slice should end: it has worked its
+// share of the slice budget, or a process waits for the lock (one fcntl).
+// Long loops check it every few items, end their transaction there,
+// commit, and Yield.
 func (s *Store) overdue() bool {
-	return s.opts.SliceBudget > 0 && time.Since(s.since) >= s.opts.SliceBudget
+	if s.slice == nil {
+		return false
+	}
+	if now := time.Now(); now.Sub(s.since) >= s.slice.work {
+		if s.slice.timeUp.IsZero() {
+			s.slice.timeUp = now
+		}
+		return true
+	}
+	return announced(s.slice.probe)
 }
 
-// Overdue reports whether this transaction's process has held the ledger
-// lock longer than Options.SliceBudget (always false without one). A long
-// loop checks it every few items, stops there, lets the transaction commit
-// and calls Store.Yield before the next.
+// committed learns from the commit of a slice that ran out of time how
+// long the next may work: the budget times the share of this slice's hold
+// (from taking the lock to the end of its commit) that came before it ran
+// out. What follows (the transaction's index writes, bbolt's spill, page
+// writes and two syncs) grows with the work, so with a cost of
+// c0 + k·work this settles on the work that makes the whole hold the
+// budget. Slices ended by a waiter or by a chunk's end say little about a
+// full slice's hold and leave it as it was.
+func (s *Store) committed() {
+	if s.slice == nil || s.slice.timeUp.IsZero() {
+		return
+	}
+	work, hold := s.slice.timeUp.Sub(s.since), time.Since(s.since)
+	s.slice.timeUp = time.Time{}
+	share := max(float64(work)/float64(hold), minWorkShare)
+	s.slice.work = time.Duration(share * float64(s.opts.SliceBudget))
+}
+
+// Overdue reports whether this transaction's slice should end (see
+// Store.Yield; always false without Options.SliceBudget). A long loop
+// checks it every few items, stops there, lets the transaction commit and
+// calls Store.Yield before the next.
 func (t *Tx) Overdue() bool { return t.s.overdue() }
 
 // reopen releases and retakes the file lock. The file must still be the
 // one this Store opened: a ledger deleted or replaced meanwhile is refused,
 // never recreated.
 func (s *Store) reopen() error {
-	before, err := os.Lstat(s.path)
+	probe := s.slice.probe
+	before, err := probe.Stat()
 	if err != nil {
 		return fmt.Errorf("reopen ledger %s: %w", s.path, err)
 	}
-	waiting := lockWaiters(before) // blocked behind us, as seen while we hold the lock
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("release ledger %s: %w", s.path, err)
 	}
-	if waiting {
-		// Until they have it (then none is blocked; opening below waits
-		// for them), or handoffMax.
-		for t0 := time.Now(); lockWaiters(before) && time.Since(t0) < handoffMax; {
+	if announced(probe) {
+		// Until every announced waiter has the lock (each withdraws its
+		// announcement then; opening below waits for them), or handoffMax.
+		for t0 := time.Now(); announced(probe) && time.Since(t0) < handoffMax; {
 			time.Sleep(200 * time.Microsecond)
 		}
 	} else {
@@ -80,7 +151,7 @@ func (s *Store) reopen() error {
 	if err != nil {
 		return err
 	}
-	s.db, s.since = db, time.Now()
+	s.db, s.since, s.slice.timeUp = db, time.Now(), time.Time{}
 	if err := s.checkFile(); err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ type Store struct {
 	onCommit      func()
 	opts          Options   // as opened, for Yield's reopen
 	since         time.Time // when this process last took the file lock
+	slice         *slicing  // with Options.SliceBudget (slice.go)
 }
 
 // OpenRoot opens <root>/ledger.db. In write mode it creates the root (0700)
@@ -168,6 +169,10 @@ func Open(path string, opts Options) (*Store, error) {
 		return s, nil
 	}
 	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.openSlicing(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -288,7 +293,10 @@ func (s *Store) checkFile() error {
 func (s *Store) Path() string { return s.path }
 
 // Close releases the file lock.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closeSlicing()
+	return s.db.Close()
+}
 
 func (s *Store) checkFormat() error {
 	return s.view(func(tx *bbolt.Tx) error { return checkLayout(s.path, tx) })

@@ -4,6 +4,9 @@ package bolt
 
 import "os"
 
-// lockWaiters cannot see waiting processes here; Yield then leaves the
-// lock free for yieldGap.
-func lockWaiters(os.FileInfo) bool { return false }
+// Waiters cannot announce themselves here (no open-file-description
+// locks): a slice runs to its budget, and Yield leaves the lock free for
+// yieldGap.
+func announce(*os.File)       {}
+func withdraw(*os.File)       {}
+func announced(*os.File) bool { return false }

@@ -104,6 +104,10 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 	if err := writeEvidence(dir, rep, evidence, now.UTC().Format("2006-01-02T15:04:05Z")); err != nil {
 		return err
 	}
+	// Everything so far held the ledger lock only to read it (evaluate):
+	// hooks and `runs` were never kept waiting by the file checks and the
+	// evidence. The verdict is one short write transaction.
+	g.Log.Debug().Int("pass", rep.PassCount).Int("fail", rep.FailCount).Int("skip", rep.SkipCount).Msg("certify: evidence written, recording the verdict")
 	if err := recordCertification(ctx, g, rep, results); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -73,6 +75,73 @@ func TestCertify(t *testing.T) {
 	p.ok("", "integrations", "certify")
 	if _, err := os.Stat(filepath.Join(p.dir, "target", "tree-ring-certification", "evidence-index.json")); err != nil {
 		t.Error(err)
+	}
+	p.ok("", "audit", "verify")
+}
+
+// firstWrite runs fn once, on the first write to it (a log line), then
+// keeps what was written.
+type firstWrite struct {
+	fn   func()
+	done bool
+	bytes.Buffer
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if !w.done {
+		w.done = true
+		w.fn()
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestHookLandsWhileCertifyRuns: certify holds no ledger lock while it
+// checks the project's files and writes the evidence (its one write is the
+// verdict's transaction at the end). A session-start hook and `runs` that
+// run at that point (certify's debug log line announces it) get the lock at
+// once: the hook is answered, and its run lands in the ledger before
+// certification.recorded, in the same certify run.
+func TestHookLandsWhileCertifyRuns(t *testing.T) {
+	p := newHP(t, ".claude")
+	p.init()
+	start := p.payload("claude-code", "session-start.json", nil)
+	if r := p.hook("claude-code", start); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	hooksBefore := strings.Count(p.ok("", "events", "--type", "run.started"), `"command":"integrations hook"`)
+	var during result
+	var runsDuring string
+	stderr := &firstWrite{fn: func() {
+		during = p.hook("claude-code", start)
+		runsDuring = p.ok("", "--json", "runs")
+	}}
+	io := IO{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Getenv: func(k string) string { return p.env[k] }}
+	code := mainWith(context.Background(), []string{"--root", filepath.Join(p.dir, ".tree-ring"), "--source-root", p.dir,
+		"--log-level", "debug", "--lock-timeout", "10s", "integrations", "certify", "--out-dir", t.TempDir()}, io, p.deps())
+	if code != 0 {
+		t.Fatalf("certify: exit %d: %s", code, stderr.String())
+	}
+	if !stderr.done {
+		t.Fatal("certify logged nothing: the hook never ran during it")
+	}
+	if during.code != 0 || !strings.Contains(during.stdout, "hookSpecificOutput") {
+		t.Fatalf("hook during certify: exit %d: %s %s", during.code, during.stdout, during.stderr)
+	}
+	if !strings.Contains(runsDuring, `"command":"init","status":"succeeded"`) {
+		t.Errorf("runs during certify: %s", runsDuring)
+	}
+	// In ledger order: the hook's run before the verdict.
+	var hooks, hooksAtVerdict int
+	for line := range strings.SplitSeq(p.ok("", "events"), "\n") {
+		if strings.Contains(line, `"type":"run.started"`) && strings.Contains(line, `"command":"integrations hook"`) {
+			hooks++
+		}
+		if strings.Contains(line, `"type":"certification.recorded"`) {
+			hooksAtVerdict = hooks
+		}
+	}
+	if hooksAtVerdict != hooksBefore+1 || hooks != hooksBefore+1 {
+		t.Errorf("hook runs: %d before certify, %d at its verdict, %d in all; want the one during certify before the verdict", hooksBefore, hooksAtVerdict, hooks)
 	}
 	p.ok("", "audit", "verify")
 }
