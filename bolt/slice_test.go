@@ -193,8 +193,10 @@ func hooksDuring(tb testing.TB, path string, projs []fold.Projection, work func(
 // budget of 30 ms, as the long commands open it (TREE_RING_BENCH_SLICE_MS
 // overrides it). A hook that arrives mid-slice waits for the slice's
 // commit, so the commits' durations (bbolt's spill, page writes and
-// syncs) are reported too, and the baseline: the same hook's open on the
-// finished ledger with nothing else running.
+// syncs) are reported too, with each slice's hold of the lock (from
+// taking it to the end of the commit), and the baseline: the same hook's
+// open on the finished ledger with nothing else running. TREE_RING_BENCH_HOOKS=0
+// runs the import alone (then only the holds say anything).
 //
 //	go test -run '^$' -bench HookWait -benchtime 1x -timeout 60m ./bolt/
 func BenchmarkHookWaitDuringImport(b *testing.B) {
@@ -211,11 +213,18 @@ func BenchmarkHookWaitDuringImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var commits []time.Duration
+		var commits, holds []time.Duration
 		var lastDB *bbolt.DB
 		var lastTime time.Duration
 		c := startClock()
-		waits, _ := hooksDuring(b, path, projs, func() {
+		during := hooksDuring
+		if os.Getenv("TREE_RING_BENCH_HOOKS") == "0" {
+			during = func(_ testing.TB, _ string, _ []fold.Projection, work func()) ([]time.Duration, []uint64) {
+				work()
+				return []time.Duration{0}, nil
+			}
+		}
+		waits, _ := during(b, path, projs, func() {
 			// Called after each slice's commit: that db's commit time
 			// so far, less what an earlier commit on it took.
 			_, err := st.ImportProgress(bg, envs, func(uint64, uint64) {
@@ -226,6 +235,7 @@ func BenchmarkHookWaitDuringImport(b *testing.B) {
 				}
 				commits = append(commits, t-lastTime)
 				lastTime = t
+				holds = append(holds, time.Since(st.since))
 			})
 			if err != nil {
 				b.Error(err)
@@ -238,6 +248,7 @@ func BenchmarkHookWaitDuringImport(b *testing.B) {
 		slices.Sort(waits)
 		slices.Sort(commits)
 		slices.Sort(idle)
+		slices.Sort(holds)
 		b.ReportMetric(float64(len(waits)), "hooks")
 		b.ReportMetric(ms(waits[len(waits)/2]), "p50-wait-ms")
 		b.ReportMetric(ms(waits[len(waits)*99/100]), "p99-wait-ms")
@@ -246,6 +257,8 @@ func BenchmarkHookWaitDuringImport(b *testing.B) {
 		b.ReportMetric(ms(commits[len(commits)/2]), "p50-commit-ms")
 		b.ReportMetric(ms(commits[len(commits)*99/100]), "p99-commit-ms")
 		b.ReportMetric(ms(commits[len(commits)-1]), "max-commit-ms")
+		b.ReportMetric(ms(holds[len(holds)/2]), "p50-hold-ms")
+		b.ReportMetric(ms(holds[len(holds)*99/100]), "p99-hold-ms")
 		b.ReportMetric(ms(idle[len(idle)/2]), "idle-open-ms")
 	}
 }

@@ -71,9 +71,11 @@ type Options struct {
 	// synced). Tests count commits with it; it must not use the Store.
 	OnCommit func()
 	// SliceBudget, when positive, bounds how long a long operation holds
-	// the file lock at a time: ImportProgress and Rebuild end a
-	// transaction once it has run this long, and release the lock between
-	// transactions (see Store.Yield). Zero holds it from Open to Close.
+	// the file lock at a time, its commit included: ImportProgress and
+	// Rebuild end a transaction once it has worked its share of the budget
+	// or a process announced that it waits (slice.go), and release the
+	// lock between transactions (see Store.Yield). Zero holds it from Open
+	// to Close.
 	SliceBudget time.Duration
 }
 
