@@ -1,10 +1,14 @@
 package bolt
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // yieldGap is how long Yield leaves the file lock free before taking it
@@ -41,7 +45,7 @@ type slicing struct {
 }
 
 func (s *Store) openSlicing() error {
-	if s.opts.SliceBudget <= 0 || s.opts.ReadOnly {
+	if s.opts.SliceBudget <= 0 {
 		return nil
 	}
 	f, err := os.OpenFile(s.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
@@ -155,8 +159,39 @@ func (s *Store) reopen() error {
 	if err := s.checkFile(); err != nil {
 		return err
 	}
-	if err := s.checkFormat(); err != nil {
+	if err := s.checkFormat(); err != nil || s.opts.ReadOnly {
 		return err
 	}
 	return s.init()
+}
+
+// errSliceOver ends one read transaction of ReadStreamSliced.
+var errSliceOver = errors.New("slice over")
+
+// ReadStreamSliced is ReadStream in read transactions that end with the
+// slice (every 64 events: its share of Options.SliceBudget, or a process
+// waiting for the lock), with Yield between them, so that a long stream
+// read by a command with a slice budget lets a hook in. Events appended to
+// the stream meanwhile are read too, in order, each once. Like Yield it
+// must not run concurrently with another use of the Store.
+func (s *Store) ReadStreamSliced(ctx context.Context, stream string, after uint64, fn func(e *events.Envelope) error) error {
+	for {
+		n := 0
+		err := s.ReadStream(ctx, stream, after, func(e *events.Envelope) error {
+			if n++; n%64 == 0 && s.overdue() {
+				return errSliceOver
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+			after = e.Version
+			return nil
+		})
+		if !errors.Is(err, errSliceOver) {
+			return err
+		}
+		if err := s.Yield(); err != nil {
+			return err
+		}
+	}
 }

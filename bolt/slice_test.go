@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -421,5 +422,72 @@ func TestWaiterEndsTheSlice(t *testing.T) {
 				t.Fatalf("%d events in the ledger", len(got))
 			}
 		})
+	}
+}
+
+// TestReadStreamSlicedLetsAWriterIn: a long read of one stream by a
+// read-only store with a slice budget (an hour) ends its read transaction
+// for a waiting writer, which appends to that stream; the read goes on
+// after it, and sees every event once, the writer's last.
+func TestReadStreamSlicedLetsAWriterIn(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters announce themselves with open-file-description locks (Linux)")
+	}
+	projs := []fold.Projection{testProjection()}
+	w, path := openTest(t, Options{Projections: projs})
+	f := newFactory()
+	const n = 1_000
+	evs := make([]events.Envelope, n+1)
+	for i := range evs {
+		evs[i] = f.run("long", i)
+	}
+	mustAppend(t, w, "run/long", 0, evs[:n]...)
+	w.Close()
+	r, err := Open(path, Options{ReadOnly: true, SliceBudget: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done := make(chan error, 1)
+	var got []uint64
+	err = r.ReadStreamSliced(bg, "run/long", 0, func(e *events.Envelope) error {
+		got = append(got, e.Version)
+		if e.Version != 10 {
+			return nil
+		}
+		// A writer arrives mid-read: it blocks on the shared lock and
+		// announces itself; the read's next check lets it in.
+		go func() {
+			h, err := Open(path, Options{LockTimeout: 10 * time.Second, Projections: projs})
+			if err == nil {
+				_, err = h.Append(bg, "run/long", AnyVersion, evs[n])
+				h.Close()
+			}
+			done <- err
+		}()
+		probe, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer probe.Close()
+		for t0 := time.Now(); !announced(probe); time.Sleep(time.Millisecond) {
+			if time.Since(t0) > 10*time.Second {
+				return errors.New("the writer never announced itself")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := make([]uint64, n+1)
+	for i := range want {
+		want[i] = uint64(i + 1)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read versions %v…, %d in all; want 1..%d once each, the writer's last", got[:min(len(got), 20)], len(got), n+1)
 	}
 }

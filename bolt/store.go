@@ -7,8 +7,9 @@
 // closes quickly; other processes wait up to Options.LockTimeout. A long
 // operation opened with Options.SliceBudget releases and retakes the lock
 // between its transactions (Store.Yield). A Store is safe for concurrent use
-// by goroutines, except Yield and the operations that call it (ImportProgress,
-// Rebuild with a slice budget), which need it to themselves: bbolt serializes
+// by goroutines, except Yield and the operations that call it with a slice
+// budget (CheckImport, ImportProgress, Rebuild, ReadStreamSliced), which
+// need it to themselves: bbolt serializes
 // writers and gives each reader a snapshot. Byte slices handed to callbacks
 // are valid only during the callback.
 package bolt
@@ -168,9 +169,7 @@ func Open(path string, opts Options) (*Store, error) {
 			db.Close()
 			return nil, err
 		}
-		return s, nil
-	}
-	if err := s.init(); err != nil {
+	} else if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
 	}

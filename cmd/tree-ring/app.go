@@ -124,6 +124,15 @@ func (g *Globals) OpenLongStore() (*bolt.Store, error) {
 	return g.openStore(opts)
 }
 
+// OpenLongReader opens the store read-only for a command whose reads can
+// be long (status and certify replay each harness stream): its long reads
+// (bolt.Store.ReadStreamSliced) release the lock between slices.
+func (g *Globals) OpenLongReader() (*bolt.Store, error) {
+	opts := g.storeOptions()
+	opts.ReadOnly, opts.SliceBudget = true, sliceBudget
+	return g.openStore(opts)
+}
+
 func (g *Globals) storeOptions() bolt.Options {
 	return bolt.Options{
 		LockTimeout: g.LockTimeout,

@@ -322,7 +322,7 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
 		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
 		diagnostics: map[string]string{}}
-	st, err := g.OpenStore(true)
+	st, err := g.OpenLongReader()
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +369,9 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 			continue
 		}
 		rp := fsm.NewReplayer(now)
-		if err := st.ReadStream(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
+		// A long stream lets hooks in between slices; what they append
+		// meanwhile is replayed too.
+		if err := st.ReadStreamSliced(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", id, err)
 		}
 		lv.states[id] = fsm.Initial
