@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events"
 	bbolt "go.etcd.io/bbolt"
@@ -81,6 +82,7 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 		return s.indeterminate
 	}
 	var txid int
+	var commitStart time.Time
 	committing := false
 	err = s.guard(func() error {
 		return s.db.Update(func(tx *bbolt.Tx) error {
@@ -88,12 +90,12 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 			if err := fn(tx); err != nil {
 				return err
 			}
-			committing = true
+			committing, commitStart = true, time.Now()
 			return nil
 		})
 	})
 	if err == nil && committing {
-		s.committed()
+		s.committed(commitStart)
 		if s.onCommit != nil {
 			s.onCommit()
 		}

@@ -26,7 +26,7 @@ const yieldGap = time.Millisecond
 const handoffMax = time.Second
 
 // minWorkShare is the least share of Options.SliceBudget a slice works
-// before it commits, however slow its commits have become.
+// before it commits, however costly its commits have become.
 const minWorkShare = 1.0 / 8
 
 // slicing is the state of a Store opened with Options.SliceBudget.
@@ -34,14 +34,14 @@ type slicing struct {
 	// probe is a read-only descriptor of the ledger, kept across Yield,
 	// on which overdue looks for announced waiters (announce).
 	probe *os.File
-	// work is how long a slice may work before it commits: the budget
-	// less what its commit is expected to take, learnt from the last
-	// slice that ran out of time (a commit writes every page the slice
-	// touched, so it grows with the slice and with the ledger).
+	// work is how long a slice may work before it ends (see committed).
 	work time.Duration
 	// timeUp is when the running slice ran out of work time (zero if it
 	// has not); its commit then updates work.
 	timeUp time.Time
+	// commits are the durations of the last commits, for their floor.
+	commits [16]time.Duration
+	ncommit int
 }
 
 func (s *Store) openSlicing() error {
@@ -52,7 +52,7 @@ func (s *Store) openSlicing() error {
 	if err != nil {
 		return fmt.Errorf("open ledger %s: %w", s.path, err)
 	}
-	s.slice = &slicing{probe: f, work: s.opts.SliceBudget / 2}
+	s.slice = &slicing{probe: f, work: s.opts.SliceBudget}
 	return nil
 }
 
@@ -99,22 +99,35 @@ func (s *Store) overdue() bool {
 	return announced(s.slice.probe)
 }
 
-// committed learns from the commit of a slice that ran out of time how
-// long the next may work: the budget times the share of this slice's hold
-// (from taking the lock to the end of its commit) that came before it ran
-// out. What follows (the transaction's index writes, bbolt's spill, page
-// writes and two syncs) grows with the work, so with a cost of
-// c0 + k·work this settles on the work that makes the whole hold the
-// budget. Slices ended by a waiter or by a chunk's end say little about a
-// full slice's hold and leave it as it was.
-func (s *Store) committed() {
-	if s.slice == nil || s.slice.timeUp.IsZero() {
+// committed learns from each commit (bbolt's spill, page writes and two
+// syncs, from commitStart on) how long the next slice may work. What
+// follows a slice's work (its index writes and its commit) costs a floor,
+// the syncs' latency, which no slice size changes (the least of the last
+// commits), plus a part that grows with the pages the slice touched, so
+// with the work and with the ledger: k per unit of work, measured on a
+// slice that ran out of time. The next works budget/(1+k), so that the
+// work and the part that grows with it stay within the budget however
+// large the ledger gets (at least minWorkShare of it, at most all).
+func (s *Store) committed(commitStart time.Time) {
+	sl := s.slice
+	if sl == nil {
 		return
 	}
-	work, hold := s.slice.timeUp.Sub(s.since), time.Since(s.since)
-	s.slice.timeUp = time.Time{}
-	share := max(float64(work)/float64(hold), minWorkShare)
-	s.slice.work = time.Duration(share * float64(s.opts.SliceBudget))
+	now := time.Now()
+	sl.commits[sl.ncommit%len(sl.commits)] = now.Sub(commitStart)
+	sl.ncommit++
+	if sl.timeUp.IsZero() {
+		return
+	}
+	floor := sl.commits[0]
+	for _, c := range sl.commits[:min(sl.ncommit, len(sl.commits))] {
+		floor = min(floor, c)
+	}
+	work := sl.timeUp.Sub(s.since)
+	k := max(float64(now.Sub(sl.timeUp)-floor)/float64(work), 0)
+	sl.timeUp = time.Time{}
+	share := min(max(1/(1+k), minWorkShare), 1)
+	sl.work = time.Duration(share * float64(s.opts.SliceBudget))
 }
 
 // Overdue reports whether this transaction's slice should end (see
