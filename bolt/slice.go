@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,9 @@ type slicing struct {
 	// probe is a read-only descriptor of the ledger, kept across Yield,
 	// on which overdue looks for announced waiters (announce).
 	probe *os.File
+	// mu guards the rest: goroutines that append to the Store commit
+	// outside bbolt's writer lock.
+	mu sync.Mutex
 	// work is how long a slice may work before it ends (see committed).
 	work time.Duration
 	// timeUp is when the running slice ran out of work time (zero if it
@@ -87,16 +91,18 @@ func (s *Store) Yield() error {
 // Long loops check it every few items, end their transaction there,
 // commit, and Yield.
 func (s *Store) overdue() bool {
-	if s.slice == nil {
+	sl := s.slice
+	if sl == nil {
 		return false
 	}
-	if now := time.Now(); now.Sub(s.since) >= s.slice.work {
-		if s.slice.timeUp.IsZero() {
-			s.slice.timeUp = now
-		}
-		return true
+	sl.mu.Lock()
+	now := time.Now()
+	up := now.Sub(s.since) >= sl.work
+	if up && sl.timeUp.IsZero() {
+		sl.timeUp = now
 	}
-	return announced(s.slice.probe)
+	sl.mu.Unlock()
+	return up || announced(sl.probe)
 }
 
 // committed learns from each commit (bbolt's spill, page writes and two
@@ -113,6 +119,8 @@ func (s *Store) committed(commitStart time.Time) {
 	if sl == nil {
 		return
 	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
 	now := time.Now()
 	sl.commits[sl.ncommit%len(sl.commits)] = now.Sub(commitStart)
 	sl.ncommit++
@@ -168,7 +176,9 @@ func (s *Store) reopen() error {
 	if err != nil {
 		return err
 	}
+	s.slice.mu.Lock()
 	s.db, s.since, s.slice.timeUp = db, time.Now(), time.Time{}
+	s.slice.mu.Unlock()
 	if err := s.checkFile(); err != nil {
 		return err
 	}
