@@ -31,8 +31,8 @@ type Tx struct {
 	s       *Store
 	tx      *bbolt.Tx
 	events  *bbolt.Bucket
-	ids     *bbolt.Bucket
-	streams *bbolt.Bucket
+	ids     idIndex       // id_blocks as of the transaction's start
+	streams *bbolt.Bucket // stream_blocks
 	heads   *bbolt.Bucket
 	bodies  *bbolt.Bucket
 	// bodyReader serves Body; its cursor repositions from the root on
@@ -42,9 +42,9 @@ type Tx struct {
 	// newHeads holds the stream heads this tx moved; they are written once
 	// at commit (an import touching a stream many times writes it once).
 	newHeads map[string]head
-	// pending are index entries (ids, streams) of bulk appends, written
-	// at commit in key order (see flushIndexes).
-	pending pendingIndex
+	// pending are the index entries of this tx's appends, written at
+	// commit, each touched block once (see indexWriter).
+	pending indexWriter
 	dirty   bool  // events appended: checkpoints, heads and chain head to write
 	wrote   bool  // anything written at all
 	err     error // poison, see above
@@ -65,8 +65,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	scrub := false
 	err := s.update(func(btx *bbolt.Tx) error {
 		t := &Tx{
-			s: s, tx: btx, events: btx.Bucket(bucketEvents), ids: btx.Bucket(bucketIDs),
-			streams: btx.Bucket(bucketStreams), heads: btx.Bucket(bucketHeads), bodies: btx.Bucket(bucketBodies),
+			s: s, tx: btx, events: btx.Bucket(bucketEvents), ids: idIndex{b: btx.Bucket(bucketIDBlocks)},
+			streams: btx.Bucket(bucketStreamBlocks), heads: btx.Bucket(bucketHeads), bodies: btx.Bucket(bucketBodies),
 			live: s.liveProjections(btx),
 		}
 		defer func() { scrub = t.scrub }()
@@ -77,6 +77,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		// default 0.5 with 1,000 interleaved streams).
 		t.events.FillPercent = 1.0
 		t.streams.FillPercent = 0.9
+		t.ids.b.FillPercent = 0.9
 		t.head = string(btx.Bucket(bucketMeta).Get(keyChainHead))
 		ferr := fn(t)
 		switch {
@@ -89,8 +90,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		case !t.dirty:
 			return nil
 		}
-		if err := t.flushIndexes(); err != nil {
-			return err
+		if err := t.pending.flush(t.ids.b, t.streams); err != nil {
+			return fmt.Errorf("index: %w", t.s.indexErr(err))
 		}
 		if err := t.flushHeads(); err != nil {
 			return err
@@ -157,9 +158,6 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	if err := t.flushIndexes(); err != nil {
-		return nil, err
-	}
 	if err := events.ValidStream(stream); err != nil {
 		return nil, fmt.Errorf("append %s: %w", stream, err)
 	}
@@ -177,15 +175,17 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 		if j := dupIn(evs[:i], e.ID); j >= 0 {
 			return nil, &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: fmt.Sprintf("appears twice in the batch (events %d and %d)", j, i)}
 		}
-		v := t.ids.Get(e.ID[:])
-		if v == nil {
+		p, ok, err := t.lookupID(e.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			if firstNew < 0 {
 				firstNew = i
 			}
 			continue
 		}
-		p := binary.BigEndian.Uint64(v)
-		stored, err := events.DecodeStoredRef(t.events.Get(v))
+		stored, err := events.DecodeStoredRef(t.events.Get(u64(p)))
 		if err != nil {
 			return nil, &CorruptError{Path: t.s.path, Err: fmt.Errorf("position %d: %w", p, err)}
 		}
@@ -251,33 +251,16 @@ func (t *Tx) appendNew(stream string, evs []events.Envelope) error {
 	return nil
 }
 
-// pendingIndex holds the index entries of bulk appends until commit. An
-// import interleaves up to thousands of streams, so its streams entries
-// land all over that index; put in key order at the end of the
-// transaction, consecutive puts go to the same leaf.
-type pendingIndex struct {
-	ids     []indexEntry
-	streams []indexEntry
-}
-
-type indexEntry struct{ key, pos []byte }
-
-// flushIndexes writes the pending index entries in key order.
-func (t *Tx) flushIndexes() error {
-	for _, idx := range []struct {
-		b       *bbolt.Bucket
-		entries []indexEntry
-	}{{t.ids, t.pending.ids}, {t.streams, t.pending.streams}} {
-		slices.SortFunc(idx.entries, func(a, b indexEntry) int { return bytes.Compare(a.key, b.key) })
-		for _, e := range idx.entries {
-			if err := idx.b.Put(e.key, e.pos); err != nil {
-				t.err = fmt.Errorf("index: %w", err)
-				return t.err
-			}
-		}
+// lookupID finds an id appended earlier in this tx or in the ledger.
+func (t *Tx) lookupID(id [16]byte) (uint64, bool, error) {
+	if p, ok := t.pending.id(id); ok {
+		return p, true, nil
 	}
-	t.pending.ids, t.pending.streams = t.pending.ids[:0], t.pending.streams[:0]
-	return nil
+	p, ok, err := t.ids.get(id[:])
+	if err != nil {
+		return 0, false, t.s.indexErr(err)
+	}
+	return p, ok, nil
 }
 
 // streamHead is the head of stream as of this tx.
@@ -322,8 +305,8 @@ func dupIn(evs []events.Envelope, id ulid.ULID) int {
 }
 
 // write appends evs; checkIDs guards against an id twice in a batch too
-// large for Append's pre-check. positions nil marks a bulk append
-// (appendNew): its index entries wait for flushIndexes.
+// large for Append's pre-check. positions, when not nil, receives the
+// events' positions. Index entries wait in t.pending until commit.
 func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uint64, checkIDs bool) error {
 	t.wrote = true
 	for i := range evs {
@@ -340,23 +323,20 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		if len(enc) > events.MaxEnvelopeBytes {
 			return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 		}
-		if checkIDs && t.ids.Get(e.ID[:]) != nil {
-			return &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: "appears twice in the batch"}
+		if checkIDs {
+			if _, dup, err := t.lookupID(e.ID); err != nil {
+				return err
+			} else if dup {
+				return &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: "appears twice in the batch"}
+			}
 		}
-		pk := u64(pos)
-		if err := t.events.Put(pk, enc); err != nil {
+		if err := t.events.Put(u64(pos), enc); err != nil {
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
-		if positions == nil {
-			t.pending.streams = append(t.pending.streams, indexEntry{streamKey(stream, e.Version), pk})
-			t.pending.ids = append(t.pending.ids, indexEntry{append([]byte(nil), e.ID[:]...), pk})
-		} else {
-			if err := t.streams.Put(streamKey(stream, e.Version), pk); err != nil {
-				return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
-			}
-			if err := t.ids.Put(e.ID[:], pk); err != nil { // bbolt copies keys
-				return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
-			}
+		if err := t.pending.add(stream, e.Version, e.ID, pos); err != nil {
+			return err
+		}
+		if positions != nil {
 			positions[i] = pos
 		}
 		if err := t.apply(&e); err != nil {
@@ -395,10 +375,11 @@ func (t *Tx) StreamVersion(stream string) uint64 { return t.streamHead(stream).v
 
 // HasID reports whether an event id is already in the ledger.
 func (t *Tx) HasID(id [16]byte) bool {
-	if t.flushIndexes() != nil {
-		return false // poisoned: the tx fails anyway
+	_, ok, err := t.lookupID(id)
+	if err != nil {
+		t.err = err // the ledger is damaged: the tx fails
 	}
-	return t.ids.Get(id[:]) != nil
+	return ok
 }
 
 // PutBody stores text in the content-addressed bodies bucket and returns its

@@ -106,3 +106,19 @@ func (e *VerifyError) Error() string {
 		return e.Detail
 	}
 }
+
+// FormatMigrationError is a read-only open of a ledger in format 1 (one
+// index key per event), whose indexes a write open of this build migrates
+// to format 2. Reading format-1 indexes as format 2 would read wrong data,
+// so a read-only open refuses it until that write open has run.
+type FormatMigrationError struct {
+	Path  string
+	Found string // the ledger's meta.format
+}
+
+func (e *FormatMigrationError) Error() string {
+	return fmt.Sprintf("%s: the ledger is in format %s and this build reads format %s: open it once for writing (for example `tree-ring init`), which migrates its indexes, then retry", e.Path, e.Found, FormatVersion)
+}
+
+// Diagnostic is the error's code in the command's JSON diagnostics.
+func (e *FormatMigrationError) Diagnostic() string { return "ledger_format_migration" }

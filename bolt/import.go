@@ -205,7 +205,7 @@ func (s *Store) importPlan(envs []events.Envelope, last func(tx *bbolt.Tx, skip 
 // planFrom plans envs[from:] in tx until the slice is over; it returns
 // where it stopped.
 func (s *Store) planFrom(tx *bbolt.Tx, envs []events.Envelope, skip []bool, inFile map[[16]byte]int, from int) (int, error) {
-	ids := tx.Bucket(bucketIDs)
+	ids := idIndex{b: tx.Bucket(bucketIDBlocks)}
 	evb := tx.Bucket(bucketEvents)
 	for i := from; i < len(envs); i++ {
 		if (i-from)%1024 == 1023 && s.overdue() {
@@ -220,11 +220,14 @@ func (s *Store) planFrom(tx *bbolt.Tx, envs []events.Envelope, skip []bool, inFi
 			continue
 		}
 		inFile[e.ID] = i
-		p := ids.Get(e.ID[:])
-		if p == nil {
+		p, ok, err := ids.get(e.ID[:])
+		if err != nil {
+			return 0, s.indexErr(err)
+		}
+		if !ok {
 			continue
 		}
-		stored, err := events.DecodeStoredRef(evb.Get(p))
+		stored, err := events.DecodeStoredRef(evb.Get(u64(p)))
 		if err != nil {
 			return 0, &CorruptError{Path: s.path, Err: err}
 		}

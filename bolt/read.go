@@ -113,21 +113,16 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, fn func(e *events.Env
 func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, fn func(e *events.Envelope) error) error {
 	return s.view(func(tx *bbolt.Tx) error {
 		evb := tx.Bucket(bucketEvents)
-		c := tx.Bucket(bucketStreams).Cursor()
-		prefix := append([]byte(stream), 0)
-		for k, v := c.Seek(streamKey(stream, after+1)); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		err := forStream(tx.Bucket(bucketStreamBlocks), stream, after, func(_, pos uint64) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			raw := evb.Get(v)
-			e, err := events.DecodeStored(raw)
+			e, err := events.DecodeStored(evb.Get(u64(pos)))
 			if err != nil {
-				return &CorruptError{Path: s.path, Err: fmt.Errorf("position %d: %w", binary.BigEndian.Uint64(v), err)}
+				return &CorruptError{Path: s.path, Err: fmt.Errorf("position %d: %w", pos, err)}
 			}
-			if err := fn(&e); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(&e)
+		})
+		return s.indexErr(err)
 	})
 }

@@ -97,7 +97,9 @@ func (t *Tx) Replicate(raw []byte) (ReplicaOutcome, error) {
 		return 0, &ReplicaError{Kind: ReplicaBrokenChain, Position: e.Position,
 			Detail: fmt.Sprintf("prev_hash %.12s does not link to the replica's head %.12s", e.PrevHash, t.head)}
 	}
-	if p := t.ids.Get(e.ID[:]); p != nil {
+	if _, dup, err := t.lookupID(e.ID); err != nil {
+		return 0, err
+	} else if dup {
 		return 0, &ReplicaError{Kind: ReplicaBrokenChain, Position: e.Position, Detail: fmt.Sprintf("event id %s is already in the replica", e.ID)}
 	}
 	h := t.streamHead(e.Stream)
@@ -122,14 +124,10 @@ func (t *Tx) writeReplica(e *events.Envelope, raw []byte, h head) error {
 	if pos != e.Position {
 		return fmt.Errorf("replicate position %d: the events sequence gave %d", e.Position, pos)
 	}
-	pk := u64(pos)
-	if err := t.events.Put(pk, append([]byte(nil), raw...)); err != nil {
+	if err := t.events.Put(u64(pos), append([]byte(nil), raw...)); err != nil {
 		return fmt.Errorf("replicate position %d: %w", pos, err)
 	}
-	if err := t.streams.Put(streamKey(e.Stream, e.Version), pk); err != nil {
-		return fmt.Errorf("replicate position %d: %w", pos, err)
-	}
-	if err := t.ids.Put(e.ID[:], pk); err != nil {
+	if err := t.pending.add(e.Stream, e.Version, e.ID, pos); err != nil {
 		return fmt.Errorf("replicate position %d: %w", pos, err)
 	}
 	if err := t.apply(e); err != nil {

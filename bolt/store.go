@@ -35,20 +35,20 @@ import (
 // LedgerFile is the file name of the ledger inside the root.
 const LedgerFile = "ledger.db"
 
-// FormatVersion is written to meta.format when a ledger is created.
-const FormatVersion = "1"
+// FormatVersion is written to meta.format when a ledger is created. Format
+// 2 indexes streams and ids in blocks (index.go); a write open migrates a
+// format-1 ledger (migrate.go).
+const FormatVersion = "2"
 
 // AnyVersion disables the expected-version check of Append.
 const AnyVersion int64 = -1
 
 var (
-	bucketEvents  = []byte("events")
-	bucketStreams = []byte("streams")
-	bucketIDs     = []byte("ids")
-	bucketHeads   = []byte("heads")
-	bucketMeta    = []byte("meta")
-	bucketBodies  = []byte("bodies")
-	bucketProjCP  = []byte("projection_checkpoints")
+	bucketEvents = []byte("events")
+	bucketHeads  = []byte("heads")
+	bucketMeta   = []byte("meta")
+	bucketBodies = []byte("bodies")
+	bucketProjCP = []byte("projection_checkpoints")
 
 	keyFormat    = []byte("format")
 	keyChainHead = []byte("chain_head")
@@ -308,19 +308,34 @@ func (s *Store) checkFormat() error {
 // (a crash mid-rebuild) catches up. An up-to-date ledger is only read, so
 // opening costs no commit.
 func (s *Store) init() error {
-	ready := false
+	ready, migrate := false, false
 	err := s.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
 			return nil
 		}
-		if err := checkLayout(s.path, tx); err != nil {
+		err := checkLayout(s.path, tx)
+		var fe *FormatMigrationError
+		if errors.As(err, &fe) {
+			migrate = true
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		ready = s.projectionsCurrent(tx)
 		return nil
 	})
-	if err != nil || ready {
+	if err != nil {
 		return err
+	}
+	if migrate {
+		if err := s.migrateIndexes(); err != nil {
+			return err
+		}
+		return s.init()
+	}
+	if ready {
+		return nil
 	}
 	err = s.update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
@@ -339,7 +354,7 @@ func (s *Store) init() error {
 	return s.catchUp(context.Background())
 }
 
-var allBuckets = [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketHeads, bucketMeta, bucketBodies, bucketProjCP}
+var allBuckets = [][]byte{bucketEvents, bucketStreamBlocks, bucketIDBlocks, bucketHeads, bucketMeta, bucketBodies, bucketProjCP}
 
 // checkLayout checks the format and that every bucket exists.
 func checkLayout(path string, tx *bbolt.Tx) error {
@@ -347,7 +362,9 @@ func checkLayout(path string, tx *bbolt.Tx) error {
 	if m == nil {
 		return &CorruptError{Path: path, Err: errors.New("not a tree-ring ledger (no meta bucket)")}
 	}
-	if f := string(m.Get(keyFormat)); f != FormatVersion {
+	if f := string(m.Get(keyFormat)); f == formatV1 {
+		return &FormatMigrationError{Path: path, Found: f}
+	} else if f != FormatVersion {
 		return &CorruptError{Path: path, Err: fmt.Errorf("unsupported format %q (this build reads %q)", f, FormatVersion)}
 	}
 	for _, b := range allBuckets {

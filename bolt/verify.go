@@ -55,7 +55,8 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 		if err := checkLayout(s.path, tx); err != nil {
 			return &VerifyError{Detail: err.Error()}
 		}
-		evb, streams, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketStreams), tx.Bucket(bucketIDs)
+		evb, streams := tx.Bucket(bucketEvents), tx.Bucket(bucketStreamBlocks)
+		ids := idIndex{b: tx.Bucket(bucketIDBlocks)}
 		head := evb.Sequence()
 		upto := make([]uint64, len(s.projs)) // re-fold events (0, checkpoint]
 		mems := make([]*fold.MemKV, len(s.projs))
@@ -122,10 +123,14 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			if e.Version != st.version {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("stream %s version %d, expected %d", e.Stream, e.Version, st.version)}
 			}
-			if sp := streams.Get(streamKey(e.Stream, e.Version)); len(sp) != 8 || binary.BigEndian.Uint64(sp) != pos {
+			if sp, ok, err := streamPosition(streams, e.Stream, e.Version); err != nil {
+				return &VerifyError{Position: pos, Detail: "streams index: " + err.Error()}
+			} else if !ok || sp != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("streams index for %s@%d does not point here", e.Stream, e.Version)}
 			}
-			if ip := ids.Get(e.ID[:]); len(ip) != 8 || binary.BigEndian.Uint64(ip) != pos {
+			if ip, ok, err := ids.get(e.ID[:]); err != nil {
+				return &VerifyError{Position: pos, Detail: "ids index: " + err.Error()}
+			} else if !ok || ip != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("ids index for %s does not point here", e.ID)}
 			}
 			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch); err != nil {
@@ -141,12 +146,17 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 		if h := string(tx.Bucket(bucketMeta).Get(keyChainHead)); h != prev {
 			return &VerifyError{Detail: fmt.Sprintf("chain head %.12s is not the last hash %.12s", h, prev)}
 		}
-		// Every index entry was matched to an event above; equal counts
-		// mean there is nothing else in them.
-		if got := streams.Stats().KeyN; uint64(got) != n {
+		// Every event was found in both indexes above, each in its own
+		// slot; well-formed blocks holding exactly n entries each mean
+		// there is nothing else in them.
+		if got, err := countIndexEntries(streams, true); err != nil {
+			return &VerifyError{Detail: "streams index: " + err.Error()}
+		} else if got != n {
 			return &VerifyError{Detail: fmt.Sprintf("streams index has %d entries for %d events", got, n)}
 		}
-		if got := ids.Stats().KeyN; uint64(got) != n {
+		if got, err := countIndexEntries(ids.b, false); err != nil {
+			return &VerifyError{Detail: "ids index: " + err.Error()}
+		} else if got != n {
 			return &VerifyError{Detail: fmt.Sprintf("ids index has %d entries for %d events", got, n)}
 		}
 		heads := tx.Bucket(bucketHeads)
@@ -213,4 +223,32 @@ func compareProjection(name string, b *bbolt.Bucket, mem *fold.MemKV) error {
 		return &VerifyError{Projection: name, Detail: fmt.Sprintf("key %q is missing from the stored projection", keys[i])}
 	}
 	return nil
+}
+
+// countIndexEntries checks every block of an index bucket and counts the
+// entries they hold.
+func countIndexEntries(b *bbolt.Bucket, streams bool) (uint64, error) {
+	var n uint64
+	var prevLast []byte // ids: the last id of the previous block
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if streams {
+			_, _, ps, err := decodeStreamBlock(k, v)
+			if err != nil {
+				return 0, err
+			}
+			n += uint64(len(ps) / 8)
+			continue
+		}
+		blk, err := decodeIDBlock(k, v)
+		if err != nil {
+			return 0, err
+		}
+		if prevLast != nil && bytes.Compare(prevLast, k) >= 0 {
+			return 0, fmt.Errorf("%w: id block %x overlaps the one before it", errBlock, k)
+		}
+		prevLast = blk.id(blk.n() - 1)
+		n += uint64(blk.n())
+	}
+	return n, nil
 }

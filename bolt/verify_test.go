@@ -88,14 +88,28 @@ func TestVerifyNamesTamperedPosition(t *testing.T) {
 			return b.Put(u64(2), v1)
 		}, ""},
 		{"ids index", 4, func(tx *bbolt.Tx) error {
-			k, _ := tx.Bucket(bucketIDs).Cursor().First()
-			for i := 0; i < 3; i++ {
-				k, _ = tx.Bucket(bucketIDs).Cursor().Seek(append(k, 0))
-			}
-			return tx.Bucket(bucketIDs).Put(append([]byte(nil), k...), u64(1))
+			// The pair of position 4 points at position 1 instead.
+			return editIDBlocks(tx, func(blk []byte) {
+				for i := 0; i < len(blk); i += idPairSize {
+					if binary.BigEndian.Uint64(blk[i+16:]) == 4 {
+						binary.BigEndian.PutUint64(blk[i+16:], 1)
+					}
+				}
+			})
+		}, "ids index"},
+		{"ids block out of order", 1, func(tx *bbolt.Tx) error {
+			// The second and third pairs swapped: the block is malformed.
+			return editIDBlocks(tx, func(blk []byte) {
+				a := append([]byte(nil), blk[idPairSize:2*idPairSize]...)
+				copy(blk[idPairSize:], blk[2*idPairSize:3*idPairSize])
+				copy(blk[2*idPairSize:], a)
+			})
 		}, "ids index"},
 		{"streams index", 2, func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketStreams).Put(streamKey("run/a", 2), u64(1))
+			// run/a's block loses every version after the first.
+			b := tx.Bucket(bucketStreamBlocks)
+			k := streamKey("run/a", 1)
+			return b.Put(k, append([]byte(nil), b.Get(k)[:8]...))
 		}, "streams index"},
 	}
 	for _, c := range cases {
@@ -126,7 +140,7 @@ func TestVerifyLedgerLevelDamage(t *testing.T) {
 			return tx.Bucket(bucketMeta).Put(keyChainHead, []byte(events.GenesisHash))
 		}, "chain head"},
 		"stray stream entry": {func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketStreams).Put(streamKey("run/zz", 1), u64(1))
+			return tx.Bucket(bucketStreamBlocks).Put(streamKey("run/zz", 1), u64(1))
 		}, "streams index has"},
 		"head version": {func(tx *bbolt.Tx) error {
 			return tx.Bucket(bucketHeads).Put([]byte("run/a"), append(u64(2), u64(4)...))
@@ -276,4 +290,24 @@ func TestVerifyDetectsEveryFlippedByte(t *testing.T) {
 	}
 	t.Logf("tamper: %d events, %d bytes, %d byte changes, %d detected, %d named the position",
 		len(stored), nbytes, flips, detected, named)
+}
+
+// editIDBlocks rewrites every id block with edit applied to a copy.
+func editIDBlocks(tx *bbolt.Tx, edit func(blk []byte)) error {
+	b := tx.Bucket(bucketIDBlocks)
+	type kv struct{ k, v []byte }
+	var all []kv
+	if err := b.ForEach(func(k, v []byte) error {
+		all = append(all, kv{append([]byte(nil), k...), append([]byte(nil), v...)})
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, e := range all {
+		edit(e.v)
+		if err := b.Put(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
