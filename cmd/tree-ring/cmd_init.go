@@ -120,6 +120,15 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 		return "", err
 	} else if exists {
 		ro, err := g.OpenStore(true)
+		if fe := (*bolt.FormatMigrationError)(nil); errors.As(err, &fe) {
+			// An older build's index format: a write open migrates it,
+			// then the store is read as any other.
+			var rw *bolt.Store
+			if rw, err = g.OpenStore(false); err == nil {
+				rw.Close()
+				ro, err = g.OpenStore(true)
+			}
+		}
 		var ue *bolt.UninitializedError
 		switch {
 		case errors.As(err, &ue):
