@@ -49,7 +49,8 @@ type Tx struct {
 	wrote   bool  // anything written at all
 	err     error // poison, see above
 	live    []fold.Projection
-	scrub   bool // a body was deleted: scrub free pages after commit
+	scrub   bool    // a body was deleted: scrub free pages after commit
+	key     [8]byte // scratch for an events key
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -330,7 +331,8 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 				return &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: "appears twice in the batch"}
 			}
 		}
-		if err := t.events.Put(u64(pos), enc); err != nil {
+		binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
+		if err := t.events.Put(t.key[:], enc); err != nil {
 			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
 		}
 		if err := t.pending.add(stream, e.Version, e.ID, pos); err != nil {

@@ -85,6 +85,7 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 				return err
 			}
 			defer func() { head = tx.events.Sequence() }()
+			tx.pending.reserve(min(importChunk, len(envs)-start))
 			runStart := -1 // a run of new events of one stream, appended together
 			flush := func(i int) error {
 				if runStart < 0 {

@@ -244,6 +244,9 @@ type indexWriter struct {
 	streams map[string]*streamRun
 }
 
+// reserve makes room for n more entries.
+func (w *indexWriter) reserve(n int) { w.ids = slices.Grow(w.ids, n) }
+
 // add records version of stream at pos with its id. Versions of a stream
 // must come in order, each the next.
 func (w *indexWriter) add(stream string, version uint64, id [16]byte, pos uint64) error {
