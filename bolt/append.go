@@ -49,8 +49,10 @@ type Tx struct {
 	wrote   bool  // anything written at all
 	err     error // poison, see above
 	live    []fold.Projection
-	scrub   bool    // a body was deleted: scrub free pages after commit
-	key     [8]byte // scratch for an events key
+	liveB   []*bbolt.Bucket // live[i]'s bucket, opened by its first fold
+	scrub   bool            // a body was deleted: scrub free pages after commit
+	key     [8]byte         // scratch for an events key
+	arena   valueArena
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -356,15 +358,22 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 
 // apply folds e into every projection that handles its type.
 func (t *Tx) apply(e *events.Envelope) error {
-	for _, p := range t.live {
+	if t.liveB == nil {
+		t.liveB = make([]*bbolt.Bucket, len(t.live))
+	}
+	for i, p := range t.live {
 		if !p.Handles(e.Type) {
 			continue
 		}
-		b, err := t.tx.CreateBucketIfNotExists(projBucket(p.Name()))
-		if err != nil {
-			return fmt.Errorf("projection %s: %w", p.Name(), err)
+		b := t.liveB[i]
+		if b == nil {
+			var err error
+			if b, err = t.tx.CreateBucketIfNotExists(projBucket(p.Name())); err != nil {
+				return fmt.Errorf("projection %s: %w", p.Name(), err)
+			}
+			t.liveB[i] = b
 		}
-		if err := p.Apply(bucketKV{b}, bodies{t.bodies}, e); err != nil {
+		if err := p.Apply(bucketKV{b, &t.arena}, bodies{t.bodies}, e); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
 	}
@@ -440,15 +449,41 @@ func checkpoint(version int, pos uint64) []byte {
 	return b
 }
 
-// bucketKV adapts a bbolt bucket to fold.KV.
-type bucketKV struct{ b *bbolt.Bucket }
+// bucketKV adapts a bbolt bucket to fold.KV. Its values are copied into
+// a (nil: none).
+type bucketKV struct {
+	b *bbolt.Bucket
+	a *valueArena
+}
 
 func (k bucketKV) Get(key []byte) []byte { return k.b.Get(key) }
 
 // Put copies value (bbolt keeps it until commit; the fold may reuse its
 // buffer); bbolt copies the key itself.
 func (k bucketKV) Put(key, value []byte) error {
-	return k.b.Put(key, append([]byte(nil), value...))
+	return k.b.Put(key, k.a.copy(value))
+}
+
+// arenaSlab is the size of one valueArena slab.
+const arenaSlab = 64 << 10
+
+// valueArena copies the values a fold puts into shared slabs, so a fold
+// that puts a value per event allocates once per slab instead of once per
+// put. bbolt keeps every value until the transaction ends; the copies never
+// overlap and are never written again. One arena per transaction; not for
+// concurrent use.
+type valueArena struct{ slab []byte }
+
+func (a *valueArena) copy(v []byte) []byte {
+	if a == nil || len(v) == 0 || len(v) > arenaSlab/16 {
+		return append([]byte(nil), v...)
+	}
+	if len(a.slab)+len(v) > cap(a.slab) {
+		a.slab = make([]byte, 0, arenaSlab)
+	}
+	n := len(a.slab)
+	a.slab = append(a.slab, v...)
+	return a.slab[n:len(a.slab):len(a.slab)]
 }
 func (k bucketKV) Delete(key []byte) error { return k.b.Delete(key) }
 func (k bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
@@ -487,7 +522,7 @@ func (k *readOnlyKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	if k.b == nil {
 		return nil
 	}
-	return bucketKV{k.b}.ForEach(prefix, fn)
+	return bucketKV{b: k.b}.ForEach(prefix, fn)
 }
 
 // seekExact is Bucket.Get on a reused cursor: Seek starts from the root

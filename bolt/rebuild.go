@@ -304,6 +304,7 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 	}
 	cps = make([]uint64, len(projs))
 	kvs = make([]fold.KV, len(projs))
+	arena := &valueArena{}
 	for i, p := range projs {
 		var b *bbolt.Bucket
 		if shadow {
@@ -316,7 +317,7 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		kvs[i] = bucketKV{b}
+		kvs[i] = bucketKV{b, arena}
 	}
 	return parent, cps, kvs, nil
 }
