@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/oklog/ulid/v2"
@@ -276,12 +277,7 @@ func (t *Tx) streamHead(stream string) head {
 
 // flushHeads writes the heads moved in this tx, in key order.
 func (t *Tx) flushHeads() error {
-	names := make([]string, 0, len(t.newHeads))
-	for name := range t.newHeads {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(t.newHeads)) {
 		h := t.newHeads[name]
 		hv := make([]byte, 16)
 		binary.BigEndian.PutUint64(hv, h.version)

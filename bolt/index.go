@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	bbolt "go.etcd.io/bbolt"
@@ -300,12 +301,7 @@ func (w *indexWriter) flush(ids, streams *bbolt.Bucket) error {
 }
 
 func (w *indexWriter) flushStreams(b *bbolt.Bucket) error {
-	names := make([]string, 0, len(w.streams))
-	for name := range w.streams {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(w.streams)) {
 		r := w.streams[name]
 		first := streamBlockFirst(r.base + 1)
 		var val []byte

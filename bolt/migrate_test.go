@@ -58,6 +58,12 @@ func ledgerFacts(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	return formatFacts(db)
+}
+
+// formatFacts lists meta.format, meta.index_migrated and the keys of every
+// index bucket, format 1 or 2, that exists.
+func formatFacts(db *bbolt.DB) string {
 	var out []string
 	_ = db.View(func(tx *bbolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
@@ -172,7 +178,7 @@ func TestMigrateFormat1(t *testing.T) {
 	if commits != 3 { // positions 71..140, 141..210, then 211..265 and the switch to format 2
 		t.Errorf("migration took %d commits, want 3", commits)
 	}
-	if got := ledgerFacts2(st); got != "format=2 stream_blocks=11 id_blocks=3" {
+	if got := formatFacts(st.db); got != "format=2 stream_blocks=11 id_blocks=3" {
 		t.Errorf("after migration: %s", got)
 	}
 	if got := readAll(t, st); !sameEvents(got, want) {
@@ -196,23 +202,4 @@ func TestMigrateFormat1(t *testing.T) {
 		t.Fatalf("verify after migration: %v", err)
 	}
 	delete(damaged, path) // a valid format-2 ledger again: the cleanup verifies it
-}
-
-// ledgerFacts2 is ledgerFacts on an open store.
-func ledgerFacts2(st *Store) string {
-	var out []string
-	_ = st.db.View(func(tx *bbolt.Tx) error {
-		m := tx.Bucket(bucketMeta)
-		out = append(out, "format="+string(m.Get(keyFormat)))
-		if m.Get(keyMigrated) != nil {
-			out = append(out, "migrated")
-		}
-		for _, b := range [][]byte{bucketStreamsV1, bucketIDsV1, bucketStreamBlocks, bucketIDBlocks} {
-			if bk := tx.Bucket(b); bk != nil {
-				out = append(out, fmt.Sprintf("%s=%d", b, bk.Stats().KeyN))
-			}
-		}
-		return nil
-	})
-	return strings.Join(out, " ")
 }
