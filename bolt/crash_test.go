@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		sliceChild(path)
 		return
 	}
+	if path := os.Getenv(migrateChildEnv); path != "" {
+		migrateChild(path)
+		return
+	}
 	code := m.Run()
 	for _, d := range benchDirs {
 		os.RemoveAll(d)

@@ -4,7 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,4 +206,104 @@ func TestMigrateFormat1(t *testing.T) {
 		t.Fatalf("verify after migration: %v", err)
 	}
 	delete(damaged, path) // a valid format-2 ledger again: the cleanup verifies it
+}
+
+const migrateChildEnv = "TREE_RING_MIGRATE_CHILD"
+
+// migrateChild opens the format-1 ledger at path for writing, migrating
+// it 7 events per transaction, and prints "done". The parent kills it.
+func migrateChild(path string) {
+	migrateChunk = 7
+	st, err := Open(path, Options{LockTimeout: 10 * time.Second, Projections: []fold.Projection{testProjection()}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	st.Close()
+	fmt.Println("done")
+}
+
+// TestCrashDuringMigration kills a process migrating a format-1 ledger
+// with SIGKILL at random moments. After every kill the ledger is either
+// still format 1 with its old indexes whole (a read-only open refuses it
+// with *FormatMigrationError) or format 2; the next write open finishes
+// the migration, and the result verifies and holds the same events.
+func TestCrashDuringMigration(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	projs := []fold.Projection{testProjection()}
+	st, path := openTest(t, Options{Projections: projs})
+	st.db.NoSync = true // setup only
+	f := newFactory()
+	const n = 3000
+	envs := make([]events.Envelope, n)
+	for i := range envs {
+		envs[i] = f.run(fmt.Sprintf("m%d", i%13), i)
+	}
+	if _, err := st.Import(bg, envs); err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, st)
+	st.Close()
+	toFormat1(t, path)
+	// The first kills rounds are killed at a random moment; the next one
+	// runs to the end.
+	const kills = 8
+	kill := func(round int) <-chan time.Time {
+		if round >= kills {
+			return nil
+		}
+		return time.After(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+	}
+	midway := 0
+	for round := 0; ; round++ {
+		facts := ledgerFacts(t, path)
+		if strings.HasPrefix(facts, "format=2") {
+			break
+		}
+		if !strings.Contains(facts, fmt.Sprintf(" streams=%d ids=%d", n, n)) {
+			t.Fatalf("round %d: %s: the format-1 indexes are not whole", round, facts)
+		}
+		if _, err := Open(path, Options{ReadOnly: true, Projections: projs}); !errors.As(err, new(*FormatMigrationError)) {
+			t.Fatalf("round %d: read-only open of %s: %v", round, facts, err)
+		}
+		if strings.Contains(facts, "migrated=") {
+			midway++
+		}
+		if round > kills {
+			t.Fatalf("not migrated by an open that was not killed: %s", facts)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), migrateChildEnv+"="+path)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: migration failed: %v %s", round, err, stderr.String())
+			}
+		case <-kill(round):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+	t.Logf("migration: %d kills found it midway", midway)
+	st, err := Open(path, Options{Projections: projs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := readAll(t, st); !sameEvents(got, want) {
+		t.Fatal("events differ after the migration")
+	}
+	if _, err := st.Verify(bg); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	delete(damaged, path)
 }
