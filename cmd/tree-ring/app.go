@@ -31,7 +31,7 @@ func defaultIO() IO { return cli.DefaultIO() }
 type Globals struct {
 	cli.Flags
 	// lockTimeoutSet is true when --lock-timeout was given, so that a
-	// command with its own default (the hook) never overrides the user.
+	// command with its own default (lockWaiter) never overrides the user.
 	lockTimeoutSet bool
 
 	IO
@@ -156,6 +156,11 @@ func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
 
 // options is implemented by every command's options struct.
 type options interface{ AddFlags(fs *pflag.FlagSet) }
+
+// lockWaiter is an options struct whose command waits for the ledger lock
+// longer than the global default: its lockTimeout is --lock-timeout's
+// default for that command (and what --help shows).
+type lockWaiter interface{ lockTimeout() time.Duration }
 
 // command is one entry of the command table. Each command lives in its own
 // file and registers itself from init, so adding one touches one file.
@@ -301,6 +306,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
 	}
 	o := cmd.newOpts()
+	g.lockTimeoutSet = pre.Changed("lock-timeout")
 	fs := newFlagSet(cmd, g, o)
 	if *help {
 		return printCommandHelp(g, cmd)
@@ -314,7 +320,6 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd.args == "" && fs.NArg() > 0 && isGroup(cmd.name) {
 		return unknownSubcommand(cmd, fs.Arg(0))
 	}
-	g.lockTimeoutSet = pre.Changed("lock-timeout") || fs.Changed("lock-timeout")
 	discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
 	if err != nil {
 		return err
@@ -358,6 +363,11 @@ func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	o.AddFlags(fs)
+	if w, ok := o.(lockWaiter); ok && !g.lockTimeoutSet {
+		// The command's own default is the flag's default, so that
+		// --help shows the wait the command really uses.
+		g.LockTimeout = w.lockTimeout()
+	}
 	// Globals may also follow the command; their values from the leading
 	// pass are the defaults here.
 	gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
@@ -24,6 +25,8 @@ func (o *hookOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Harness, "harness", "", strings.Join(harnessIDs(answersHooks), " or "))
 	fs.BoolVar(&o.InputJSONStdin, "input-json-stdin", false, "read the host's hook event from stdin (required)")
 }
+
+func (*hookOptions) lockTimeout() time.Duration { return hookLockTimeout }
 
 func init() {
 	register("integrations hook", "", "answer a harness's lifecycle hook event: a session or subagent start delivers the brief, a stop issues the capture checkpoint", runHook)
@@ -146,9 +149,6 @@ func checkpointDue(ctx context.Context, g *Globals, a *adapters.Adapter, session
 	scope, err := events.CheckpointScope(a.ID, sessionID)
 	if err != nil {
 		return false, err
-	}
-	if !g.lockTimeoutSet {
-		g.LockTimeout = hookLockTimeout
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {

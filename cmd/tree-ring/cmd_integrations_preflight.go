@@ -280,10 +280,12 @@ type delivered struct {
 	receipt preflight.Receipt
 }
 
-// hookLockTimeout is how long a preflight waits for the ledger lock when
-// --lock-timeout is not given: hosts bound the hook to ten seconds,
-// and concurrent session starts queue on the lock.
+// hookLockTimeout is --lock-timeout's default for the preflight and the
+// hook: hosts bound the hook to ten seconds, and concurrent session starts
+// queue on the lock.
 const hookLockTimeout = 8 * time.Second
+
+func (*preflightOptions) lockTimeout() time.Duration { return hookLockTimeout }
 
 // deliver runs a preflight, prints its output and records it: verify the
 // activation contract on disk, then, holding the ledger's exclusive lock
@@ -312,9 +314,6 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
 		return g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
-	}
-	if !g.lockTimeoutSet {
-		g.LockTimeout = hookLockTimeout
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {
