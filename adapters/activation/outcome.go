@@ -1,7 +1,49 @@
 package activation
 
+import (
+	"strings"
+
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
 // Indeterminate is always true: part of a harness's files, or all of them
 // with a failed sync, are on disk, so the command changed the project but
 // not as planned (the command layer maps it to its exit code for unknown
 // outcomes; the next init or activate reviews and completes it).
 func (e *DurabilityFailure) Indeterminate() bool { return true }
+
+// ReviewError reports that a command left harnesses in needs-user-review:
+// it wrote nothing for them, and only the user can make the next move (each
+// one's next step says which). The command did the rest of its work and
+// printed its report; cmd maps the error to an exit code of its own, so
+// that a script can tell (docs/exit-codes.md).
+type ReviewError struct {
+	Harnesses []string // ids, in plan order
+}
+
+func (e *ReviewError) Error() string {
+	verb, them := "needs", "it"
+	if len(e.Harnesses) > 1 {
+		verb, them = "need", "them"
+	}
+	return strings.Join(e.Harnesses, ", ") + " " + verb + " user review: Tree Ring changed nothing for " + them +
+		"; follow the next step above, then run the command it names"
+}
+
+// NeedsUserReview marks the error for cmd's error table (exit 5).
+func (e *ReviewError) NeedsUserReview() {}
+
+// NeedsReview is a *ReviewError naming every outcome that ends in
+// needs-user-review, nil when none does.
+func NeedsReview(outcomes []*Outcome) error {
+	var ids []string
+	for _, o := range outcomes {
+		if o.State == fsm.NeedsUserReview {
+			ids = append(ids, o.Adapter.ID)
+		}
+	}
+	if ids == nil {
+		return nil
+	}
+	return &ReviewError{Harnesses: ids}
+}

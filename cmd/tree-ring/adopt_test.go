@@ -111,7 +111,7 @@ func TestAdoptRustProject(t *testing.T) {
 			ChangedPaths []string `json:"changed_paths"`
 		} `json:"integrations"`
 	}
-	p.json(&dry, "--json", "init", "--dry-run")
+	p.reviewJSON(&dry, "init", "--dry-run")
 	got := map[string]string{}
 	for _, e := range dry.Integrations {
 		got[e.HarnessID] = e.State
@@ -124,7 +124,7 @@ func TestAdoptRustProject(t *testing.T) {
 	}
 
 	var in initOut
-	p.json(&in, "--json", "init")
+	p.reviewJSON(&in, "init")
 	if in.StoreID != rustStoreID || !mapsEqual(in.states(), want) {
 		t.Fatalf("init: %+v", in)
 	}
@@ -238,7 +238,7 @@ func TestAdoptRustProject(t *testing.T) {
 	// receipt files another writer left (the expired and the malformed one
 	// sit in the same worker directory).
 	n := len(p.allEvents())
-	p.ok("init")
+	p.review("init")
 	if len(p.allEvents()) != n {
 		t.Fatal("a second init appended events")
 	}

@@ -210,6 +210,7 @@ const (
 	exitError         = cli.ExitError
 	exitVerify        = cli.ExitVerify
 	exitIndeterminate = cli.ExitIndeterminate
+	exitReview        = cli.ExitReview
 	exitCanceled      = cli.ExitCanceled
 )
 

@@ -259,13 +259,16 @@ func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness, 
 		entries = append(entries, e)
 	}
 	if g.JSON {
-		return writeJSON(g.Stdout, struct {
+		if err := writeJSON(g.Stdout, struct {
 			OK             bool        `json:"ok"`
 			DryRun         bool        `json:"dry_run"`
 			StoreID        string      `json:"store_id"`
 			Integrations   []initEntry `json:"integrations"`
 			AgentAwareness awareness   `json:"agent_awareness"`
-		}{true, false, storeID, entries, aw})
+		}{true, false, storeID, entries, aw}); err != nil {
+			return err
+		}
+		return activation.NeedsReview(plan.Outcomes)
 	}
 	fmt.Fprintln(g.Stdout, "Tree Ring Memory initialized.")
 	for _, e := range entries {
@@ -278,7 +281,7 @@ func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness, 
 		fmt.Fprintln(g.Stdout, "Add this line to .gitignore (init never edits it): .tree-ring/")
 		fmt.Fprintln(g.Stdout, "  it holds this checkout's ledger (memory text), receipts, binary and path-bound activation; see README \"What to commit\".")
 	}
-	return nil
+	return activation.NeedsReview(plan.Outcomes)
 }
 
 // ignoresStore reports whether a .gitignore's bytes ignore the store
@@ -300,11 +303,14 @@ func printInitDryRun(g *Globals, plan *activation.Plan) error {
 		rs = append(rs, reportOf(o, true))
 	}
 	if g.JSON {
-		return writeJSON(g.Stdout, struct {
+		if err := writeJSON(g.Stdout, struct {
 			OK           bool     `json:"ok"`
 			DryRun       bool     `json:"dry_run"`
 			Integrations []report `json:"integrations"`
-		}{true, true, rs})
+		}{true, true, rs}); err != nil {
+			return err
+		}
+		return activation.NeedsReview(plan.Outcomes)
 	}
 	fmt.Fprintln(g.Stdout, "Tree Ring Memory init (dry-run): nothing was created.")
 	for _, r := range rs {
@@ -314,7 +320,7 @@ func printInitDryRun(g *Globals, plan *activation.Plan) error {
 		}
 		printNext(g.Stdout, r.NextStep)
 	}
-	return nil
+	return activation.NeedsReview(plan.Outcomes)
 }
 
 func joinPaths(ps []string) string { return strings.Join(ps, ", ") }

@@ -70,7 +70,10 @@ func runActivate(ctx context.Context, g *Globals, o *activateOptions, args []str
 	if err != nil {
 		return err
 	}
-	return printReport(g, plan.Outcomes[0], o.DryRun)
+	if err := printReport(g, plan.Outcomes[0], o.DryRun); err != nil {
+		return err
+	}
+	return activation.NeedsReview(plan.Outcomes)
 }
 
 // harnessFlag resolves --harness to a registered adapter.

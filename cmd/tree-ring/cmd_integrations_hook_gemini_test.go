@@ -151,9 +151,9 @@ func TestGeminiSettingsCreateOnly(t *testing.T) {
 	user := "{\n  \"general\": {\"vimMode\": true},\n  \"hooks\": {\"AfterAgent\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"echo done\"}]}]}\n}\n"
 	p.write(".gemini/settings.json", user)
 	before := sha256.Sum256([]byte(user))
-	p.ok("init")
+	p.review("init")
 	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "gemini-cli")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "gemini-cli")
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, ".gemini/settings.json already exists without Tree Ring's handlers") ||
 		!strings.Contains(r.NextStep, "Merge these entries into .gemini/settings.json by hand") ||
 		!strings.Contains(r.NextStep, strings.TrimSuffix(string(adapters.GeminiSettingsSnippet()), "\n")) {

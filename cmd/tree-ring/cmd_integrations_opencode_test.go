@@ -68,9 +68,9 @@ func TestOpenCodePreflight(t *testing.T) {
 func TestOpenCodePluginCreateOnly(t *testing.T) {
 	p := newProj(t, ".opencode")
 	p.write(".opencode/plugins/tree-ring-memory.ts", "export const Mine = async () => ({});\n")
-	p.ok("init")
+	p.review("init")
 	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "opencode")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "opencode")
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, ".opencode/plugins/tree-ring-memory.ts already exists with other content") {
 		t.Fatalf("review: %+v", r)
 	}

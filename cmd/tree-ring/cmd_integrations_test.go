@@ -150,6 +150,26 @@ func (p *proj) ok(args ...string) string {
 	return r.stdout
 }
 
+// review runs a command that must leave a harness in needs-user-review:
+// exit 5 (docs/exit-codes.md), the report on stdout, one line on stderr.
+func (p *proj) review(args ...string) string {
+	p.t.Helper()
+	r := p.run(args...)
+	if r.code != exitReview || !strings.Contains(r.stderr, " user review: Tree Ring changed nothing for ") || strings.Count(r.stderr, "\n") != 1 {
+		p.t.Fatalf("%v: exit %d, want %d; stderr %s", args, r.code, exitReview, r.stderr)
+	}
+	return r.stdout
+}
+
+// reviewJSON is review with --json, decoding the report into v.
+func (p *proj) reviewJSON(v any, args ...string) {
+	p.t.Helper()
+	out := p.review(append([]string{"--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		p.t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+}
+
 func (p *proj) json(v any, args ...string) {
 	p.t.Helper()
 	out := p.ok(append([]string{"--json"}, args...)...)
@@ -417,7 +437,7 @@ func TestExistingAgentsMdWithoutMarkers(t *testing.T) {
 	p := newProj(t)
 	p.write("AGENTS.md", "# Project rules\n\nUse tabs.\n")
 	var out initOut
-	p.json(&out, "init")
+	p.reviewJSON(&out, "init")
 	if out.states()["codex"] != "needs-user-review" {
 		t.Fatalf("codex %s", out.states()["codex"])
 	}
@@ -438,7 +458,7 @@ func TestExistingAgentsMdWithoutMarkers(t *testing.T) {
 	// The user adds the block by hand.
 	p.write("AGENTS.md", "# Project rules\n\nUse tabs.\n\n"+snippet)
 	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "codex")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "codex")
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, "--accept-managed-block") {
 		t.Fatalf("adopting a block in the user's file needs the flag: %+v", r)
 	}
@@ -471,7 +491,7 @@ func TestAgentsMdGrownAroundBlockThenEdited(t *testing.T) {
 	}
 	p.write("AGENTS.md", strings.Replace(p.read("AGENTS.md"), "Capture zero to three", "Capture up to ten", 1))
 	edited := p.read("AGENTS.md")
-	p.json(&r, "integrations", "activate", "--harness", "codex")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "codex")
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, "<!-- tree-ring:begin codex v1 -->") {
 		t.Fatalf("edited block: %+v", r)
 	}
@@ -483,7 +503,7 @@ func TestAgentsMdGrownAroundBlockThenEdited(t *testing.T) {
 		t.Fatalf("last event %s %s", last.Type, last.Payload)
 	}
 	n = len(evs)
-	p.ok("init")
+	p.review("init")
 	if len(p.events()) != n {
 		t.Fatal("an unchanged review was recorded twice")
 	}
@@ -500,7 +520,7 @@ func TestClaudeSettingsWithUserHooks(t *testing.T) {
 	user := "{\n  \"permissions\": {\"allow\": [\"Bash(make test)\"]},\n  \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}\n}\n"
 	p.write(".claude/settings.json", user)
 	var out initOut
-	p.json(&out, "init")
+	p.reviewJSON(&out, "init")
 	if out.states()["claude-code"] != "needs-user-review" || p.exists(".claude/skills") {
 		t.Fatalf("claude-code %s", out.states()["claude-code"])
 	}
@@ -540,7 +560,7 @@ func TestClaudeSettingsMalformedIsNeverRewritten(t *testing.T) {
 	p := newProj(t)
 	p.write(".claude/settings.json", "{\"hooks\": {\"Stop\": [}\n")
 	var out initOut
-	p.json(&out, "init")
+	p.reviewJSON(&out, "init")
 	if out.states()["claude-code"] != "needs-user-review" || !strings.Contains(out.next("claude-code"), "malformed") {
 		t.Fatalf("%v\n%s", out.states(), out.next("claude-code"))
 	}
@@ -632,7 +652,7 @@ func TestDeactivateRemovesNothing(t *testing.T) {
 	n = len(evs)
 	p.ok("integrations", "deactivate", "--harness", "codex")
 	var out initOut
-	p.json(&out, "init")
+	p.reviewJSON(&out, "init")
 	if len(p.events()) != n || out.states()["codex"] != "needs-user-review" {
 		t.Fatalf("a deactivation request must stick through init (%v)", out.states())
 	}
@@ -659,7 +679,7 @@ func TestSymlinkedTargetsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out initOut
-	p.json(&out, "init")
+	p.reviewJSON(&out, "init")
 	if s := out.states(); s["claude-code"] != "needs-user-review" || s["codex"] != "needs-user-review" {
 		t.Fatalf("states %v", s)
 	}
@@ -670,7 +690,7 @@ func TestSymlinkedTargetsRefused(t *testing.T) {
 		t.Fatal("something was written through a symlink or a blocked plan was partly published")
 	}
 	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "claude-code")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "claude-code")
 	if r.State != "needs-user-review" {
 		t.Fatalf("activate through a symlink: %+v", r)
 	}
@@ -837,7 +857,7 @@ func TestManifestIsCreateOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "pi")
+	p.reviewJSON(&r, "integrations", "activate", "--harness", "pi")
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, ".tree-ring/activation.json already exists") || p.exists(".pi/extensions") {
 		t.Fatalf("pi after init: %+v", r)
 	}
@@ -878,7 +898,7 @@ func TestManifestIsCreateOnly(t *testing.T) {
 	foreign = strings.Replace(string(wm.Encode()), wm.StoreID, "11111111-2222-4333-8444-555555555555", 1)
 	w.write(".tree-ring/activation.json", foreign)
 	var out initOut
-	w.json(&out, "init")
+	w.reviewJSON(&out, "init")
 	for id, s := range out.states() {
 		if s != "needs-user-review" {
 			t.Errorf("%s %s under a foreign manifest", id, s)

@@ -22,7 +22,10 @@ const (
 	// ExitIndeterminate: the outcome is unknown, the command may have
 	// taken effect.
 	ExitIndeterminate = 4
-	ExitCanceled      = 130
+	// ExitReview: init or activate left a harness in needs-user-review
+	// (nothing written for it; its next step says what the user does).
+	ExitReview   = 5
+	ExitCanceled = 130
 )
 
 // UsageError is a mistake in the command line.
@@ -40,6 +43,13 @@ func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(form
 type Diagnoser interface {
 	error
 	Diagnostic() string
+}
+
+// reviewer is an error saying that the command left something for the
+// user to review (activation.ReviewError), which cli does not import.
+type reviewer interface {
+	error
+	NeedsUserReview()
 }
 
 // ExitChooser is an error that picks its own exit code given the table's
@@ -92,6 +102,9 @@ func errorTable() []errorRow {
 		// An unknown outcome (the work may have taken effect) before any
 		// other row: a retry is safe, "nothing changed" would be false.
 		{match: Indeterminate, exit: ExitIndeterminate, code: "indeterminate"},
+		// A harness left in needs-user-review (activation.ReviewError):
+		// the report is printed, a script must still be able to tell.
+		{match: as[reviewer], exit: ExitReview, code: "needs_user_review"},
 		{match: as[Diagnoser], exit: ExitError},
 		{match: as[*bolt.LockedError], exit: ExitError, code: "ledger_locked", public: func(err error) string {
 			return fmt.Sprintf("the ledger is locked by another process (waited %s)", target[*bolt.LockedError](err).Timeout)

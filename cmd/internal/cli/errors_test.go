@@ -24,6 +24,13 @@ func (e *chooser) ExitCode(wrapped int) int {
 	return 1
 }
 
+// reviewed is an error that left a harness for the user to review, as
+// activation.ReviewError does.
+type reviewed struct{}
+
+func (reviewed) Error() string    { return "codex needs user review" }
+func (reviewed) NeedsUserReview() {}
+
 // One table for both programs: each error's exit and diagnostic code.
 func TestErrorTable(t *testing.T) {
 	if got := ExitCode(nil); got != ExitOK {
@@ -44,6 +51,7 @@ func TestErrorTable(t *testing.T) {
 		{&chooser{&bolt.LockedError{}}, 1, "ledger_locked"},
 		{&chooser{&OutputError{Err: errors.New("eio")}}, ExitIndeterminate, "indeterminate"},
 		{&LedgerMissingError{Path: "/p/.tree-ring/ledger.db"}, ExitError, "ledger_missing"},
+		{fmt.Errorf("init: %w", reviewed{}), ExitReview, "needs_user_review"},
 	} {
 		if got := ExitCode(tc.err); got != tc.exit {
 			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.exit)
