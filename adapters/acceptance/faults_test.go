@@ -501,9 +501,12 @@ func finalPath(dir string, c sysfault.Call) string {
 	return rel
 }
 
-// exitIndeterminate is the exit code of an unknown outcome
-// (docs/exit-codes.md).
-const exitIndeterminate = 4
+// Exit codes of an unknown outcome and of a harness left in
+// needs-user-review (docs/exit-codes.md).
+const (
+	exitIndeterminate = 4
+	exitReview        = 5
+)
 
 // checkFaultRun returns what is wrong with one injected run.
 func checkFaultRun(p *faultProject, res *sysfault.Result, pt faultPoint, args []string) []string {
@@ -536,6 +539,10 @@ func checkFaultRun(p *faultProject, res *sysfault.Result, pt faultPoint, args []
 			problems = append(problems, "exit 0 although "+label+" failed")
 		}
 		return problems
+	}
+	if res.ExitCode == exitReview && !strings.Contains(string(res.Stdout), "needs-user-review") {
+		// The review exit code is for a report that says so.
+		problems = append(problems, "exit 5 without a needs-user-review report")
 	}
 	lines := strings.Split(stderr, "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "tree-ring: ") {

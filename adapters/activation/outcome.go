@@ -18,15 +18,32 @@ func (e *DurabilityFailure) Indeterminate() bool { return true }
 // printed its report; cmd maps the error to an exit code of its own, so
 // that a script can tell (docs/exit-codes.md).
 type ReviewError struct {
-	Harnesses []string // ids, in plan order
+	Harnesses []ReviewedHarness // in plan order
+}
+
+// ReviewedHarness is one harness a ReviewError names, with the paths its
+// review is about (project-relative, never content).
+type ReviewedHarness struct {
+	ID    string
+	Paths []string
 }
 
 func (e *ReviewError) Error() string {
+	var b strings.Builder
+	for i, h := range e.Harnesses {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(h.ID)
+		if len(h.Paths) > 0 {
+			b.WriteString(" (" + strings.Join(h.Paths, ", ") + ")")
+		}
+	}
 	verb, them := "needs", "it"
 	if len(e.Harnesses) > 1 {
 		verb, them = "need", "them"
 	}
-	return strings.Join(e.Harnesses, ", ") + " " + verb + " user review: Tree Ring changed nothing for " + them +
+	return b.String() + " " + verb + " user review: Tree Ring changed nothing for " + them +
 		"; follow the next step above, then run the command it names"
 }
 
@@ -36,14 +53,14 @@ func (e *ReviewError) NeedsUserReview() {}
 // NeedsReview is a *ReviewError naming every outcome that ends in
 // needs-user-review, nil when none does.
 func NeedsReview(outcomes []*Outcome) error {
-	var ids []string
+	var hs []ReviewedHarness
 	for _, o := range outcomes {
 		if o.State == fsm.NeedsUserReview {
-			ids = append(ids, o.Adapter.ID)
+			hs = append(hs, ReviewedHarness{ID: o.Adapter.ID, Paths: o.Paths})
 		}
 	}
-	if ids == nil {
+	if hs == nil {
 		return nil
 	}
-	return &ReviewError{Harnesses: ids}
+	return &ReviewError{Harnesses: hs}
 }
