@@ -43,6 +43,7 @@ const (
 	MarkdownBlock  BlockFormat = iota + 1 // <!-- tree-ring:begin ID v1 --> ... <!-- tree-ring:end ID -->
 	ClaudeSettings                        // the four handler entries in .claude/settings.json
 	GeminiSettings                        // the two handler entries in .gemini/settings.json
+	CodexHooks                            // the four handler groups merged into a .codex/hooks.json of the user's
 )
 
 // HookSettings reports whether the block is Tree Ring's handler entries in
@@ -67,6 +68,8 @@ func (f BlockFormat) MarshalText() ([]byte, error) {
 		return []byte("claude-settings-handlers"), nil
 	case GeminiSettings:
 		return []byte("gemini-settings-handlers"), nil
+	case CodexHooks:
+		return []byte("codex-hooks-handlers"), nil
 	}
 	return nil, fmt.Errorf("unknown block format %d", int(f))
 }
@@ -232,6 +235,12 @@ type File struct {
 	Path string // project-relative, slash-separated
 	Data []byte
 	Mode uint32 // permission bits
+	// Merged, when set, is the file's handler entries as a block: when Path
+	// already exists with other bytes (the user's own hooks file), the
+	// user merges them into it by hand and Tree Ring evaluates and records
+	// the block instead of the file (Resolve). The file form stays what
+	// Tree Ring creates and records otherwise, so its record is unchanged.
+	Merged *Block
 }
 
 // Block is a managed block.

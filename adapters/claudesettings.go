@@ -45,9 +45,9 @@ func (e *MalformedError) Error() string {
 
 // hookSettings describes the handler entries Tree Ring owns in a harness's
 // JSON settings file (event -> matcher groups -> handlers): Claude Code's
-// .claude/settings.json and Gemini CLI's .gemini/settings.json share the
-// shape and differ in path, events, entry bytes and the harness id in the
-// command.
+// .claude/settings.json, Gemini CLI's .gemini/settings.json and Codex's
+// .codex/hooks.json share the shape and differ in path, events, entry bytes
+// and the harness id in the command.
 type hookSettings struct {
 	path    string
 	harness string   // the --harness value a Tree Ring command names
@@ -63,6 +63,8 @@ func settingsOf(f BlockFormat) *hookSettings {
 		return &claudeHookSettings
 	case GeminiSettings:
 		return &geminiHookSettings
+	case CodexHooks:
+		return &codexHookSettings
 	}
 	return nil
 }

@@ -10,10 +10,12 @@ import (
 // Codex CLI: lifecycle hooks in .codex/hooks.json, the shared skill and a
 // marked block in the root AGENTS.md that points at the local guidance.
 const (
-	codexHooks    = ".codex/hooks.json"
-	rootAgents    = "AGENTS.md"
-	codexBlockID  = "codex"
-	codexHookDesc = "Tree Ring Memory managed lifecycle v4"
+	codexHooks       = ".codex/hooks.json"
+	rootAgents       = "AGENTS.md"
+	codexBlockID     = "codex"
+	codexHooksID     = "codex-hooks"
+	codexHookDesc    = "Tree Ring Memory managed lifecycle v4"
+	codexHookTimeout = 10
 )
 
 func init() {
@@ -27,10 +29,15 @@ func init() {
 		BridgePath:     codexHooks,
 		// AGENTS.md as a complete owned file is accepted from legacy
 		// manifests; Tree Ring itself only ever records the block.
-		OwnedFiles:    []string{SharedSkill, codexHooks, rootAgents},
-		ManagedBlocks: []BlockTarget{{Path: rootAgents, BlockID: codexBlockID, Format: MarkdownBlock}},
-		Stdin:         lifecycleContract(),
-		material:      codexMaterial,
+		OwnedFiles: []string{SharedSkill, codexHooks, rootAgents},
+		// The hooks block: Tree Ring's four groups merged by hand into a
+		// .codex/hooks.json the user already had (File.Merged).
+		ManagedBlocks: []BlockTarget{
+			{Path: rootAgents, BlockID: codexBlockID, Format: MarkdownBlock},
+			{Path: codexHooks, BlockID: codexHooksID, Format: CodexHooks},
+		},
+		Stdin:    lifecycleContract(),
+		material: codexMaterial,
 	})
 }
 
@@ -44,7 +51,10 @@ func codexMaterial(Context) Material {
 		BridgePath: codexHooks,
 		Files: []File{
 			{Path: SharedSkill, Data: []byte(SkillBridge), Mode: 0o644},
-			{Path: codexHooks, Data: CodexHooksJSON(), Mode: 0o644},
+			{Path: codexHooks, Data: CodexHooksJSON(), Mode: 0o644, Merged: &Block{
+				Path: codexHooks, ID: codexHooksID, Format: CodexHooks,
+				Digest: codexHookSettings.digestInput(), Snippet: string(CodexHooksSnippet()),
+			}},
 		},
 		Blocks: []Block{{
 			Path: rootAgents, ID: codexBlockID, Format: MarkdownBlock,
@@ -72,26 +82,67 @@ type codexGroup struct {
 	Hooks   []codexHandler `json:"hooks"`
 }
 
+// codexEvents are the events of Tree Ring's Codex hooks, in order.
+var codexEvents = []string{"SessionStart", "SubagentStart", "Stop", "SubagentStop"}
+
+// codexGroupFor is Tree Ring's one matcher group for codexEvents[i]: the
+// start events load the brief (SessionStart for every source), the stop
+// events issue the capture checkpoint; synchronous, bounded to ten seconds.
+func codexGroupFor(i int) codexGroup {
+	h := codexHandler{Type: "command", Command: HookCommand("codex"), Timeout: codexHookTimeout}
+	switch codexEvents[i] {
+	case "SessionStart":
+		h.StatusMessage, h.AdditionalContextLimit = "Loading Tree Ring memory", 6000
+		return codexGroup{Matcher: "startup|resume|clear|compact", Hooks: []codexHandler{h}}
+	case "SubagentStart":
+		h.StatusMessage, h.AdditionalContextLimit = "Loading Tree Ring memory", 6000
+	case "Stop":
+		h.StatusMessage = "Checking durable Tree Ring memory"
+	default:
+		h.StatusMessage = "Checking durable Tree Ring worker memory"
+	}
+	return codexGroup{Hooks: []codexHandler{h}}
+}
+
+var codexHookSettings = hookSettings{
+	path: codexHooks, harness: "codex", events: codexEvents,
+	entry: func(i int) any { return codexGroupFor(i) },
+}
+
+type codexHooksDoc struct {
+	SessionStart  []codexGroup `json:"SessionStart"`
+	SubagentStart []codexGroup `json:"SubagentStart"`
+	Stop          []codexGroup `json:"Stop"`
+	SubagentStop  []codexGroup `json:"SubagentStop"`
+}
+
+func codexHooksOf() codexHooksDoc {
+	return codexHooksDoc{
+		SessionStart:  []codexGroup{codexGroupFor(0)},
+		SubagentStart: []codexGroup{codexGroupFor(1)},
+		Stop:          []codexGroup{codexGroupFor(2)},
+		SubagentStop:  []codexGroup{codexGroupFor(3)},
+	}
+}
+
 // CodexHooksJSON is the exact .codex/hooks.json Tree Ring publishes: the
 // four lifecycle events, no prompt, tool or SessionEnd hooks, synchronous
 // and bounded to ten seconds; pretty JSON with a trailing newline.
 func CodexHooksJSON() []byte {
-	cmd := HookCommand("codex")
-	start := codexHandler{Type: "command", Command: cmd, Timeout: 10, StatusMessage: "Loading Tree Ring memory", AdditionalContextLimit: 6000}
-	doc := struct {
-		Description string `json:"description"`
-		Hooks       struct {
-			SessionStart  []codexGroup `json:"SessionStart"`
-			SubagentStart []codexGroup `json:"SubagentStart"`
-			Stop          []codexGroup `json:"Stop"`
-			SubagentStop  []codexGroup `json:"SubagentStop"`
-		} `json:"hooks"`
-	}{Description: codexHookDesc}
-	doc.Hooks.SessionStart = []codexGroup{{Matcher: "startup|resume|clear|compact", Hooks: []codexHandler{start}}}
-	doc.Hooks.SubagentStart = []codexGroup{{Hooks: []codexHandler{start}}}
-	doc.Hooks.Stop = []codexGroup{{Hooks: []codexHandler{{Type: "command", Command: cmd, Timeout: 10, StatusMessage: "Checking durable Tree Ring memory"}}}}
-	doc.Hooks.SubagentStop = []codexGroup{{Hooks: []codexHandler{{Type: "command", Command: cmd, Timeout: 10, StatusMessage: "Checking durable Tree Ring worker memory"}}}}
-	return prettyJSON(doc)
+	return prettyJSON(struct {
+		Description string        `json:"description"`
+		Hooks       codexHooksDoc `json:"hooks"`
+	}{codexHookDesc, codexHooksOf()})
+}
+
+// CodexHooksSnippet is what a user merges by hand into a .codex/hooks.json
+// of their own (appending each group to hooks.<Event>): Tree Ring's four
+// groups, exactly as CodexHooksJSON has them, without the description that
+// would replace the user's.
+func CodexHooksSnippet() []byte {
+	return prettyJSON(struct {
+		Hooks codexHooksDoc `json:"hooks"`
+	}{codexHooksOf()})
 }
 
 // prettyJSON encodes v with two-space indentation, no HTML escaping and a

@@ -50,6 +50,13 @@ var codexEventKeys = map[string]string{
 // left out. The acceptance suite checks it against the client's own
 // hooks/list (adapters/acceptance, TestCodex).
 func CodexHookHashes(file string, hooksJSON []byte) (map[string]string, error) {
+	return codexHookHashes(file, hooksJSON, false)
+}
+
+// codexHookHashes is CodexHookHashes, with own for Tree Ring's groups only
+// (each key keeps the group's index in the whole file; the user's events
+// Tree Ring has no key for are theirs and skipped).
+func codexHookHashes(file string, hooksJSON []byte, own bool) (map[string]string, error) {
 	var doc struct {
 		Hooks map[string][]map[string]any `json:"hooks"`
 	}
@@ -61,10 +68,16 @@ func CodexHookHashes(file string, hooksJSON []byte) (map[string]string, error) {
 	out := map[string]string{}
 	for event, groups := range doc.Hooks {
 		name, ok := codexEventKeys[event]
-		if !ok {
+		switch {
+		case !ok && own:
+			continue
+		case !ok:
 			return nil, fmt.Errorf("hooks.json: event %q has no Codex hook key", event)
 		}
 		for gi, g := range groups {
+			if own && !codexHookSettings.claims(g) {
+				continue
+			}
 			handlers, _ := g["hooks"].([]any)
 			for hi, h := range handlers {
 				hm, _ := h.(map[string]any)
@@ -86,9 +99,10 @@ func CodexHookHashes(file string, hooksJSON []byte) (map[string]string, error) {
 	return out, nil
 }
 
-// codexTrust is Codex's TrustGate.Inspect: both layers for the hooks Tree
-// Ring publishes (CodexHooksJSON; status checks the file on disk against
-// them before it asks).
+// codexTrust is Codex's TrustGate.Inspect: both layers for Tree Ring's
+// hooks as they sit in .codex/hooks.json on disk (q.Root; status checks the
+// file against the record before it asks): the file Tree Ring created, or
+// the user's own with Tree Ring's groups merged in, at whatever position.
 func codexTrust(q TrustQuery) Trust {
 	home := q.Getenv("CODEX_HOME")
 	if home == "" {
@@ -114,11 +128,27 @@ func codexTrust(q TrustQuery) Trust {
 			return codexUnreadable(DiagCodexConfigMalformed, err)
 		}
 	}
-	hashes, err := CodexHookHashes(filepath.Join(q.Project, codexHooks), CodexHooksJSON())
+	return codexVerdict(q.Project, cfg, codexOwnHashes(q))
+}
+
+// codexOwnHashes are the hook keys and hashes of Tree Ring's groups in the
+// project's .codex/hooks.json; those of CodexHooksJSON when there is no
+// root to read or the file no longer parses (status has just matched it
+// against the record, so only a concurrent edit gets there).
+func codexOwnHashes(q TrustQuery) map[string]string {
+	file := filepath.Join(q.Project, codexHooks)
+	if q.Root != nil {
+		if e, err := q.Root.ReadFile(codexHooks, MaxBridgeFileBytes); err == nil && e.Exists {
+			if h, err := codexHookHashes(file, e.Data, true); err == nil && len(h) > 0 {
+				return h
+			}
+		}
+	}
+	hashes, err := CodexHookHashes(file, CodexHooksJSON())
 	if err != nil {
 		panic(err) // our own constant document: caught by every test
 	}
-	return codexVerdict(q.Project, cfg, hashes)
+	return hashes
 }
 
 func codexUnreadable(code string, err error) Trust {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -52,6 +53,9 @@ type Finding struct {
 	Block *Block
 	// File is set for complete files.
 	File *File
+	// Whole: the file holds exactly the block's Whole, the file Tree Ring
+	// creates for it (so nothing in it is the user's).
+	Whole bool
 }
 
 // Evaluate compares every file and block of m with what is on disk under
@@ -92,11 +96,55 @@ func Evaluate(root *ProjectRoot, m Material) ([]Finding, error) {
 			fd.State = PathAbsent
 		default:
 			fd = inspectBlock(fd, b, e.Data)
+			fd.Whole = b.Whole != nil && bytes.Equal(e.Data, b.Whole)
 		}
 		out = append(out, fd)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// Resolve returns m with every file that has a Merged form and exists on
+// disk with other bytes replaced by that block, so that Record and Evaluate
+// describe the user's file holding Tree Ring's entries, not a file Tree
+// Ring would create. A file that cannot be read safely stays as it is
+// (Evaluate reports why). It never writes.
+func Resolve(root *ProjectRoot, m Material) (Material, error) {
+	return m.merge(func(f File) (bool, error) {
+		e, err := root.ReadFile(f.Path, MaxBridgeFileBytes)
+		if err != nil && !IsRootRefusal(err) {
+			return false, fmt.Errorf("inspect %s: %w", f.Path, err)
+		}
+		return err == nil && e.Exists && !bytes.Equal(e.Data, f.Data), nil
+	})
+}
+
+// Merged returns m with every file that has a Merged form replaced by it:
+// the other record the same adapter definition may publish.
+func (m Material) Merged() Material {
+	out, _ := m.merge(func(File) (bool, error) { return true, nil })
+	return out
+}
+
+// merge replaces each file with a Merged form by that block where use says so.
+func (m Material) merge(use func(File) (bool, error)) (Material, error) {
+	var files []File
+	blocks := slices.Clone(m.Blocks)
+	for _, f := range m.Files {
+		if f.Merged != nil {
+			ok, err := use(f)
+			if err != nil {
+				return Material{}, err
+			}
+			if ok {
+				blocks = append(blocks, *f.Merged)
+				continue
+			}
+		}
+		files = append(files, f)
+	}
+	m.Files, m.Blocks = files, blocks
+	return m, nil
 }
 
 func inspectBlock(fd Finding, b *Block, data []byte) Finding {
@@ -117,7 +165,7 @@ func inspectBlock(fd Finding, b *Block, data []byte) Finding {
 			fd.Reason = ReasonBlockChanged
 			fd.Detail = fmt.Sprintf("The Tree Ring block in %s differs from this adapter's block.", b.Path)
 		}
-	case ClaudeSettings, GeminiSettings:
+	case ClaudeSettings, GeminiSettings, CodexHooks:
 		st, err := settingsOf(b.Format).inspect(data)
 		switch {
 		case err != nil:
@@ -203,7 +251,7 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 			if ferr == nil && found && HasLeadingSeparator(e.Data, span, b.LeadingSeparator) {
 				digest = e.Data[span.Start:span.End]
 			}
-		case ClaudeSettings, GeminiSettings:
+		case ClaudeSettings, GeminiSettings, CodexHooks:
 			hs := settingsOf(t.Format)
 			if st, serr := hs.inspect(e.Data); serr == nil && st == SettingsExact {
 				digest = hs.digestInput()

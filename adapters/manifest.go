@@ -144,6 +144,30 @@ func (r Record) Paths() []string {
 	return sortedUnique(ps)
 }
 
+// Differs lists the paths whose owned file or managed block one of r and o
+// records and the other does not record the same way, sorted.
+func (r Record) Differs(o Record) []string {
+	ps := oneSided(r.OwnedFiles, o.OwnedFiles, func(f OwnedFile) string { return f.Path })
+	ps = append(ps, oneSided(r.ManagedBlocks, o.ManagedBlocks, func(b ManagedBlock) string { return b.Path })...)
+	return sortedUnique(ps)
+}
+
+// oneSided is the path of every element in exactly one of a and b.
+func oneSided[T comparable](a, b []T, path func(T) string) []string {
+	var ps []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			ps = append(ps, path(x))
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			ps = append(ps, path(x))
+		}
+	}
+	return ps
+}
+
 // Encode returns the manifest's published bytes: pretty JSON (two-space
 // indentation, harnesses sorted by id, files and blocks in fingerprint
 // order) and a trailing newline.

@@ -30,6 +30,10 @@ type TrustQuery struct {
 	// Getenv reads the environment (the host's settings location); values
 	// are never logged, recorded or echoed.
 	Getenv func(string) string
+	// Root is the pinned project root, to read the bridge as it is on disk
+	// (a host that keys trust by the hooks' position in the file: Codex).
+	// nil: the bridge is taken to be the one Tree Ring publishes.
+	Root *ProjectRoot
 }
 
 // Trust is an inspection's verdict.

@@ -144,7 +144,7 @@ func reviewNext(o *Outcome) string {
 	case adapters.ReasonDeactivation:
 		var items []string
 		for _, p := range o.Paths {
-			items = append(items, describeOwned(a, p))
+			items = append(items, describeOwned(a, o.oldRecord, p))
 		}
 		line("Tree Ring removes nothing. To finish deactivating %s, remove by hand: %s. To keep it instead, run `tree-ring integrations activate --harness %s`.", a.Name, strings.Join(items, "; "), a.ID)
 		return b.String()
@@ -158,8 +158,7 @@ func reviewNext(o *Outcome) string {
 		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
 		return b.String()
 	}
-	var snippet *adapters.Block
-	snippetReason := ""
+	var snippets []adapters.Finding
 	for _, f := range o.findings {
 		if f.State == adapters.PathMatch {
 			continue
@@ -170,27 +169,46 @@ func reviewNext(o *Outcome) string {
 			line("%s is missing.", f.Path)
 		}
 		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
-			snippet, snippetReason = f.Block, f.Reason
+			snippets = append(snippets, f)
 		}
 	}
-	switch {
-	case snippet != nil && snippet.Format.HookSettings():
-		line("Merge these entries into %s by hand (append each entry to hooks.<Event>), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
-	case snippet != nil && (snippetReason == adapters.ReasonBlockChanged || snippetReason == adapters.ReasonMarkers):
-		line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
-	case snippet != nil:
-		line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines), then run `%s`:\n%s", snippet.Path, retry, strings.TrimSuffix(snippet.Snippet, "\n"))
-	default:
+	if len(snippets) == 0 {
 		line("Reconcile %s, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+		return b.String()
+	}
+	// The snippets come last, so that the step ends with the exact text to
+	// paste; one retry covers them all.
+	line("After the retry below, `tree-ring integrations status --verbose` shows %s %s (or %s's trust step) until a new %s session proves it.",
+		a.ID, fsm.ConfiguredAwaitingProof, a.Name, a.Name)
+	then := ", then run `" + retry + "`"
+	if len(snippets) > 1 {
+		line("Make all of these changes by hand%s:", then)
+		then = ""
+	}
+	for _, f := range snippets {
+		sn, text := f.Block, strings.TrimSuffix(f.Block.Snippet, "\n")
+		switch {
+		case sn.Format.HookSettings():
+			line("Merge these entries into %s by hand (append each entry to hooks.<Event>, keeping your own)%s:\n%s", sn.Path, then, text)
+		case f.Reason == adapters.ReasonBlockChanged || f.Reason == adapters.ReasonMarkers:
+			line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line)%s:\n%s", sn.Path, then, text)
+		default:
+			line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines)%s:\n%s", sn.Path, then, text)
+		}
 	}
 	return b.String()
 }
 
 var entryCount = map[int]string{2: "two", 4: "four"}
 
-func describeOwned(a *adapters.Adapter, p string) string {
-	for _, t := range a.ManagedBlocks {
-		if t.Path == p {
+// describeOwned names what rec holds at path p: the whole file, Tree
+// Ring's handler entries in it, or its Markdown block.
+func describeOwned(a *adapters.Adapter, rec adapters.Record, p string) string {
+	for _, b := range rec.ManagedBlocks {
+		for _, t := range a.ManagedBlocks {
+			if b.Path != p || t.Path != p || t.BlockID != b.BlockID {
+				continue
+			}
 			if t.Format.HookSettings() {
 				return "Tree Ring's " + entryCount[t.Format.Entries()] + " handler entries in " + p
 			}

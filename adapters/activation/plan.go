@@ -107,9 +107,12 @@ type Outcome struct {
 	NextStep     string
 	Events       []Pending
 
-	record    adapters.Record // the adapter's current contract
-	hasRecord bool            // a folded record exists
-	published bool            // ... and it came from bridge.published
+	record adapters.Record // the adapter's current contract, as disk holds it
+	// forms are the records the current definition may have: its own
+	// files, or its hook entries merged into the user's file.
+	forms     []adapters.Record
+	hasRecord bool // a folded record exists
+	published bool // ... and it came from bridge.published
 	oldRecord adapters.Record
 	noPlanned bool // the manifest cannot take a planned record
 	hv        Harness
@@ -196,7 +199,14 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 		return o, nil
 	}
 	mat := a.Material(in.Context)
-	o.record = a.Record(mat)
+	// A hooks file of the user's that holds (or is to hold) Tree Ring's
+	// entries is a managed block, not the file Tree Ring would create.
+	resolved, err := adapters.Resolve(in.Root, mat)
+	if err != nil {
+		return nil, err
+	}
+	o.record = a.Record(resolved)
+	o.forms = []adapters.Record{a.Record(mat), a.Record(mat.Merged())}
 	if in.Command == Deactivate {
 		return o, p.planDeactivate(o)
 	}
@@ -206,8 +216,7 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 		o.NextStep = reviewNext(o)
 		return o, nil
 	}
-	var err error
-	if o.findings, err = adapters.Evaluate(in.Root, mat); err != nil {
+	if o.findings, err = adapters.Evaluate(in.Root, resolved); err != nil {
 		return nil, err
 	}
 	if settled(o.From) {
@@ -221,8 +230,14 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 // that awaits review.
 func settled(s fsm.State) bool { return s != fsm.Unsupported && s != fsm.NeedsUserReview }
 
+// stale reports whether the published record is not one of the current
+// adapter definition's forms.
+func (o *Outcome) stale() bool {
+	return o.hasRecord && o.published && !slices.ContainsFunc(o.forms, o.oldRecord.Equal)
+}
+
 func (p *Plan) planSettled(o *Outcome) error {
-	if o.hasRecord && o.published && !o.oldRecord.Equal(o.record) {
+	if o.stale() {
 		return o.drift(adapters.ReasonAdapterChanged, o.oldRecord.Paths())
 	}
 	var bad []adapters.Finding
@@ -231,7 +246,7 @@ func (p *Plan) planSettled(o *Outcome) error {
 			bad = append(bad, f)
 		}
 	}
-	if len(bad) == 0 && o.hasRecord && o.published {
+	if len(bad) == 0 && o.hasRecord && o.published && o.oldRecord.Equal(o.record) {
 		o.Kind = Unchanged
 		o.NextStep = settledNext(o, p.Command)
 		return nil
@@ -240,6 +255,12 @@ func (p *Plan) planSettled(o *Outcome) error {
 	var paths []string
 	for _, f := range bad {
 		paths = append(paths, f.Path)
+	}
+	if len(bad) == 0 && o.hasRecord && o.published {
+		// Disk holds the other form (our file became the user's with our
+		// entries merged in): the record must change, which only a
+		// reviewed activate may do.
+		paths = o.oldRecord.Differs(o.record)
 	}
 	if len(bad) > 0 && bad[0].State == adapters.PathConflict && bad[0].Reason != adapters.ReasonExistingFile {
 		reason = bad[0].Reason
@@ -298,7 +319,7 @@ func (o *Outcome) review(reason string, paths []string) error {
 }
 
 func (p *Plan) planPublication(o *Outcome) error {
-	if o.hasRecord && o.published && !o.oldRecord.Equal(o.record) {
+	if o.stale() {
 		return o.review(adapters.ReasonAdapterChanged, o.oldRecord.Paths())
 	}
 	var conflicts []adapters.Finding
@@ -316,9 +337,12 @@ func (p *Plan) planPublication(o *Outcome) error {
 	}
 	// A Tree Ring block the user placed in their own instruction file is
 	// adopted only with --accept-managed-block; a block this harness's
-	// published record already owns is not a new adoption.
+	// published record already owns is not a new adoption, nor is a file
+	// that is exactly the one Tree Ring creates (an interrupted init or
+	// activate left it before its bridge was recorded: nothing in it is
+	// the user's).
 	for _, f := range o.findings {
-		if f.State == adapters.PathMatch && f.Block != nil && f.Block.Format == adapters.MarkdownBlock &&
+		if f.State == adapters.PathMatch && f.Block != nil && f.Block.Format == adapters.MarkdownBlock && !f.Whole &&
 			!(o.published && ownsBlock(o.oldRecord, f.Block)) && !p.in.Accept {
 			return o.review(adapters.ReasonUnaccepted, []string{f.Path})
 		}

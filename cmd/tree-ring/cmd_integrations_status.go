@@ -422,7 +422,7 @@ func (l *liveEvidence) HostTrust() adapters.TrustDecision {
 }
 
 func (l *liveEvidence) Trust() adapters.Trust {
-	return l.a.TrustGate.Inspect(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv})
+	return l.a.TrustGate.Inspect(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv, Root: l.pr.root})
 }
 
 func (l *liveEvidence) Plugin() error {
