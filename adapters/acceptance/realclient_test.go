@@ -163,6 +163,17 @@ type project struct {
 // init publishes its bridge, runs init and remembers one project decision.
 func newProject(t *testing.T, s step, marker string) *project {
 	t.Helper()
+	p := newBareProject(t, s, marker)
+	p.tr("init", "init")
+	p.tr("remember", "remember", p.memory, "--event-type", "decision", "--project", p.name)
+	return p
+}
+
+// newBareProject is newProject before init: the git repository with the
+// client's marker directory, for a test that puts files of the user's
+// there first.
+func newBareProject(t *testing.T, s step, marker string) *project {
+	t.Helper()
 	base := t.TempDir()
 	p := &project{t: t, s: s, home: filepath.Join(base, "home"), dir: filepath.Join(base, "accproj"), name: "accproj",
 		bin: treeRing(t), memory: "Run make verify before every push in accproj"}
@@ -176,8 +187,6 @@ func newProject(t *testing.T, s step, marker string) *project {
 			t.Fatalf("git init: %v %s", err, out)
 		}
 	}
-	p.tr("init", "init")
-	p.tr("remember", "remember", p.memory, "--event-type", "decision", "--project", p.name)
 	return p
 }
 
