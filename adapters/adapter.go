@@ -121,8 +121,8 @@ type Adapter struct {
 	// TrustGate: the host can skip our hooks until the user trusts the
 	// project, so needs-trust is a state its preflight may prove from; with
 	// an Inspect, status reads the host's trust settings (read-only) and
-	// reports needs-trust while the host would skip the bridge. nil: no
-	// gate.
+	// reports needs-trust while the host would skip the bridge (failed
+	// when they cannot be read). nil: no gate.
 	TrustGate *TrustGate
 	// DirectPreflight: `integrations preflight` may run in direct mode
 	// (identity flags, JSON output) for this harness.
@@ -137,15 +137,9 @@ type Adapter struct {
 	// asked for), so the hook issues the capture checkpoint at most once
 	// per session, guarded by the run ledger, not by that flag alone.
 	CheckpointOncePerSession bool
-	// Trust reads, read-only, the host's own decision whether it runs this
-	// project's hooks, for a host whose verdict is one of TrustDecision
-	// (Gemini CLI, Pi; nil: none; Codex's two layers, which need a
-	// diagnostic and per-config lines, go through TrustGate.Inspect).
-	// TrustStep is also what init and activate add to a fresh bridge's
-	// next step. Status
-	// reports needs-trust with TrustStep of the decision while it is not
-	// Trusted, and that decision supersedes a recorded needs-trust.
-	Trust     TrustCheck
+	// TrustStep is the host's trust step for a decision: what init and
+	// activate add to a fresh bridge's next step, and what a recorded
+	// needs-trust says (TrustGate.Inspect gives the live one).
 	TrustStep func(TrustDecision) string
 	// material builds the bridge this adapter publishes; nil for
 	// guidance-only adapters.

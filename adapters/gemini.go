@@ -52,13 +52,14 @@ func init() {
 			// with the stderr as the next prompt.
 			FailureExit: NonBlockingExit,
 		},
-		TrustGate:                &TrustGate{},
+		TrustGate:                decisionGate(geminiFolderTrust, geminiStep),
 		CheckpointOncePerSession: true,
-		Trust:                    geminiFolderTrust,
-		TrustStep:                func(TrustDecision) string { return geminiTrustStep },
+		TrustStep:                geminiStep,
 		material:                 geminiMaterial,
 	})
 }
+
+func geminiStep(TrustDecision) string { return geminiTrustStep }
 
 const geminiTrustStep = "Trust this project in Gemini CLI itself (Tree Ring never changes Gemini CLI's trust settings): " +
 	"run `gemini` in the project and choose \"Trust folder\", or add this project's path with the value \"TRUST_FOLDER\" to " +

@@ -14,12 +14,11 @@ const piExtension = ".pi/extensions/tree-ring-memory.ts"
 func init() {
 	register(&Adapter{
 		ID: "pi", Name: "Pi", Version: "1", Capability: NativePreflight, Support: Maintained,
-		TrustGate:      &TrustGate{},
+		TrustGate:      decisionGate(piTrust, piTrustStep),
 		Executable:     "pi",
 		ProjectMarkers: []string{".pi", "pi.toml"},
 		HomeMarkers:    []string{".pi"},
 		RestingState:   fsm.NeedsTrust,
-		Trust:          piTrust,
 		TrustStep:      piTrustStep,
 		BridgePath:     piExtension,
 		OwnedFiles:     []string{SharedSkill, piExtension},

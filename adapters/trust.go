@@ -15,10 +15,37 @@ import (
 // settings; it may only read them.
 type TrustGate struct {
 	// Inspect, when set, reads the host's trust settings read-only and says
-	// whether the host would run this adapter's bridge in the project now.
-	// nil: the host's trust cannot be read from outside (Pi's project
-	// trust, Claude Code's workspace dialog), so the ledger's state stands.
+	// whether the host would run this adapter's bridge in the project now;
+	// it is the one trust capability status asks (Codex's two layers,
+	// Gemini CLI's folder trust, Pi's project trust). nil: the host's
+	// trust cannot be read from outside (Claude Code's workspace dialog),
+	// so the ledger's state stands.
 	Inspect func(TrustQuery) Trust
+	// Supersedes: the live verdict also replaces a recorded needs-trust
+	// (Pi rests there until its host trusts the project); otherwise a
+	// recorded needs-trust stands as recorded.
+	Supersedes bool
+}
+
+// decisionGate is the gate of a host whose verdict is one TrustDecision
+// (Gemini CLI, Pi), the steps coming from step.
+func decisionGate(check TrustCheck, step func(TrustDecision) string) *TrustGate {
+	return &TrustGate{Supersedes: true, Inspect: func(q TrustQuery) Trust {
+		return TrustFromDecision(check(q.Getenv, q.Project), step)
+	}}
+}
+
+// TrustFromDecision is the verdict of decision d: granted when Trusted,
+// Unknown (with the step) where Tree Ring cannot tell whether the host
+// gates the project, else not granted with step(d).
+func TrustFromDecision(d TrustDecision, step func(TrustDecision) string) Trust {
+	switch d {
+	case Trusted:
+		return Trust{Granted: true}
+	case GateUnknown:
+		return Trust{Unknown: true, Next: step(d)}
+	}
+	return Trust{Next: step(d)}
 }
 
 // TrustQuery is what an inspection may read. Lifetime: one status call.
@@ -40,6 +67,11 @@ type TrustQuery struct {
 type Trust struct {
 	// Granted: the host would run the bridge.
 	Granted bool
+	// Unknown: Tree Ring cannot tell whether the installed host gates
+	// projects at all (Pi's version unreadable): a valid receipt shows the
+	// host ran the bridge; without one, status reports needs-trust with
+	// Next.
+	Unknown bool
 	// Diagnostic is a code when the settings could not be read or parsed:
 	// the verdict is unknown, which status reports as failed (never a
 	// guess either way).

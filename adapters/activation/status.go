@@ -78,11 +78,9 @@ type Live interface {
 	// recorded. Every bridge runs the same file, so a caller may compute it
 	// once for all harnesses.
 	Program() error
-	// HostTrust is the host's own trust decision for the project, read
-	// read-only (asked only of a harness whose adapter has a Trust check).
-	HostTrust() adapters.TrustDecision
-	// Trust is the host's trust verdict, asked only of a harness whose
-	// TrustGate can be inspected (Codex).
+	// Trust is the host's own trust verdict for the project, read
+	// read-only, asked only of a harness whose TrustGate can be inspected
+	// (Codex, Gemini CLI, Pi).
 	Trust() adapters.Trust
 }
 
@@ -212,19 +210,16 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
-	trust := adapters.Trusted
-	if a.Trust != nil {
+	var gateUnknown *adapters.Trust
+	if g := a.TrustGate; g != nil && g.Inspect != nil {
 		// While the host would skip the project's hooks, no receipt is
 		// new evidence: the host's own decision, read live.
-		if trust = live.HostTrust(); trust != adapters.Trusted && trust != adapters.GateUnknown {
-			return s.set(fsm.NeedsTrust, a.TrustStep(trust))
-		}
-	}
-	if g := a.TrustGate; g != nil && g.Inspect != nil {
 		switch t := live.Trust(); {
 		case t.Diagnostic != "":
 			s.Diagnostic = t.Diagnostic
 			return s.set(fsm.Failed, t.Next)
+		case t.Unknown:
+			gateUnknown = &t
 		case !t.Granted:
 			return s.set(fsm.NeedsTrust, t.Next)
 		}
@@ -238,8 +233,8 @@ func Assess(e Evidence, live Live) Status {
 		st := fsm.State(s.Receipt.State)
 		return s.set(st, NextFor(a, st, false))
 	}
-	if trust == adapters.GateUnknown {
-		return s.set(fsm.NeedsTrust, a.TrustStep(trust))
+	if gateUnknown != nil {
+		return s.set(fsm.NeedsTrust, gateUnknown.Next)
 	}
 	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof(a.Name))
 }
@@ -288,7 +283,8 @@ func blocked(e Evidence) bool {
 	case fsm.NeedsPlugin:
 		return !e.Adapter.PluginDescriptor
 	case fsm.NeedsTrust:
-		return e.Adapter.Trust == nil // else the host's decision, read live
+		g := e.Adapter.TrustGate // a live decision that supersedes it is read instead
+		return g == nil || g.Inspect == nil || !g.Supersedes
 	}
 	return true
 }

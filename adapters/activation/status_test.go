@@ -24,17 +24,16 @@ type fakeLive struct {
 	program  error
 	trust    *adapters.Trust // nil: granted
 	host     adapters.TrustDecision
-}
-
-func (f *fakeLive) HostTrust() adapters.TrustDecision {
-	f.asked = append(f.asked, "trust")
-	return f.host
+	a        *adapters.Adapter // for host: its steps
 }
 
 func (f *fakeLive) Program() error { f.asked = append(f.asked, "program"); return f.program }
 
 func (f *fakeLive) Trust() adapters.Trust {
 	f.asked = append(f.asked, "trust")
+	if f.host != 0 {
+		return adapters.TrustFromDecision(f.host, f.a.TrustStep)
+	}
 	if f.trust == nil {
 		return adapters.Trust{Granted: true}
 	}
@@ -193,6 +192,7 @@ func TestAssessEveryState(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			live := c.live
+			live.a = c.ev.Adapter
 			got := activation.Assess(c.ev, &live)
 			if got.State != c.state || !strings.HasPrefix(got.Next, c.next) || got.Bridge != c.bridge {
 				t.Errorf("got %s %q bridge %q; want %s %q... bridge %q", got.State, got.Next, got.Bridge, c.state, c.next, c.bridge)

@@ -417,10 +417,6 @@ func (c *programCheck) result() error {
 
 func (l *liveEvidence) Program() error { return l.program.result() }
 
-func (l *liveEvidence) HostTrust() adapters.TrustDecision {
-	return l.a.Trust(l.g.Getenv, l.pr.canonical)
-}
-
 func (l *liveEvidence) Trust() adapters.Trust {
 	return l.a.TrustGate.Inspect(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv, Root: l.pr.root})
 }
