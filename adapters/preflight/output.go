@@ -8,6 +8,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // encodeLine is compact JSON without HTML escaping and with one trailing
@@ -25,15 +26,16 @@ func encodeLine(v any) []byte {
 // HookOutput is the lifecycle start output (and the claude-session-start
 // format): {"hookSpecificOutput":{"hookEventName":E,"additionalContext":C}}.
 // It carries only the rendered safe context: never hook input, receipt
-// JSON or capabilities.
+// JSON or capabilities. Written by hand, byte for byte what encodeLine
+// writes for the same object (TestOutputsMatchEncodingJSON): every hook
+// prints it, and reflection's first use cost more than the rest.
 func HookOutput(event, context string) []byte {
-	type specific struct {
-		HookEventName     string `json:"hookEventName"`
-		AdditionalContext string `json:"additionalContext"`
-	}
-	return encodeLine(struct {
-		HookSpecificOutput specific `json:"hookSpecificOutput"`
-	}{specific{event, context}})
+	b := make([]byte, 0, len(`{"hookSpecificOutput":{"hookEventName":"","additionalContext":""}}`)+len(event)+len(context)+len(context)/8+8)
+	b = append(b, `{"hookSpecificOutput":{"hookEventName":`...)
+	b = strictjson.AppendStringNoHTML(b, event)
+	b = append(b, `,"additionalContext":`...)
+	b = strictjson.AppendStringNoHTML(b, context)
+	return append(b, "}}\n"...)
 }
 
 // JSONOutput is the json and pi-before-agent-start response:

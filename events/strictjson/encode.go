@@ -1,0 +1,69 @@
+package strictjson
+
+import "unicode/utf8"
+
+// AppendString appends s as a JSON string exactly as encoding/json's
+// Marshal writes it: '"' and '\\' escaped, control bytes as \b, \f, \n,
+// \r, \t or \u00XX, '<', '>' and '&' as \u003c, \u003e and \u0026, each
+// invalid UTF-8 byte as \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
+// Hand-written encoders of hot values (a hook's events, its receipt and
+// output) use it instead of reflection; their tests hold them to
+// encoding/json's bytes.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// AppendStringNoHTML is AppendString without the HTML escapes, as a
+// json.Encoder with SetEscapeHTML(false) writes it.
+func AppendStringNoHTML(dst []byte, s string) []byte { return appendString(dst, s, false) }
+
+const lowerHex = "0123456789abcdef"
+
+func appendString(dst []byte, s string, html bool) []byte {
+	dst = append(dst, '"')
+	done := 0 // s[done:i] is pending, to be copied as it is
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			var esc string
+			switch {
+			case r == utf8.RuneError && n == 1:
+				esc = `\ufffd`
+			case r == '\u2028':
+				esc = `\u2028`
+			case r == '\u2029':
+				esc = `\u2029`
+			default:
+				i += n
+				continue
+			}
+			dst = append(append(dst, s[done:i]...), esc...)
+			i += n
+			done = i
+			continue
+		}
+		if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
+			i++
+			continue
+		}
+		dst = append(dst, s[done:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
+		}
+		i++
+		done = i
+	}
+	return append(append(dst, s[done:]...), '"')
+}
