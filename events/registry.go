@@ -108,8 +108,12 @@ func DecodePayload(e *Envelope) (any, error) {
 		return nil, err
 	}
 	v := spec.NewPayload()
-	if err := strictjson.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
+	// Without reflection where a hand-written decoder reads the payload
+	// (strictjson would accept it the same), else strictly by reflection.
+	if !decodeFast(raw, v) {
+		if err := strictjson.Unmarshal(raw, v); err != nil {
+			return nil, fmt.Errorf("%s payload: %w", e.Type, err)
+		}
 	}
 	if c, ok := v.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {
@@ -144,7 +148,8 @@ type Factory struct {
 }
 
 // New builds an unsealed envelope of type typ on stream with payload p, at
-// the type's current schema version. The payload is marshalled once here.
+// the type's current schema version. The payload is marshalled once here
+// (by its hand-written encoder when it has one, payload_codec.go).
 func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 	spec, ok := Lookup(typ)
 	if !ok {
@@ -153,8 +158,11 @@ func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 	if reflect.TypeOf(p) != reflect.PointerTo(spec.payload) && reflect.TypeOf(p) != spec.payload {
 		return Envelope{}, fmt.Errorf("%s: payload is %T, want %v", typ, p, spec.payload)
 	}
-	raw, err := json.Marshal(p)
-	if err != nil {
+	var raw []byte
+	var err error
+	if b, ok := appendPayload(make([]byte, 0, 512), p); ok {
+		raw = b
+	} else if raw, err = json.Marshal(p); err != nil {
 		return Envelope{}, fmt.Errorf("marshal %s payload: %w", typ, err)
 	}
 	e := Envelope{

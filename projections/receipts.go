@@ -175,7 +175,7 @@ func plainPayload(e *events.Envelope) (any, error) {
 		return events.DecodePayload(e)
 	}
 	p := spec.NewPayload()
-	if err := json.Unmarshal(e.Payload, p); err != nil {
+	if err := events.UnmarshalPayload(e.Payload, p); err != nil {
 		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
 	}
 	return p, nil

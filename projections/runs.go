@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -94,7 +93,7 @@ func (Runs) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return err
 	}
 	v := spec.NewPayload()
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := events.UnmarshalPayload(raw, v); err != nil {
 		return fmt.Errorf("runs: %s payload: %w", e.Type, err)
 	}
 	switch p := v.(type) {

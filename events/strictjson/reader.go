@@ -203,6 +203,29 @@ func (r *Reader) Uint() (uint64, error) {
 	return n, nil
 }
 
+// Int reads an integer literal that fits in an int64 (no fraction, no
+// exponent), as Unmarshal reads one into an int64.
+func (r *Reader) Int() (int64, error) {
+	if err := r.start(); err != nil {
+		return 0, err
+	}
+	d := &r.d
+	if c := d.data[d.pos]; c != '-' && (c < '0' || c > '9') {
+		return 0, r.wrongKind("integer")
+	}
+	start := d.pos
+	isInt, err := d.number()
+	if err != nil {
+		return 0, r.fail(err)
+	}
+	num := d.data[start:d.pos]
+	n, ok := parseInt(num)
+	if !isInt || !ok {
+		return 0, r.fail(&TypeError{Path: d.pathString(), Want: "integer", Got: "number " + string(num)})
+	}
+	return n, nil
+}
+
 // Raw checks the next value of any shape and returns its bytes as written.
 func (r *Reader) Raw() ([]byte, error) {
 	if err := r.start(); err != nil {

@@ -73,6 +73,14 @@ func TestReaderArrayAndBool(t *testing.T) {
 	if want := []string{"[0]=true", "[1]=false", "[4][0]=true"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+	r = NewReader([]byte(`[-9223372036854775808, 0, 9223372036854775807, -0]`), Limits{})
+	var ints []int64
+	if err := r.Array(func(int) error { n, err := r.Int(); ints = append(ints, n); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{-1 << 63, 0, 1<<63 - 1, 0}; !reflect.DeepEqual(ints, want) {
+		t.Fatalf("Int: %v, want %v", ints, want)
+	}
 	r = NewReader([]byte(`[]`), Limits{})
 	if err := r.Array(func(int) error { t.Fatal("an element in []"); return nil }); err != nil {
 		t.Fatal(err)
@@ -94,6 +102,15 @@ func TestReaderRefusals(t *testing.T) {
 		}, new(*TypeError)},
 		{`{"a":1.5}`, func(r *Reader) error {
 			return r.Object(func([]byte) error { _, err := r.Uint(); return err })
+		}, new(*TypeError)},
+		{`{"a":1.5}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.Int(); return err })
+		}, new(*TypeError)},
+		{`{"a":9223372036854775808}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.Int(); return err })
+		}, new(*TypeError)},
+		{`{"a":"1"}`, func(r *Reader) error {
+			return r.Object(func([]byte) error { _, err := r.Int(); return err })
 		}, new(*TypeError)},
 		{`{"a":1,"a":2}`, func(r *Reader) error { return r.Object(func([]byte) error { return nil }) }, new(*DuplicateKeyError)},
 		{`{"a":[1,}`, func(r *Reader) error { return r.Object(func([]byte) error { return nil }) }, new(*SyntaxError)},

@@ -1,0 +1,174 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tree-ring/tree-ring/events/strictjson"
+)
+
+// hookPayloads are the payload types a preflight appends; each must have a
+// hand-written encoder (payload_codec.go).
+var hookPayloads = []string{TypePreflightSucceeded, TypeReceiptRecorded, TypeReceiptPruned, TypeRunStarted, TypeRunFinished}
+
+// pieces are string fragments that exercise every escape rule of
+// json.Marshal.
+var pieces = []string{"", "a", "run-1", `"`, `\`, "\n", "\t", "\x00", "\x1f", "<", ">", "&", "\u2028", "\u2029", "\xff", "\xc3", "é", "日本", "\U0001f600", "\x7f"}
+
+// fill sets v (settable) to random values: strings from pieces (empty
+// often, so omitempty members drop out), integers of either sign and zero,
+// nil or filled pointers, embedded structs field by field.
+func fill(r *rand.Rand, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		var s string
+		for n := r.IntN(4); n > 0; n-- {
+			s += pieces[r.IntN(len(pieces))]
+		}
+		v.SetString(s)
+	case reflect.Int, reflect.Int64:
+		switch r.IntN(3) {
+		case 0:
+			v.SetInt(0)
+		case 1:
+			v.SetInt(r.Int64N(2000) - 1000)
+		default:
+			v.SetInt(r.Int64() - r.Int64())
+		}
+	case reflect.Pointer:
+		if r.IntN(3) == 0 {
+			v.SetZero()
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		fill(r, p.Elem())
+		v.Set(p)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(r, v.Field(i))
+		}
+	default:
+		panic("fill: unhandled kind " + v.Kind().String())
+	}
+}
+
+// checkPayloads fills each hook payload from r and compares its encoder
+// with json.Marshal.
+func checkPayloads(t *testing.T, r *rand.Rand) {
+	t.Helper()
+	for _, typ := range hookPayloads {
+		spec, _ := Lookup(typ)
+		p := spec.NewPayload()
+		fill(r, reflect.ValueOf(p).Elem())
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendPayload([]byte("x"), p)
+		if !ok {
+			t.Fatalf("%s has no hand-written encoder", typ)
+		}
+		if !bytes.Equal(got[1:], want) {
+			t.Fatalf("%s %+v:\n got %s\nwant %s", typ, p, got[1:], want)
+		}
+	}
+}
+
+func TestPayloadEncodersMatchEncodingJSON(t *testing.T) {
+	// Every other registered type is left to encoding/json, including the
+	// ones that embed a hook payload (ReceiptAdopted).
+	for _, typ := range Types() {
+		spec, _ := Lookup(typ)
+		_, enc := appendPayload(nil, spec.NewPayload())
+		r := strictjson.NewReader([]byte(`{}`), strictjson.Limits{})
+		dec, _ := decodePayload(&r, spec.NewPayload())
+		if hook := slices.Contains(hookPayloads, typ); enc != hook || dec != hook {
+			t.Errorf("%s: hand-written encoder %v, decoder %v", typ, enc, dec)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 3000 {
+		checkPayloads(t, r)
+	}
+	// A nil payload pointer marshals as null, as json.Marshal writes it.
+	if got := (*ReceiptPruned)(nil).appendJSON(nil); string(got) != "null" {
+		t.Errorf("nil: %s", got)
+	}
+}
+
+// FuzzPayloadEncoders drives the random fill from the fuzzer's seeds.
+func FuzzPayloadEncoders(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Fuzz(func(t *testing.T, a, b uint64) { checkPayloads(t, rand.New(rand.NewPCG(a, b))) })
+}
+
+// checkDecoders: for each hook payload type, whatever decodeFast accepts
+// strictjson.Unmarshal and json.Unmarshal accept with the same value.
+func checkDecoders(t *testing.T, data []byte) (accepted int) {
+	t.Helper()
+	for _, typ := range hookPayloads {
+		spec, _ := Lookup(typ)
+		fast := spec.NewPayload()
+		if !decodeFast(data, fast) {
+			continue
+		}
+		accepted++
+		strict, loose := spec.NewPayload(), spec.NewPayload()
+		if err := strictjson.Unmarshal(data, strict); err != nil || !reflect.DeepEqual(fast, strict) {
+			t.Fatalf("%s %q: fast %+v, strictjson %+v %v", typ, data, fast, strict, err)
+		}
+		if err := json.Unmarshal(data, loose); err != nil || !reflect.DeepEqual(fast, loose) {
+			t.Fatalf("%s %q: fast %+v, encoding/json %+v %v", typ, data, fast, loose, err)
+		}
+	}
+	return accepted
+}
+
+// TestPayloadDecoders: every encoding of a hook payload with valid UTF-8
+// strings takes the fast path (else it would not be fast) and decodes to
+// the value encoded; other shapes fall back.
+func TestPayloadDecoders(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		for _, typ := range hookPayloads {
+			spec, _ := Lookup(typ)
+			p := spec.NewPayload()
+			fill(r, reflect.ValueOf(p).Elem())
+			raw, _ := appendPayload(nil, p)
+			want := spec.NewPayload()
+			if err := json.Unmarshal(raw, want); err != nil {
+				t.Fatal(err)
+			}
+			got := spec.NewPayload()
+			if !decodeFast(raw, got) {
+				if utf8.Valid(raw) {
+					t.Fatalf("%s %s: not decoded by the fast path", typ, raw)
+				}
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %s: %+v, want %+v", typ, raw, got, want)
+			}
+			checkDecoders(t, raw)
+		}
+	}
+	for _, in := range []string{`null`, `{"run_id":null}`, `{"RUN_ID":"x"}`, `{"run_id":"x","run_id":"y"}`, `{"pid":1.0}`, `{"pid":1e3}`,
+		`{"telemetry":null}`, `{"session":{"agent_profile":1}}`, `{"x":1}`, `{} x`, `[]`, `{"duration_ms":9223372036854775808}`} {
+		if n := checkDecoders(t, []byte(in)); n != 0 {
+			t.Errorf("%s: taken by the fast path", in)
+		}
+	}
+}
+
+func FuzzPayloadDecoders(f *testing.F) {
+	for _, s := range []string{`{}`, `{"run_id":"r","pid":3,"telemetry":{"result_count":0}}`, `{"session":{"agent_profile":"a\u00e9"},"path":"p"}`,
+		`{"from":"a","to":"b","task_hint_chars":-1}`, `{"reason":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkDecoders(t, data) })
+}
