@@ -2,8 +2,6 @@ package events
 
 import (
 	"encoding/json"
-	"errors"
-	"strconv"
 
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
@@ -35,162 +33,128 @@ func appendPayload(b []byte, p any) ([]byte, bool) {
 	return b, false
 }
 
-// object appends the members of one JSON object in order. Keys are
-// constant ASCII identifiers that need no escaping.
-type object struct {
-	b []byte
-	n int // members written
-}
-
-func (o *object) key(k string) {
-	if o.n == 0 {
-		o.b = append(o.b, '{')
-	} else {
-		o.b = append(o.b, ',')
-	}
-	o.n++
-	o.b = append(append(append(o.b, '"'), k...), '"', ':')
-}
-
-func (o *object) str(k, v string) {
-	o.key(k)
-	o.b = strictjson.AppendString(o.b, v)
-}
-
-func (o *object) int(k string, v int64) {
-	o.key(k)
-	o.b = strconv.AppendInt(o.b, v, 10)
-}
-
-// omitStr and omitInt are members tagged omitempty.
-func (o *object) omitStr(k, v string) {
+// omitStr and omitInt write members tagged omitempty.
+func omitStr(o *strictjson.Object, k, v string) {
 	if v != "" {
-		o.str(k, v)
+		o.Str(k, v)
 	}
 }
 
-func (o *object) omitInt(k string, v int64) {
+func omitInt(o *strictjson.Object, k string, v int64) {
 	if v != 0 {
-		o.int(k, v)
+		o.Int(k, v)
 	}
-}
-
-func (o *object) end() []byte {
-	if o.n == 0 {
-		return append(o.b, '{', '}')
-	}
-	return append(o.b, '}')
 }
 
 func (p *PreflightSucceeded) appendJSON(b []byte) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}
-	o := object{b: b}
-	o.str("from", p.From)
-	o.str("to", p.To)
-	o.str("harness_id", p.HarnessID)
-	o.str("worker_key_fingerprint", p.WorkerKeyFingerprint)
-	o.str("receipt_id", p.ReceiptID)
-	o.str("query_class", p.QueryClass)
-	o.int("result_count", int64(p.ResultCount))
-	o.str("selected_memory_ids_sha256", p.SelectedMemoryIDsSHA256)
-	o.int("duration_ms", p.DurationMS)
-	o.omitStr("task_hint_sha256", p.TaskHintSHA256)
-	o.omitInt("task_hint_chars", int64(p.TaskHintChars))
-	return o.end()
+	o := strictjson.Object{B: b}
+	o.Str("from", p.From)
+	o.Str("to", p.To)
+	o.Str("harness_id", p.HarnessID)
+	o.Str("worker_key_fingerprint", p.WorkerKeyFingerprint)
+	o.Str("receipt_id", p.ReceiptID)
+	o.Str("query_class", p.QueryClass)
+	o.Int("result_count", int64(p.ResultCount))
+	o.Str("selected_memory_ids_sha256", p.SelectedMemoryIDsSHA256)
+	o.Int("duration_ms", p.DurationMS)
+	omitStr(&o, "task_hint_sha256", p.TaskHintSHA256)
+	omitInt(&o, "task_hint_chars", int64(p.TaskHintChars))
+	return o.End()
 }
 
 func (p *ReceiptRecorded) appendJSON(b []byte) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}
-	o := object{b: b}
-	o.str("harness_id", p.HarnessID)
-	o.str("receipt_id", p.ReceiptID)
-	o.int("protocol_version", int64(p.ProtocolVersion))
-	o.str("adapter_version", p.AdapterVersion)
-	o.str("bridge_fingerprint", p.BridgeFingerprint)
-	o.str("store_id", p.StoreID)
-	o.str("project_root_fingerprint", p.ProjectRootFingerprint)
-	o.str("worker_key_fingerprint", p.WorkerKeyFingerprint)
-	o.str("state", p.State)
-	o.str("query_class", p.QueryClass)
-	o.int("result_count", int64(p.ResultCount))
-	o.str("selected_memory_ids_sha256", p.SelectedMemoryIDsSHA256)
-	o.int("duration_ms", p.DurationMS)
-	o.str("status", p.Status)
-	o.str("sha256", p.SHA256)
-	o.omitStr("recorded_at", p.RecordedAt)
+	o := strictjson.Object{B: b}
+	o.Str("harness_id", p.HarnessID)
+	o.Str("receipt_id", p.ReceiptID)
+	o.Int("protocol_version", int64(p.ProtocolVersion))
+	o.Str("adapter_version", p.AdapterVersion)
+	o.Str("bridge_fingerprint", p.BridgeFingerprint)
+	o.Str("store_id", p.StoreID)
+	o.Str("project_root_fingerprint", p.ProjectRootFingerprint)
+	o.Str("worker_key_fingerprint", p.WorkerKeyFingerprint)
+	o.Str("state", p.State)
+	o.Str("query_class", p.QueryClass)
+	o.Int("result_count", int64(p.ResultCount))
+	o.Str("selected_memory_ids_sha256", p.SelectedMemoryIDsSHA256)
+	o.Int("duration_ms", p.DurationMS)
+	o.Str("status", p.Status)
+	o.Str("sha256", p.SHA256)
+	omitStr(&o, "recorded_at", p.RecordedAt)
 	if s := p.Session; s != nil {
-		o.key("session")
-		so := object{b: o.b}
-		so.str("agent_profile", s.AgentProfile)
-		so.str("workflow_id", s.WorkflowID)
-		so.str("session_id", s.SessionID)
-		o.b = so.end()
+		o.Key("session")
+		so := strictjson.Object{B: o.B}
+		so.Str("agent_profile", s.AgentProfile)
+		so.Str("workflow_id", s.WorkflowID)
+		so.Str("session_id", s.SessionID)
+		o.B = so.End()
 	}
-	o.omitStr("path", p.Path)
-	return o.end()
+	omitStr(&o, "path", p.Path)
+	return o.End()
 }
 
 func (p *ReceiptPruned) appendJSON(b []byte) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}
-	o := object{b: b}
-	o.str("harness_id", p.HarnessID)
-	o.str("worker_key_fingerprint", p.WorkerKeyFingerprint)
-	o.str("receipt_id", p.ReceiptID)
-	o.str("reason", p.Reason)
-	return o.end()
+	o := strictjson.Object{B: b}
+	o.Str("harness_id", p.HarnessID)
+	o.Str("worker_key_fingerprint", p.WorkerKeyFingerprint)
+	o.Str("receipt_id", p.ReceiptID)
+	o.Str("reason", p.Reason)
+	return o.End()
 }
 
 func (p *RunStarted) appendJSON(b []byte) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}
-	o := object{b: b}
-	o.str("run_id", p.RunID)
-	o.str("scope_key", p.ScopeKey)
-	o.str("command", p.Command)
-	o.omitStr("harness", p.Harness)
-	o.str("stage", p.Stage)
-	o.int("pid", int64(p.PID))
-	o.str("started_at", p.StartedAt)
-	o.omitStr("input_sha256", p.InputSHA256)
-	o.omitInt("input_chars", p.InputChars)
-	return o.end()
+	o := strictjson.Object{B: b}
+	o.Str("run_id", p.RunID)
+	o.Str("scope_key", p.ScopeKey)
+	o.Str("command", p.Command)
+	omitStr(&o, "harness", p.Harness)
+	o.Str("stage", p.Stage)
+	o.Int("pid", int64(p.PID))
+	o.Str("started_at", p.StartedAt)
+	omitStr(&o, "input_sha256", p.InputSHA256)
+	omitInt(&o, "input_chars", p.InputChars)
+	return o.End()
 }
 
 func (p *RunFinished) appendJSON(b []byte) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}
-	o := object{b: b}
-	o.str("run_id", p.RunID)
-	o.str("scope_key", p.ScopeKey)
-	o.str("status", p.Status)
-	o.str("stage", p.Stage)
-	o.str("ended_at", p.EndedAt)
-	o.int("duration_ms", p.DurationMS)
-	o.omitStr("diagnostic", p.Diagnostic)
-	o.omitStr("input_sha256", p.InputSHA256)
-	o.omitInt("input_chars", p.InputChars)
+	o := strictjson.Object{B: b}
+	o.Str("run_id", p.RunID)
+	o.Str("scope_key", p.ScopeKey)
+	o.Str("status", p.Status)
+	o.Str("stage", p.Stage)
+	o.Str("ended_at", p.EndedAt)
+	o.Int("duration_ms", p.DurationMS)
+	omitStr(&o, "diagnostic", p.Diagnostic)
+	omitStr(&o, "input_sha256", p.InputSHA256)
+	omitInt(&o, "input_chars", p.InputChars)
 	if t := p.Telemetry; t != nil {
-		o.key("telemetry")
-		to := object{b: o.b}
-		to.omitStr("query_class", t.QueryClass)
+		o.Key("telemetry")
+		to := strictjson.Object{B: o.B}
+		omitStr(&to, "query_class", t.QueryClass)
 		if t.ResultCount != nil {
-			to.int("result_count", int64(*t.ResultCount))
+			to.Int("result_count", int64(*t.ResultCount))
 		}
-		to.omitStr("receipt_id", t.ReceiptID)
+		omitStr(&to, "receipt_id", t.ReceiptID)
 		if t.Items != nil {
-			to.int("items", *t.Items)
+			to.Int("items", *t.Items)
 		}
-		o.b = to.end()
+		o.B = to.End()
 	}
-	return o.end()
+	return o.End()
 }
 
 // decodePayload reads r into p when p's type (matched exactly, as in
@@ -214,10 +178,6 @@ func decodePayload(r *strictjson.Reader, p any) (bool, error) {
 	}
 	return false, nil
 }
-
-// errFallBack sends a decode to the reflective decoder: a key or a shape
-// (null, a float, a number out of range) the fast path does not read.
-var errFallBack = errors.New("events: not the fast path's shape")
 
 // decodeFast decodes raw into v, a pointer to a zero payload, when v has a
 // hand-written decoder and raw is a document it reads; it reports whether
@@ -245,57 +205,15 @@ func UnmarshalPayload(raw []byte, v any) error {
 	return json.Unmarshal(raw, v)
 }
 
-func readStr(r *strictjson.Reader, dst *string) error {
-	b, err := r.String()
-	*dst = string(b)
-	return err
-}
-
-func readInt64(r *strictjson.Reader, dst *int64) error {
-	n, err := r.Int()
-	*dst = n
-	return err
-}
-
-func readInt(r *strictjson.Reader, dst *int) error {
-	n, err := r.Int()
-	if err == nil && int64(int(n)) != n {
-		return errFallBack
-	}
-	*dst = int(n)
-	return err
-}
-
-// fields reads an object whose members are each read by field(key); a
-// key it does not know (nil) falls back. It stops at null, which
-// json.Unmarshal and strictjson treat differently from a missing member.
-func fields(r *strictjson.Reader, field func(key string) func(*strictjson.Reader) error) error {
-	return r.Object(func(key []byte) error {
-		if r.Kind() == "null" {
-			return errFallBack
-		}
-		if f := field(string(key)); f != nil {
-			return f(r)
-		}
-		return errFallBack
-	})
-}
-
-func str(dst *string) func(*strictjson.Reader) error {
-	return func(r *strictjson.Reader) error { return readStr(r, dst) }
-}
-
-func num(dst *int) func(*strictjson.Reader) error {
-	return func(r *strictjson.Reader) error { return readInt(r, dst) }
-}
-
-func num64(dst *int64) func(*strictjson.Reader) error {
-	return func(r *strictjson.Reader) error { return readInt64(r, dst) }
-}
+var (
+	str   = strictjson.StringTo
+	num   = strictjson.IntTo
+	num64 = strictjson.Int64To
+)
 
 func (p *PreflightSucceeded) decodeJSON(r *strictjson.Reader) error {
-	return fields(r, func(k string) func(*strictjson.Reader) error {
-		switch k {
+	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+		switch string(k) {
 		case "from":
 			return str(&p.From)
 		case "to":
@@ -324,8 +242,8 @@ func (p *PreflightSucceeded) decodeJSON(r *strictjson.Reader) error {
 }
 
 func (p *ReceiptRecorded) decodeJSON(r *strictjson.Reader) error {
-	return fields(r, func(k string) func(*strictjson.Reader) error {
-		switch k {
+	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+		switch string(k) {
 		case "harness_id":
 			return str(&p.HarnessID)
 		case "receipt_id":
@@ -364,8 +282,8 @@ func (p *ReceiptRecorded) decodeJSON(r *strictjson.Reader) error {
 			return func(r *strictjson.Reader) error {
 				s := &ReceiptSession{}
 				p.Session = s
-				return fields(r, func(k string) func(*strictjson.Reader) error {
-					switch k {
+				return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+					switch string(k) {
 					case "agent_profile":
 						return str(&s.AgentProfile)
 					case "workflow_id":
@@ -382,8 +300,8 @@ func (p *ReceiptRecorded) decodeJSON(r *strictjson.Reader) error {
 }
 
 func (p *ReceiptPruned) decodeJSON(r *strictjson.Reader) error {
-	return fields(r, func(k string) func(*strictjson.Reader) error {
-		switch k {
+	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+		switch string(k) {
 		case "harness_id":
 			return str(&p.HarnessID)
 		case "worker_key_fingerprint":
@@ -398,8 +316,8 @@ func (p *ReceiptPruned) decodeJSON(r *strictjson.Reader) error {
 }
 
 func (p *RunStarted) decodeJSON(r *strictjson.Reader) error {
-	return fields(r, func(k string) func(*strictjson.Reader) error {
-		switch k {
+	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+		switch string(k) {
 		case "run_id":
 			return str(&p.RunID)
 		case "scope_key":
@@ -424,8 +342,8 @@ func (p *RunStarted) decodeJSON(r *strictjson.Reader) error {
 }
 
 func (p *RunFinished) decodeJSON(r *strictjson.Reader) error {
-	return fields(r, func(k string) func(*strictjson.Reader) error {
-		switch k {
+	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+		switch string(k) {
 		case "run_id":
 			return str(&p.RunID)
 		case "scope_key":
@@ -448,8 +366,8 @@ func (p *RunFinished) decodeJSON(r *strictjson.Reader) error {
 			return func(r *strictjson.Reader) error {
 				t := &RunTelemetry{}
 				p.Telemetry = t
-				return fields(r, func(k string) func(*strictjson.Reader) error {
-					switch k {
+				return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+					switch string(k) {
 					case "query_class":
 						return str(&t.QueryClass)
 					case "result_count":

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -65,7 +64,7 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	key := []byte("h/" + id)
 	var h Harness
 	if raw := kv.Get(key); raw != nil {
-		if err := json.Unmarshal(raw, &h); err != nil {
+		if h, err = decodeHarness(raw); err != nil {
 			return fmt.Errorf("harness %s state: %w", id, err)
 		}
 	}
@@ -92,11 +91,7 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	default:
 		h.Reason, h.Paths = "", nil
 	}
-	raw, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	return kv.Put(key, raw)
+	return kv.Put(key, appendHarness(nil, &h))
 }
 
 // HarnessState returns the folded state of harness id; ok is false when the
@@ -106,8 +101,8 @@ func HarnessState(kv KV, id string) (Harness, bool, error) {
 	if raw == nil {
 		return Harness{}, false, nil
 	}
-	var h Harness
-	if err := json.Unmarshal(raw, &h); err != nil {
+	h, err := decodeHarness(raw)
+	if err != nil {
 		return Harness{}, false, fmt.Errorf("harness %s state: %w", id, err)
 	}
 	return h, true, nil

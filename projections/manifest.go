@@ -94,8 +94,8 @@ func ProgramOf(kv KV) (Program, bool, error) {
 	if raw == nil {
 		return Program{}, false, nil
 	}
-	var p Program
-	if err := json.Unmarshal(raw, &p); err != nil {
+	p, err := decodeProgram(raw)
+	if err != nil {
 		return Program{}, false, fmt.Errorf("recorded program: %w", err)
 	}
 	return p, true, nil
@@ -192,7 +192,7 @@ func ManifestStoreOf(kv KV) (m ManifestStore, ok bool, err error) {
 	if raw == nil {
 		return ManifestStore{}, false, nil
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if m, err = decodeManifestStore(raw); err != nil {
 		return ManifestStore{}, false, fmt.Errorf("manifest store: %w", err)
 	}
 	return m, true, nil
@@ -206,7 +206,7 @@ func ManifestOf(kv KV) (m ManifestState, ok bool, err error) {
 	if raw == nil {
 		return ManifestState{}, false, nil
 	}
-	if err := json.Unmarshal(raw, &m.ManifestStore); err != nil {
+	if m.ManifestStore, err = decodeManifestStore(raw); err != nil {
 		return ManifestState{}, false, fmt.Errorf("manifest store: %w", err)
 	}
 	m.Records = map[string]events.BridgeRecord{}

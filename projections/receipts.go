@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -160,7 +159,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			}
 		}
 	}
-	return putJSON(kv, "h/"+id, proof)
+	return kv.Put([]byte("h/"+id), appendReceiptProof(nil, &proof))
 }
 
 // plainPayload decodes a payload that was validated strictly on append
@@ -194,8 +193,8 @@ func (p *ReceiptProof) prove(at, id string) {
 func (p *ReceiptProof) recompute(kv KV, harness string) error {
 	p.NewestAt, p.NewestID = "", ""
 	return kv.ForEach([]byte("e/"+harness+"/"), func(_, v []byte) error {
-		var e ReceiptEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeReceiptEntry(v)
+		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
 		if e.Position <= p.Epoch || !e.proves() {
@@ -237,7 +236,7 @@ func putEntry(kv KV, e ReceiptEntry) error {
 		return err
 	}
 	k := entryKey(e)
-	if err := putJSON(kv, k, e); err != nil {
+	if err := kv.Put([]byte(k), appendReceiptEntry(nil, &e)); err != nil {
 		return err
 	}
 	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
@@ -296,8 +295,8 @@ func dropEntry(kv KV, receiptID string) error {
 	if raw == nil {
 		return fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	var e ReceiptEntry
-	if err := json.Unmarshal(raw, &e); err != nil {
+	e, err := decodeReceiptEntry(raw)
+	if err != nil {
 		return fmt.Errorf("receipt index entry: %w", err)
 	}
 	for _, key := range []string{ek, "t/" + e.RecordedAt + "/" + e.ReceiptID, "i/" + receiptID} {
@@ -308,22 +307,14 @@ func dropEntry(kv KV, receiptID string) error {
 	return addCount(kv, e.HarnessID, e.Worker, -1)
 }
 
-func putJSON(kv KV, key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return kv.Put([]byte(key), raw)
-}
-
 // ReceiptProofOf returns harness id's proof summary (zero when none).
 func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
-	var p ReceiptProof
 	raw := kv.Get([]byte("h/" + harness))
 	if raw == nil {
-		return p, nil
+		return ReceiptProof{}, nil
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	p, err := decodeReceiptProof(raw)
+	if err != nil {
 		return p, fmt.Errorf("receipt proof %s: %w", harness, err)
 	}
 	return p, nil
@@ -361,8 +352,8 @@ func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]ReceiptEntry,
 func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
 	var out []ReceiptEntry
 	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
-		var e ReceiptEntry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeReceiptEntry(v)
+		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
 		out = append(out, e)
@@ -387,8 +378,7 @@ func ReceiptByID(kv KV, receiptID string) (ReceiptEntry, bool, error) {
 	if raw == nil {
 		return ReceiptEntry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	var e ReceiptEntry
-	err := json.Unmarshal(raw, &e)
+	e, err := decodeReceiptEntry(raw)
 	return e, err == nil, err
 }
 
@@ -407,8 +397,8 @@ func ReceiptsRecordedBy(kv KV, cutoff string) ([]ReceiptEntry, error) {
 		if raw == nil {
 			return fmt.Errorf("receipt index: age key %s points at a missing entry", k)
 		}
-		var e ReceiptEntry
-		if err := json.Unmarshal(raw, &e); err != nil {
+		e, err := decodeReceiptEntry(raw)
+		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
 		out = append(out, e)

@@ -1,6 +1,9 @@
 package strictjson
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // AppendString appends s as a JSON string exactly as encoding/json's
 // Marshal writes it: '"' and '\\' escaped, control bytes as \b, \f, \n,
@@ -66,4 +69,57 @@ func appendString(dst []byte, s string, html bool) []byte {
 		done = i
 	}
 	return append(append(dst, s[done:]...), '"')
+}
+
+// Object appends one JSON object's members in order, as json.Marshal
+// writes a struct: hand-written encoders build their values with it. Keys
+// are written as given: constant ASCII identifiers that need no escaping.
+// Members tagged omitempty are the caller's to leave out. Start with
+// Object{B: dst}; End returns the buffer with the object appended.
+type Object struct {
+	B []byte
+	n int // members written
+}
+
+// Key starts a member whose value the caller appends to B.
+func (o *Object) Key(k string) {
+	if o.n == 0 {
+		o.B = append(o.B, '{')
+	} else {
+		o.B = append(o.B, ',')
+	}
+	o.n++
+	o.B = append(append(append(o.B, '"'), k...), '"', ':')
+}
+
+// Str appends a string member (AppendString).
+func (o *Object) Str(k, v string) {
+	o.Key(k)
+	o.B = AppendString(o.B, v)
+}
+
+// Int appends an integer member.
+func (o *Object) Int(k string, v int64) {
+	o.Key(k)
+	o.B = strconv.AppendInt(o.B, v, 10)
+}
+
+// Uint appends a non-negative integer member.
+func (o *Object) Uint(k string, v uint64) {
+	o.Key(k)
+	o.B = strconv.AppendUint(o.B, v, 10)
+}
+
+// Bool appends a boolean member.
+func (o *Object) Bool(k string, v bool) {
+	o.Key(k)
+	o.B = strconv.AppendBool(o.B, v)
+}
+
+// End closes the object ({} when it has no members).
+func (o *Object) End() []byte {
+	if o.n == 0 {
+		return append(o.B, '{', '}')
+	}
+	return append(o.B, '}')
 }

@@ -1,5 +1,7 @@
 package strictjson
 
+import "strconv"
+
 // Reader walks one JSON document a value at a time with the checks of
 // Unmarshal (size, syntax, UTF-8, depth, duplicate keys, no trailing data)
 // but no target type. Fast paths that need a few fields of a document use
@@ -270,4 +272,66 @@ func (r *Reader) End() error {
 		return r.fail(&SyntaxError{Offset: r.d.pos, Msg: "trailing data after JSON value"})
 	}
 	return nil
+}
+
+// Fields reads an object member by member: field returns the function
+// that reads the value of a key (one call of a Reader method), or nil for
+// a key the caller does not declare, which is an *UnknownKeyError, as
+// Unmarshal reports it. Hand-written decoders are built from it and the
+// ...To readers.
+func (r *Reader) Fields(field func(key []byte) func(*Reader) error) error {
+	return r.Object(func(key []byte) error {
+		if f := field(key); f != nil {
+			return f(r)
+		}
+		return &UnknownKeyError{Key: string(key), Path: r.d.parentPath()}
+	})
+}
+
+// StringTo reads a string into dst.
+func StringTo(dst *string) func(*Reader) error {
+	return func(r *Reader) error {
+		b, err := r.String()
+		*dst = string(b)
+		return err
+	}
+}
+
+// Int64To reads an integer into dst.
+func Int64To(dst *int64) func(*Reader) error {
+	return func(r *Reader) error {
+		n, err := r.Int()
+		*dst = n
+		return err
+	}
+}
+
+// IntTo reads an integer that fits in an int into dst.
+func IntTo(dst *int) func(*Reader) error {
+	return func(r *Reader) error {
+		n, err := r.Int()
+		if err == nil && int64(int(n)) != n {
+			return r.fail(&TypeError{Path: r.d.pathString(), Want: "int", Got: "number " + strconv.FormatInt(n, 10)})
+		}
+		*dst = int(n)
+		return err
+	}
+}
+
+// Uint64To reads a non-negative integer into dst.
+func Uint64To(dst *uint64) func(*Reader) error {
+	return func(r *Reader) error {
+		n, err := r.Uint()
+		*dst = n
+		return err
+	}
+}
+
+// BoolTo reads true or false into dst.
+func BoolTo(dst *bool) func(*Reader) error {
+	return func(r *Reader) error {
+		b, err := r.Bool()
+		*dst = b
+		return err
+	}
 }
