@@ -221,15 +221,8 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	if len(data) > MaxBridgeFileBytes {
 		return Manifest{}, manifestErr("larger than %d bytes", MaxBridgeFileBytes)
 	}
-	var raw struct {
-		SchemaVersion          *int                  `json:"schema_version"`
-		ProtocolVersion        *int                  `json:"protocol_version"`
-		StoreID                *string               `json:"store_id"`
-		ProjectRootFingerprint *string               `json:"project_root_fingerprint"`
-		CLIVersion             *string               `json:"cli_version"`
-		Harnesses              *map[string]rawRecord `json:"harnesses"`
-	}
-	if err := strictjson.Unmarshal(data, &raw); err != nil {
+	raw, err := decodeRawManifest(data)
+	if err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Manifest{}, manifestErr("unknown key %q", uk.Key)
@@ -275,6 +268,16 @@ func DecodeManifest(data []byte) (Manifest, error) {
 		m.Harnesses[id] = r
 	}
 	return m, nil
+}
+
+// rawManifest detects missing required keys.
+type rawManifest struct {
+	SchemaVersion          *int                  `json:"schema_version"`
+	ProtocolVersion        *int                  `json:"protocol_version"`
+	StoreID                *string               `json:"store_id"`
+	ProjectRootFingerprint *string               `json:"project_root_fingerprint"`
+	CLIVersion             *string               `json:"cli_version"`
+	Harnesses              *map[string]rawRecord `json:"harnesses"`
 }
 
 // rawRecord detects missing required keys.

@@ -125,11 +125,23 @@ func requiredString(res scanResult, key, what string) (string, error) {
 	if !ok {
 		return "", inputErr("%s requires %s", what, key)
 	}
-	var s string
-	if err := strictjson.Unmarshal(raw, &s); err != nil || strings.TrimSpace(s) == "" {
+	s, err := stringValue(raw)
+	if err != nil || strings.TrimSpace(s) == "" {
 		return "", inputErr("%s: %s must be a non-blank string", what, key)
 	}
 	return s, nil
+}
+
+// stringValue reads raw, one JSON value, as a string: with the checks of
+// strictjson.Unmarshal into a string, without building its reflective
+// schema (every hook reads its session id and cwd so).
+func stringValue(raw []byte) (string, error) {
+	r := strictjson.NewReader(raw, strictjson.Limits{})
+	b, err := r.String()
+	if err == nil {
+		err = r.End()
+	}
+	return string(b), err
 }
 
 // Context formats of `integrations preflight --context-format`.
@@ -233,8 +245,7 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 			return Request{}, err
 		}
 		if raw, ok := res.values["agent_type"]; ok {
-			var t string
-			if strictjson.Unmarshal(raw, &t) != nil || t != "claude-code" {
+			if t, err := stringValue(raw); err != nil || t != "claude-code" {
 				return Request{}, inputErr("ambiguous Claude Code adapter identity")
 			}
 		}
