@@ -20,11 +20,30 @@ func AppendStringNoHTML(dst []byte, s string) []byte { return appendString(dst, 
 
 const lowerHex = "0123456789abcdef"
 
+// plain[html][c] reports whether ASCII byte c is written as it is: not a
+// control byte, '"' or '\\', nor (html) '<', '>' or '&'. One table
+// lookup per byte keeps long texts (a hook's context) cheap.
+var plain = func() (t [2][utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[0][c] = c != '"' && c != '\\'
+		t[1][c] = t[0][c] && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
+	safe := &plain[0]
+	if html {
+		safe = &plain[1]
+	}
 	done := 0 // s[done:i] is pending, to be copied as it is
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c < utf8.RuneSelf && safe[c] {
+			i++
+			continue
+		}
 		if c >= utf8.RuneSelf {
 			r, n := utf8.DecodeRuneInString(s[i:])
 			var esc string
@@ -42,10 +61,6 @@ func appendString(dst []byte, s string, html bool) []byte {
 			dst = append(append(dst, s[done:i]...), esc...)
 			i += n
 			done = i
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
-			i++
 			continue
 		}
 		dst = append(dst, s[done:i]...)
