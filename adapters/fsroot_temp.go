@@ -24,8 +24,11 @@ func TempName(name string) (string, error) {
 
 // IsTempName reports whether name is one of CreateFile's temporary names.
 func IsTempName(name string) bool {
+	if name == "" || name[0] != '.' {
+		return false // most names (every receipt file) end here, unsearched
+	}
 	i := strings.LastIndex(name, tempMarker)
-	if i < 1 || name[0] != '.' {
+	if i < 1 {
 		return false
 	}
 	suffix := name[i+len(tempMarker):]

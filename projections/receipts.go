@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -278,6 +279,21 @@ func markForeign(kv KV, receiptID string) error {
 // did not create and so never removes.
 func Kept(kv KV, receiptID string) bool {
 	return Indexed(kv, receiptID) || kv.Get([]byte("a/"+receiptID)) != nil
+}
+
+// WorkerReceiptIDs is the set of receipt ids harness/worker retains, read
+// from the index's keys alone (e/<harness>/<worker>/<recorded_at>/<id>):
+// one scan of at most the retention limit instead of a lookup per id when
+// a caller checks a whole directory of receipt files.
+func WorkerReceiptIDs(kv KV, harness, worker string) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := kv.ForEach([]byte("e/"+harness+"/"+worker+"/"), func(k, _ []byte) error {
+		if i := bytes.LastIndexByte(k, '/'); i >= 0 {
+			ids[string(k[i+1:])] = true
+		}
+		return nil
+	})
+	return ids, err
 }
 
 // Indexed reports whether a receipt id is retained.

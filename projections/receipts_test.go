@@ -237,6 +237,16 @@ func TestReceiptIndexRetention(t *testing.T) {
 	if len(mine) != 100 {
 		t.Fatalf("%d receipts retained, want 100", len(mine))
 	}
+	// The keys-only set names exactly the retained entries.
+	ids, err := WorkerReceiptIDs(rkv, "codex", wk)
+	if err != nil || len(ids) != len(mine) {
+		t.Fatalf("WorkerReceiptIDs: %d ids, %v; want %d", len(ids), err, len(mine))
+	}
+	for _, e := range mine {
+		if !ids[e.ReceiptID] {
+			t.Errorf("WorkerReceiptIDs misses %s", e.ReceiptID)
+		}
+	}
 	if _, ok, _ := ReceiptByID(rkv, "receipt-00000002"); ok {
 		t.Error("the oldest codex receipt is still indexed")
 	}

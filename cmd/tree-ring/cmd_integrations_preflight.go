@@ -480,7 +480,13 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
 	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil && !projections.Adopted(tx.Projection(projections.ManifestName)) {
 		rkv := tx.Projection(projections.ReceiptsName)
-		retained := func(id string) bool { return projections.Kept(rkv, id) }
+		// The worker's retained ids in one scan; a file outside them (a
+		// stray, or another worker's) is looked up as before.
+		mine, err := projections.WorkerReceiptIDs(rkv, rc.HarnessID, rc.WorkerKeyFingerprint)
+		if err != nil {
+			return false, err
+		}
+		retained := func(id string) bool { return mine[id] || projections.Kept(rkv, id) }
 		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
 	}
 	if err := root.CreateFile(rc.Path(), plan.Body, preflight.FilePerm, preflight.DirPerm); err != nil {
