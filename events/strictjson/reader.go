@@ -185,22 +185,13 @@ func (r *Reader) String() ([]byte, error) {
 
 // Uint reads a non-negative integer literal that fits in a uint64.
 func (r *Reader) Uint() (uint64, error) {
-	if err := r.start(); err != nil {
+	num, isInt, err := r.number()
+	if err != nil {
 		return 0, err
 	}
-	d := &r.d
-	if c := d.data[d.pos]; c != '-' && (c < '0' || c > '9') {
-		return 0, r.wrongKind("integer")
-	}
-	start := d.pos
-	isInt, err := d.number()
-	if err != nil {
-		return 0, r.fail(err)
-	}
-	num := d.data[start:d.pos]
 	n, ok := parseUint(num)
 	if !isInt || !ok {
-		return 0, r.fail(&TypeError{Path: d.pathString(), Want: "non-negative integer", Got: "number " + string(num)})
+		return 0, r.fail(&TypeError{Path: r.d.pathString(), Want: "non-negative integer", Got: "number " + string(num)})
 	}
 	return n, nil
 }
@@ -208,24 +199,32 @@ func (r *Reader) Uint() (uint64, error) {
 // Int reads an integer literal that fits in an int64 (no fraction, no
 // exponent), as Unmarshal reads one into an int64.
 func (r *Reader) Int() (int64, error) {
-	if err := r.start(); err != nil {
+	num, isInt, err := r.number()
+	if err != nil {
 		return 0, err
+	}
+	n, ok := parseInt(num)
+	if !isInt || !ok {
+		return 0, r.fail(&TypeError{Path: r.d.pathString(), Want: "integer", Got: "number " + string(num)})
+	}
+	return n, nil
+}
+
+// number reads a number literal for Uint and Int: its bytes and whether
+// it has neither fraction nor exponent.
+func (r *Reader) number() (num []byte, isInt bool, err error) {
+	if err := r.start(); err != nil {
+		return nil, false, err
 	}
 	d := &r.d
 	if c := d.data[d.pos]; c != '-' && (c < '0' || c > '9') {
-		return 0, r.wrongKind("integer")
+		return nil, false, r.wrongKind("integer")
 	}
 	start := d.pos
-	isInt, err := d.number()
-	if err != nil {
-		return 0, r.fail(err)
+	if isInt, err = d.number(); err != nil {
+		return nil, false, r.fail(err)
 	}
-	num := d.data[start:d.pos]
-	n, ok := parseInt(num)
-	if !isInt || !ok {
-		return 0, r.fail(&TypeError{Path: d.pathString(), Want: "integer", Got: "number " + string(num)})
-	}
-	return n, nil
+	return d.data[start:d.pos], isInt, nil
 }
 
 // Raw checks the next value of any shape and returns its bytes as written.
