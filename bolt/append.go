@@ -54,6 +54,9 @@ type Tx struct {
 	scrub   bool            // a body was deleted: scrub free pages after commit
 	key     [8]byte         // scratch for an events key
 	arena   valueArena
+	// batches hold the writes of projections that fold a transaction in
+	// one batch (fold.Batcher), by name; flushed before commit.
+	batches map[string]fold.Batch
 }
 
 // errNothingWritten rolls back a transaction that changed nothing, so an
@@ -92,7 +95,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		case !t.wrote:
 			return errNothingWritten
 		case !t.dirty:
-			return nil
+			return nil // no event appended: no fold ran, no batch holds writes
+		}
+		if err := t.flushBatches(); err != nil {
+			return err
 		}
 		if err := t.pending.flush(t.ids.b, t.streams); err != nil {
 			return fmt.Errorf("index: %w", t.s.indexErr(err))
@@ -369,8 +375,30 @@ func (t *Tx) apply(e *events.Envelope) error {
 			}
 			t.liveB[i] = b
 		}
-		if err := p.Apply(bucketKV{b, &t.arena}, bodies{t.bodies}, e); err != nil {
+		var kv fold.KV = bucketKV{b, &t.arena}
+		if bp, ok := p.(fold.Batcher); ok {
+			if kv = t.batches[p.Name()]; kv == nil {
+				if t.batches == nil {
+					t.batches = map[string]fold.Batch{}
+				}
+				bt := bp.Batch(bucketKV{b, &t.arena})
+				t.batches[p.Name()], kv = bt, bt
+			}
+		}
+		if err := p.Apply(kv, bodies{t.bodies}, e); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
+		}
+	}
+	return nil
+}
+
+// flushBatches writes the batched projections' writes (fold.Batcher).
+func (t *Tx) flushBatches() error {
+	for _, p := range t.live {
+		if b := t.batches[p.Name()]; b != nil {
+			if err := b.Flush(); err != nil {
+				return fmt.Errorf("projection %s: %w", p.Name(), err)
+			}
 		}
 	}
 	return nil
@@ -435,7 +463,33 @@ func (t *Tx) Body(digest string) []byte { return t.bodyReader.get(t.bodies, dige
 // including events appended earlier in it. Writes return an error: only
 // folds write projections.
 func (t *Tx) Projection(name string) fold.KV {
-	return &readOnlyKV{b: t.tx.Bucket(projBucket(name))}
+	return &txProjectionKV{t: t, name: name, ro: readOnlyKV{b: t.tx.Bucket(projBucket(name))}}
+}
+
+// txProjectionKV reads a projection in a write transaction: from its
+// batch once a fold has written to one (fold.Batcher), else its bucket,
+// looked up again while absent (a fold may create it later in the tx).
+type txProjectionKV struct {
+	t    *Tx
+	name string
+	ro   readOnlyKV
+}
+
+func (k *txProjectionKV) kv() fold.KV {
+	if b := k.t.batches[k.name]; b != nil {
+		return b
+	}
+	if k.ro.b == nil {
+		k.ro.b = k.t.tx.Bucket(projBucket(k.name))
+	}
+	return &k.ro
+}
+
+func (k *txProjectionKV) Get(key []byte) []byte { return k.kv().Get(key) }
+func (k *txProjectionKV) Put(_, _ []byte) error { return errReadOnlyKV }
+func (k *txProjectionKV) Delete(_ []byte) error { return errReadOnlyKV }
+func (k *txProjectionKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	return k.kv().ForEach(prefix, fn)
 }
 
 func checkpoint(version int, pos uint64) []byte {

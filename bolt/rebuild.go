@@ -254,6 +254,13 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 				last = pos
 				n++
 			}
+			for _, kv := range kvs {
+				if b, ok := kv.(fold.Batch); ok {
+					if err := b.Flush(); err != nil {
+						return err
+					}
+				}
+			}
 			if n == 0 && last < head {
 				return &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
 			}
@@ -318,6 +325,9 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 			return nil, nil, nil, err
 		}
 		kvs[i] = bucketKV{b, arena}
+		if bp, ok := p.(fold.Batcher); ok {
+			kvs[i] = bp.Batch(kvs[i]) // flushed at the end of the chunk
+		}
 	}
 	return parent, cps, kvs, nil
 }

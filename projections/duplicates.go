@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/fold"
 	"github.com/tree-ring/tree-ring/events/memory"
 )
 
@@ -30,6 +31,10 @@ func (duplicatesProjection) Version() int { return 1 }
 func (duplicatesProjection) Handles(t string) bool {
 	return t == events.TypeMemoryCaptured || t == events.TypeMemorySuperseded || t == events.TypeMemoryForgotten
 }
+
+// Batch holds a transaction's entries and writes them in key order at its
+// end: the keys are digests, so one by one they land at random places.
+func (duplicatesProjection) Batch(kv KV) fold.Batch { return fold.NewOverlay(kv) }
 
 func (duplicatesProjection) Apply(kv KV, bodies Bodies, e *events.Envelope) error {
 	switch e.Type {

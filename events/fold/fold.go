@@ -87,3 +87,133 @@ func (k *MemKV) Keys() []string {
 
 // Len is the number of keys.
 func (k *MemKV) Len() int { return len(k.m) }
+
+// Batcher is an optional extension of Projection for a fold that writes
+// many keys per event (the recall index writes a posting block and a
+// counter per token). The store folds all of one transaction's events
+// into Batch(kv) instead of into kv, serves the projection's reads in that
+// transaction from the batch, and calls Flush once before the transaction
+// commits. The KV a flushed batch leaves must be byte for byte what
+// applying the same events one by one to kv leaves.
+type Batcher interface {
+	Batch(kv KV) Batch
+}
+
+// Batch is a KV that holds writes until Flush. Not safe for concurrent
+// use; it lives as long as the transaction of its KV.
+type Batch interface {
+	KV
+	// Flush writes what the batch holds to its KV in key order, once per
+	// key, and empties the batch, which stays usable.
+	Flush() error
+}
+
+// Overlay is a Batch over a KV: writes are held in memory (the last value
+// of each key, or its deletion) and read back by Get and ForEach; Flush
+// writes each touched key once, in key order. Values handed to the KV by
+// Flush are not reused afterwards (bbolt keeps a value until commit).
+type Overlay struct {
+	kv   KV
+	held map[string]held
+}
+
+type held struct {
+	v       []byte
+	deleted bool
+}
+
+// NewOverlay returns an empty Overlay over kv.
+func NewOverlay(kv KV) *Overlay { return &Overlay{kv: kv, held: map[string]held{}} }
+
+// Get implements KV.
+func (o *Overlay) Get(key []byte) []byte {
+	if h, ok := o.held[string(key)]; ok {
+		if h.deleted {
+			return nil
+		}
+		return h.v
+	}
+	return o.kv.Get(key)
+}
+
+// Put implements KV. It copies value, into the held value's buffer when it
+// fits: a value grown a little at a time (a posting block) is copied, not
+// reallocated, most of the time.
+func (o *Overlay) Put(key, value []byte) error {
+	h, ok := o.held[string(key)]
+	if ok && cap(h.v) >= len(value) {
+		h.v = h.v[:len(value)]
+	} else {
+		h.v = make([]byte, len(value), max(len(value), 2*cap(h.v)))
+	}
+	copy(h.v, value)
+	o.held[string(key)] = held{v: h.v}
+	return nil
+}
+
+// Delete implements KV.
+func (o *Overlay) Delete(key []byte) error {
+	h := o.held[string(key)]
+	o.held[string(key)] = held{v: h.v[:0], deleted: true}
+	return nil
+}
+
+// ForEach implements KV: the KV's keys merged with the held ones, in byte
+// order.
+func (o *Overlay) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	var mine []string
+	for k := range o.held {
+		if bytes.HasPrefix([]byte(k), prefix) {
+			mine = append(mine, k)
+		}
+	}
+	sort.Strings(mine)
+	i := 0
+	// emit visits the held keys before k (all that are left when k is nil).
+	emit := func(k []byte) error {
+		for ; i < len(mine) && (k == nil || mine[i] < string(k)); i++ {
+			if h := o.held[mine[i]]; !h.deleted {
+				if err := fn([]byte(mine[i]), h.v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err := o.kv.ForEach(prefix, func(k, v []byte) error {
+		if err := emit(k); err != nil {
+			return err
+		}
+		if _, ok := o.held[string(k)]; ok {
+			return nil // held: its value (or deletion) is emitted in order
+		}
+		return fn(k, v)
+	})
+	if err != nil {
+		return err
+	}
+	return emit(nil)
+}
+
+// Flush implements Batch.
+func (o *Overlay) Flush() error {
+	keys := make([]string, 0, len(o.held))
+	for k := range o.held {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h := o.held[k]
+		var err error
+		if h.deleted {
+			err = o.kv.Delete([]byte(k))
+		} else {
+			err = o.kv.Put([]byte(k), h.v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	o.held = make(map[string]held, len(o.held))
+	return nil
+}

@@ -17,27 +17,33 @@ import (
 
 var _ = eventstest.UpdateFlag()
 
-// TestQueriesMatchGolden is a differential test: a seeded workload of
-// 1,500 memories in every visibility, lifecycle and ranking situation, and
-// 400 explicit recalls and briefs against it, whose results (ids, exact
-// scores, classes, rendered text digests) were recorded by the previous
-// implementation of the index and its queries. A change of layout or of
-// query strategy must give the same answers, bit for bit.
-func TestQueriesMatchGolden(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	fx := newFixture(t)
-	words := []string{"cache", "deploy", "stale", "rollback", "failure", "rule", "decision", "seed", "roadmap", "build",
+// golden is the seeded generator of TestQueriesMatchGolden's workload and
+// queries.
+type golden struct{ rng *rand.Rand }
+
+var (
+	goldenWords = []string{"cache", "deploy", "stale", "rollback", "failure", "rule", "decision", "seed", "roadmap", "build",
 		"Ünïcode", "note", "the", "a", "flaky", "test", "release", "parser", "schema", "migration", "界", "x_y"}
-	projects := []string{"proj", "proj", "proj", "my-proj", "other", ""}
-	agents := []string{"claude-code", "codex", "pi"}
-	text := func(n int) string {
-		var sb []string
-		for j := 0; j < n; j++ {
-			sb = append(sb, words[rng.IntN(len(words))])
-		}
-		return strings.Join(sb, " ")
+	projects = []string{"proj", "proj", "proj", "my-proj", "other", ""}
+	agents   = []string{"claude-code", "codex", "pi"}
+)
+
+func (g golden) text(n int) string {
+	var sb []string
+	for j := 0; j < n; j++ {
+		sb = append(sb, goldenWords[g.rng.IntN(len(goldenWords))])
 	}
-	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	return strings.Join(sb, " ")
+}
+
+func (g golden) pick(s []string) string { return s[g.rng.IntN(len(s))] }
+
+// goldenWorkload captures the 1,500 memories of the golden test into fx,
+// superseding, deleting and redacting some as it goes, and returns the
+// generator positioned for the queries.
+func goldenWorkload(fx *fixture) golden {
+	g := golden{rand.New(rand.NewPCG(7, 11))}
+	rng, text, pick := g.rng, g.text, g.pick
 	var live []string
 	for i := 0; i < 1500; i++ {
 		m := mem{
@@ -68,7 +74,7 @@ func TestQueriesMatchGolden(t *testing.T) {
 			m.expires = &future
 		}
 		if rng.IntN(4) == 0 {
-			m.tags = []string{pick(words)}
+			m.tags = []string{pick(goldenWords)}
 		}
 		if rng.IntN(3) == 0 {
 			m.ref = pick([]string{"docs/a.md", "/abs/path.md", "agent-checkpoint:7", "notes deploy"})
@@ -101,6 +107,19 @@ func TestQueriesMatchGolden(t *testing.T) {
 			}
 		}
 	}
+	return g
+}
+
+// TestQueriesMatchGolden is a differential test: a seeded workload of
+// 1,500 memories in every visibility, lifecycle and ranking situation, and
+// 400 explicit recalls and briefs against it, whose results (ids, exact
+// scores, classes, rendered text digests) were recorded by the previous
+// implementation of the index and its queries. A change of layout or of
+// query strategy must give the same answers, bit for bit.
+func TestQueriesMatchGolden(t *testing.T) {
+	fx := newFixture(t)
+	g := goldenWorkload(fx)
+	rng, text, pick := g.rng, g.text, g.pick
 	var out bytes.Buffer
 	for qn := 0; qn < 250; qn++ {
 		q := text(1 + rng.IntN(4))

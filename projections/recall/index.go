@@ -563,9 +563,13 @@ func addCount(kv KV, tok uint64, d int) error {
 // addPosting puts doc first in its block: docs only grow, so it is the
 // newest posting of the token.
 func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) error {
+	e := encodePosting(doc, flags, group, h)
+	if b, ok := kv.(*batch); ok {
+		b.addPosting(tok, doc, &e)
+		return nil
+	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	e := encodePosting(doc, flags, group, h)
 	v := make([]byte, 0, postingLen+len(cur))
 	if err := kv.Put(bk, append(append(v, e[:]...), cur...)); err != nil {
 		return err
@@ -575,15 +579,13 @@ func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot)
 
 // removePosting drops doc from its block of the token.
 func removePosting(kv KV, tok uint64, doc uint32) error {
+	if b, ok := kv.(*batch); ok {
+		return b.removePosting(tok, doc)
+	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	i := 0
-	for ; i+postingLen <= len(cur); i += postingLen {
-		if binary.BigEndian.Uint32(cur[i:]) == doc {
-			break
-		}
-	}
-	if i+postingLen > len(cur) {
+	i := postingIndex(cur, doc)
+	if i < 0 {
 		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
 	}
 	var err error

@@ -1,0 +1,194 @@
+package recall
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tree-ring/tree-ring/events/fold"
+)
+
+// Batch returns the KV that a transaction's (or a rebuild chunk's) memory
+// events are folded into. The fold reads and rewrites a posting block and
+// a counter per token of every memory; the batch holds them in memory, by
+// token and block, and writes each touched key once, in key order, when
+// the store flushes it before the commit, with every other key the fold
+// wrote (fold.Overlay). That replaces a bbolt search, read and insert per
+// posting and per counter with one per block and counter per transaction.
+// The bytes it leaves are those of the per-event fold over the plain KV
+// (TestBatchFoldSameBytes). Like the transaction, not for concurrent use.
+func Batch(kv KV) fold.Batch {
+	return &batch{Overlay: fold.NewOverlay(kv), blocks: map[blockID]*block{}, counts: map[uint64]uint32{}}
+}
+
+type batch struct {
+	*fold.Overlay
+	blocks map[blockID]*block // touched posting blocks, by token and range
+	counts map[uint64]uint32  // touched posting counts, by token
+}
+
+type blockID struct {
+	tok uint64
+	rng uint32 // ^(doc >> blockShift), as in the key
+}
+
+type block struct{ v []byte }
+
+const (
+	blockKeyLen = 13 // 't' token(8) ^range(4)
+	countKeyLen = 9  // 'n' token(8)
+)
+
+// typed reports which of the batch's own maps holds key, if any.
+func typedKey(key []byte) (blockID, byte) {
+	switch {
+	case len(key) == blockKeyLen && key[0] == pPost:
+		return blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}, pPost
+	case len(key) == countKeyLen && key[0] == pCount:
+		return blockID{tok: binary.BigEndian.Uint64(key[1:])}, pCount
+	}
+	return blockID{}, 0
+}
+
+// Get implements KV.
+func (b *batch) Get(key []byte) []byte {
+	switch id, p := typedKey(key); p {
+	case pPost:
+		if bl, ok := b.blocks[id]; ok {
+			if len(bl.v) == 0 {
+				return nil
+			}
+			return bl.v
+		}
+	case pCount:
+		if n, ok := b.counts[id.tok]; ok {
+			if n == 0 {
+				return nil
+			}
+			return binary.BigEndian.AppendUint32(nil, n)
+		}
+	}
+	return b.Overlay.Get(key)
+}
+
+// Put implements KV: a block or counter written as a plain key leaves the
+// batch's maps.
+func (b *batch) Put(key, value []byte) error {
+	b.forget(key)
+	return b.Overlay.Put(key, value)
+}
+
+// Delete implements KV.
+func (b *batch) Delete(key []byte) error {
+	b.forget(key)
+	return b.Overlay.Delete(key)
+}
+
+func (b *batch) forget(key []byte) {
+	switch id, p := typedKey(key); p {
+	case pPost:
+		delete(b.blocks, id)
+	case pCount:
+		delete(b.counts, id.tok)
+	}
+}
+
+// ForEach implements KV (queries inside a write transaction).
+func (b *batch) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
+	return b.Overlay.ForEach(prefix, fn)
+}
+
+// Flush implements fold.Batch.
+func (b *batch) Flush() error {
+	if err := b.settle(); err != nil {
+		return err
+	}
+	return b.Overlay.Flush()
+}
+
+// settle moves the touched blocks and counters into the overlay as plain
+// keys: an emptied one is a deletion, as in the per-event fold.
+func (b *batch) settle() error {
+	for id, bl := range b.blocks {
+		k := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{pPost}, id.tok), id.rng)
+		var err error
+		if len(bl.v) == 0 {
+			err = b.Overlay.Delete(k)
+		} else {
+			err = b.Overlay.Put(k, bl.v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for tok, n := range b.counts {
+		k := binary.BigEndian.AppendUint64([]byte{pCount}, tok)
+		var err error
+		if n == 0 {
+			err = b.Overlay.Delete(k)
+		} else {
+			err = b.Overlay.Put(k, binary.BigEndian.AppendUint32(nil, n))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	clear(b.blocks)
+	clear(b.counts)
+	return nil
+}
+
+// block returns the touched block of (tok, doc), read from the KV on the
+// first touch.
+func (b *batch) block(tok uint64, doc uint32) *block {
+	id := blockID{tok, ^(doc >> blockShift)}
+	bl, ok := b.blocks[id]
+	if !ok {
+		bl = &block{v: append([]byte(nil), b.Overlay.Get(blockKey(tok, doc))...)}
+		b.blocks[id] = bl
+	}
+	return bl
+}
+
+func (b *batch) count(tok uint64) uint32 {
+	n, ok := b.counts[tok]
+	if !ok {
+		if v := b.Overlay.Get(key(pCount, u64b(tok))); len(v) == 4 {
+			n = binary.BigEndian.Uint32(v)
+		}
+	}
+	return n
+}
+
+// addPosting is addPosting on the batch: doc's posting goes first.
+func (b *batch) addPosting(tok uint64, doc uint32, e *[postingLen]byte) {
+	bl := b.block(tok, doc)
+	bl.v = append(bl.v, e[:]...)
+	copy(bl.v[postingLen:], bl.v[:len(bl.v)-postingLen])
+	copy(bl.v, e[:])
+	b.counts[tok] = b.count(tok) + 1
+}
+
+// removePosting is removePosting on the batch.
+func (b *batch) removePosting(tok uint64, doc uint32) error {
+	bl := b.block(tok, doc)
+	i := postingIndex(bl.v, doc)
+	if i < 0 {
+		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
+	}
+	bl.v = append(bl.v[:i], bl.v[i+postingLen:]...)
+	b.counts[tok] = b.count(tok) - 1
+	return nil
+}
+
+// postingIndex is the offset of doc's posting in a block, -1 if absent.
+func postingIndex(v []byte, doc uint32) int {
+	for i := 0; i+postingLen <= len(v); i += postingLen {
+		if binary.BigEndian.Uint32(v[i:]) == doc {
+			return i
+		}
+	}
+	return -1
+}
