@@ -110,12 +110,12 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	if !utf8.Valid(line) {
 		return ImportLine{}, errors.New("line is not valid UTF-8")
 	}
-	// The line is then strictly decoded (strictjson.Unmarshal: exact keys,
-	// duplicates and depth) as the header or the memory it declares.
-	var probe struct {
-		Type *string `json:"type"`
-	}
-	if err := json.Unmarshal(line, &probe); err != nil {
+	// One pass of the top-level object finds the line's type (and an
+	// export line's memory, unparsed); the line is then strictly decoded
+	// (strictjson: exact keys, duplicates and depth) as the header or the
+	// memory it declares, so a memory is decoded once.
+	var probe lineProbe
+	if err := probe.read(line); err != nil {
 		return ImportLine{}, fmt.Errorf("decode: %w", err)
 	}
 	switch {
@@ -156,18 +156,14 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 		return ImportLine{Header: &ExportHeader{Type: h.Type, SchemaVersion: 1, PluginVersion: *h.PluginVersion,
 			CreatedAt: *h.CreatedAt, MemoryCount: *h.MemoryCount, SensitiveIncluded: *h.SensitiveIncluded}}, nil
 	case *probe.Type == ExportMemoryType:
-		var env struct {
-			Type   string          `json:"type"`
-			Memory json.RawMessage `json:"memory"`
+		if probe.unknown != "" {
+			return ImportLine{}, fmt.Errorf("memory_event: %w", &strictjson.UnknownKeyError{Key: probe.unknown})
 		}
-		if err := strictjson.Unmarshal(line, &env); err != nil {
-			return ImportLine{}, fmt.Errorf("memory_event: %w", err)
-		}
-		if len(env.Memory) == 0 || string(env.Memory) == "null" {
+		if len(probe.memory) == 0 || string(probe.memory) == "null" {
 			return ImportLine{}, errors.New(`memory_event: missing key "memory"`)
 		}
 		var w wireMemory
-		if err := strictjson.Unmarshal(env.Memory, &w); err != nil {
+		if err := strictjson.Unmarshal(probe.memory, &w); err != nil {
 			return ImportLine{}, fmt.Errorf("memory: %w", err)
 		}
 		m, err := w.record(now)
@@ -175,6 +171,44 @@ func DecodeImportLine(line []byte, now string) (ImportLine, error) {
 	default:
 		return ImportLine{}, errors.New(`unknown line type (want "tree_ring_memory_export" or "memory_event")`)
 	}
+}
+
+// lineProbe is what one pass over a line's top-level object finds: its
+// "type" (nil when absent: a raw memory line), the raw value of "memory"
+// and the first other key (an export line allows no other key; a raw
+// memory line's keys are checked by its own decoding).
+type lineProbe struct {
+	Type    *string
+	memory  []byte
+	unknown string
+}
+
+func (p *lineProbe) read(line []byte) error {
+	r := strictjson.NewReader(line, strictjson.Limits{})
+	err := r.Object(func(key []byte) error {
+		switch string(key) {
+		case "type":
+			v, err := r.String()
+			if err != nil {
+				return err
+			}
+			t := string(v)
+			p.Type = &t
+			return nil
+		case "memory":
+			var err error
+			p.memory, err = r.Raw()
+			return err
+		}
+		if p.unknown == "" {
+			p.unknown = string(key)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return r.End()
 }
 
 // record applies the published defaults.
