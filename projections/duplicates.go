@@ -2,12 +2,12 @@ package projections
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // DuplicatesName is the bucket of the duplicate index: every live memory
@@ -36,41 +36,31 @@ func (duplicatesProjection) Handles(t string) bool {
 // end: the keys are digests, so one by one they land at random places.
 func (duplicatesProjection) Batch(kv KV) fold.Batch { return fold.NewOverlay(kv) }
 
+// Apply decodes payloads with strictjson, about three times faster than
+// encoding/json: every stored payload passed the same strict decoding into
+// the same struct when it was appended.
 func (duplicatesProjection) Apply(kv KV, bodies Bodies, e *events.Envelope) error {
 	switch e.Type {
 	case events.TypeMemoryCaptured:
-		var p dupFields
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		var p events.MemoryCaptured
+		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
 			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
 		}
 		return dupCaptured(kv, bodies, &p)
 	case events.TypeMemorySuperseded:
 		var p events.MemorySuperseded
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
 			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
 		}
 		return dupRemove(kv, p.MemoryID)
 	case events.TypeMemoryForgotten:
 		var p events.MemoryForgotten
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
 			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
 		}
 		return dupRemove(kv, p.MemoryID)
 	}
 	return nil
-}
-
-// dupFields is what the fold reads of memory.captured (the payload was
-// checked on intake; decoding only these fields halves the fold's cost).
-type dupFields struct {
-	MemoryID     string `json:"memory_id"`
-	BodySHA256   string `json:"body_sha256"`
-	Project      string `json:"project"`
-	AgentProfile string `json:"agent_profile"`
-	WorkflowID   string `json:"workflow_id"`
-	SessionID    string `json:"session_id"`
-	Scope        string `json:"scope"`
-	Redacted     bool   `json:"redacted"`
 }
 
 func dupMemKey(id string) []byte { return append([]byte{'m'}, id...) }
@@ -80,7 +70,7 @@ func dupEntryKey(key []byte, id string) []byte {
 	return append(append(append(k, 'k'), key...), id...)
 }
 
-func dupCaptured(kv KV, bodies Bodies, p *dupFields) error {
+func dupCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 	if p.Redacted || kv.Get(dupMemKey(p.MemoryID)) != nil {
 		return nil // a tombstone is never a duplicate; the first capture of an id wins
 	}

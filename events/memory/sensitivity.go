@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // Sensitivity classes returned by InspectText.
@@ -390,19 +392,77 @@ func (r *Record) strings(fn func(string) bool) bool {
 // sensitivity when it was declared normal. A declared non-normal
 // sensitivity is kept.
 func (r *Record) InspectSensitivity() error {
-	if r.Sensitivity == SensitivitySecret || r.strings(IsSecretLike) {
+	if r.Sensitivity == SensitivitySecret {
 		return ErrSecretBlocked
 	}
-	if r.Sensitivity != SensitivityNormal {
-		return nil
-	}
+	// One pass: each field is prepared once for both detectors; the first
+	// category (in field order) counts only if no field is secret-like.
+	wantClass := r.Sensitivity == SensitivityNormal
 	class := ""
-	r.strings(func(s string) bool {
-		class = categoryOf(s)
-		return class != ""
-	})
-	if class != "" {
+	if r.strings(func(s string) bool {
+		v := inspectField(s, wantClass && class == "")
+		if class == "" {
+			class = v.class
+		}
+		return v.secret
+	}) {
+		return ErrSecretBlocked
+	}
+	if wantClass && class != "" {
 		r.Sensitivity = class
 	}
 	return nil
 }
+
+// verdict is what the guard finds in one field.
+type verdict struct {
+	secret bool
+	class  string // set only when asked for and not secret
+}
+
+// inspectField runs the secret detector on s and, when wantClass, the
+// category detector, preparing s once. The values of the record's
+// enumerations (scope, ring, sensitivity, retention, event and source
+// types), a third of its fields, are looked up in verdicts found once
+// by the same detectors.
+func inspectField(s string, wantClass bool) verdict {
+	if s == "" {
+		return verdict{}
+	}
+	if v, ok := enumVerdicts()[s]; ok {
+		if !wantClass {
+			v.class = ""
+		}
+		return v
+	}
+	return detect(s, wantClass)
+}
+
+func detect(s string, wantClass bool) verdict {
+	text, f := prepare(s)
+	for i := range secretPatterns {
+		if p := &secretPatterns[i]; anyTrigger(f, p.triggers) && p.matches(text) {
+			return verdict{secret: true}
+		}
+	}
+	if !wantClass {
+		return verdict{}
+	}
+	for _, p := range categoryPatterns {
+		if anyTrigger(f, p.triggers) && p.re.MatchString(text) {
+			return verdict{class: p.class}
+		}
+	}
+	return verdict{}
+}
+
+var enumVerdicts = sync.OnceValue(func() map[string]verdict {
+	m := map[string]verdict{}
+	for _, set := range [][]string{events.MemoryScopes, events.MemoryRings, events.MemorySensitivities, events.MemoryRetentions,
+		captureEventTypes, {DefaultSourceType, "user", "agent", "file", "tool", "eval", "contract", "summary"}} {
+		for _, v := range set {
+			m[v] = detect(v, true)
+		}
+	}
+	return m
+})

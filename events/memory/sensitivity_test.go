@@ -159,3 +159,45 @@ func FuzzSecretKind(f *testing.F) {
 		}
 	})
 }
+
+// TestInspectSensitivityIsTheTwoPassGuard checks the one-pass guard
+// against its definition: refused if any field is secret-like, else the
+// first category in field order when declared normal.
+func TestInspectSensitivityIsTheTwoPassGuard(t *testing.T) {
+	twoPass := func(r Record) (string, error) {
+		if r.Sensitivity == SensitivitySecret || r.strings(IsSecretLike) {
+			return "", ErrSecretBlocked
+		}
+		if r.Sensitivity != SensitivityNormal {
+			return r.Sensitivity, nil
+		}
+		class := ""
+		r.strings(func(s string) bool { class = categoryOf(s); return class != "" })
+		if class != "" {
+			return class, nil
+		}
+		return r.Sensitivity, nil
+	}
+	cases := []func(r *Record){
+		func(r *Record) {},
+		func(r *Record) { r.Source.Ref = "notes/hospital-visit.md" },
+		func(r *Record) {
+			r.Summary, r.Tags = "my bank account balance", []string{"diagnosis from the hospital"}
+		},
+		func(r *Record) { r.Summary, r.Tags = "my bank account balance", []string{"TOKEN=abc123"} },
+		func(r *Record) { r.Tags = []string{"hospital"}; r.Sensitivity = "private" },
+		func(r *Record) { r.Tags = []string{"TOKEN=abc123"}; r.Sensitivity = "legal" },
+		func(r *Record) { r.Sensitivity = SensitivitySecret },
+		func(r *Record) { r.Scope, r.Ring, r.Retention, r.Source.Type = "agent", "scar", "durable", "user" },
+		func(r *Record) { r.Details = "lawyer says the court date moved; password: hunter2" },
+	}
+	for i, mutate := range cases {
+		r := validRecord()
+		mutate(&r)
+		want, wantErr := twoPass(r)
+		err := r.InspectSensitivity()
+		if !errors.Is(err, wantErr) || err == nil && r.Sensitivity != want {
+			t.Errorf("case %d: got %v %q, want %v %q", i, err, r.Sensitivity, wantErr, want)
+		}
+	}
+}
