@@ -104,7 +104,7 @@ func TestImportDryRunAndRefusals(t *testing.T) {
 	cases := map[string]string{
 		`{"id":"mem_x","summary":"s","event_type":"e","color":"red"}`:                                                                             `-:1: memory: unknown key "color"`,
 		`{"id":"mem_x","summary":"s","event_type":"e","ring":"bark"}`:                                                                             `-:1: invalid ring`,
-		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\nnot json":                                                                     `-:2: decode: invalid character`,
+		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\nnot json":                                                                     `-:2: decode: invalid JSON at byte 0`,
 		`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":2,"sensitive_included":false}`: `-: the header says 2 memories, the file has 0`,
 		"{\"id\":\"mem_x\",\"summary\":\"s\",\"event_type\":\"e\"}\n" + `{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"x","created_at":"x","memory_count":1,"sensitive_included":false}`:      `-:2: the export header must be the first line`,
 		"{\"id\":\"mem_y\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}\n{\"id\":\"mem_z\",\"summary\":\"two\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}": "memory mem_z: operation_id op is already bound to a different memory write",
