@@ -200,7 +200,12 @@ func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
 		t.Fatalf("after the kill the stream holds %d events: not whole batches", held)
 	}
 	res, err := publishTo(t, srv.URL(), b.source(), b.id, 1)
-	if err != nil || res.Held != held || res.Published != uint64(b.n)-held {
+	// The killed publisher can have one batch in flight that the server
+	// commits after the count looked settled (seen under load): the rerun
+	// then loses its first batch's expected-sequence check, asks again
+	// and resumes after it (one retry, 1,000 fewer to send).
+	want := uint64(b.n) - held
+	if err != nil || res.Held != held || !(res.Published == want || res.Retries >= 1 && res.Published == want-1000) {
 		t.Fatalf("rerun: %+v %v", res, err)
 	}
 	wantStream(t, srv.URL(), b)
