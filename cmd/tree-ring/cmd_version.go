@@ -72,7 +72,7 @@ func semverIdent(s string) string {
 }
 
 func init() {
-	register("version", "", "print the version: the Tree Ring release whose contract this core implements, +build metadata (same as --version)", runVersion)
+	register("version", "", "print the version: the Tree Ring release whose contract this core implements, +build metadata (same as --version)", runVersion).instant = true
 }
 
 func runVersion(_ context.Context, g *Globals, _ *noOptions, args []string) error {

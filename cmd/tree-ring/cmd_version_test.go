@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -113,5 +116,42 @@ func TestManifestCLIVersion(t *testing.T) {
 	}
 	if ev := p.ok("", "events", "--stream", "store"); !strings.Contains(ev, `"cli_version":"`+Version+`"`) {
 		t.Errorf("store events: %s", ev)
+	}
+}
+
+// The interrupt handler is installed for a command that does work, whose
+// context it cancels, and never for what only prints: --version, version,
+// help, usage errors.
+func TestInterruptsOnlyForWork(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--version"}, false},
+		{[]string{"version"}, false},
+		{[]string{"--help"}, false},
+		{[]string{"no-such-command"}, false},
+		{[]string{"init"}, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			installed, stopped := false, false
+			d := testDeps()
+			d.Interrupts = func(ctx context.Context) (context.Context, context.CancelFunc) {
+				installed = true
+				ctx, cancel := context.WithCancel(ctx)
+				cancel() // as if SIGINT arrived at once
+				return ctx, func() { stopped = true }
+			}
+			dir := t.TempDir()
+			args := append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, tc.args...)
+			var out, errb bytes.Buffer
+			code := mainWith(context.Background(), args, IO{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, d)
+			if installed != tc.want || stopped != tc.want {
+				t.Fatalf("installed %v, stopped %v, want %v", installed, stopped, tc.want)
+			}
+			if tc.want && code != exitCanceled {
+				t.Fatalf("exit %d (%s), want %d: the command runs on the handler's context", code, errb.String(), exitCanceled)
+			}
+		})
 	}
 }

@@ -7,11 +7,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], defaultIO())
-	stop()
-	os.Exit(code)
+	os.Exit(mainWith(context.Background(), os.Args[1:], defaultIO(), deps{Now: time.Now, NewID: ulid.Make, Interrupts: interrupts}))
+}
+
+// interrupts is ctx canceled by SIGINT or SIGTERM (deps.Interrupts).
+func interrupts(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
