@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	lfsm "github.com/looplab/fsm"
 )
@@ -106,23 +107,30 @@ func selfLoops(t string) lfsm.Events {
 // Table is the one transition table. Each row: a transition, the states it
 // may leave, the state it enters. A row whose sources include its
 // destination is an allowed no-op there (Decide returns the same state).
-// docs/fsm.md explains every row; fsm_test.go pins every cell.
-var Table = append(selfLoops(Detect), lfsm.Events{
-	{Name: Publish, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsUserReview, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
-	{Name: RequireReview, Src: all(), Dst: string(NeedsUserReview)},
-	{Name: RequireTrust, Src: from(Unsupported, Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsTrust)},
-	{Name: RequirePlugin, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsPlugin, NeedsUserReview), Dst: string(NeedsPlugin)},
-	{Name: FindPlugin, Src: from(NeedsPlugin, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
-	{Name: LosePlugin, Src: from(Failed, NeedsProjectMount, NeedsPlugin, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsPlugin)},
-	{Name: Prove, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(Active)},
-	{Name: ProveIsolated, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(ActiveIsolated)},
-	{Name: Fail, Src: all(NeedsUserReview), Dst: string(Failed)},
-	{Name: LoseMount, Src: all(Unsupported), Dst: string(NeedsProjectMount)},
-	{Name: Deactivate, Src: all(Unsupported), Dst: string(NeedsUserReview)},
-	{Name: Drift, Src: all(Unsupported), Dst: string(NeedsUserReview)},
-	{Name: Remove, Src: from(NeedsUserReview), Dst: string(Unsupported)},
-	{Name: Expire, Src: from(ActiveIsolated, Active), Dst: string(ConfiguredAwaitingProof)},
-}...)
+// docs/fsm.md explains every row; fsm_test.go pins every cell. Callers
+// must not modify it.
+func Table() lfsm.Events { return table() }
+
+// table is built on first use, so that a command that decides no state
+// change (version, recall, export) does not build it at start-up.
+var table = sync.OnceValue(func() lfsm.Events {
+	return append(selfLoops(Detect), lfsm.Events{
+		{Name: Publish, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsUserReview, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
+		{Name: RequireReview, Src: all(), Dst: string(NeedsUserReview)},
+		{Name: RequireTrust, Src: from(Unsupported, Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsTrust)},
+		{Name: RequirePlugin, Src: from(Unsupported, Failed, NeedsProjectMount, NeedsPlugin, NeedsUserReview), Dst: string(NeedsPlugin)},
+		{Name: FindPlugin, Src: from(NeedsPlugin, ConfiguredAwaitingProof), Dst: string(ConfiguredAwaitingProof)},
+		{Name: LosePlugin, Src: from(Failed, NeedsProjectMount, NeedsPlugin, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(NeedsPlugin)},
+		{Name: Prove, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(Active)},
+		{Name: ProveIsolated, Src: from(Failed, NeedsTrust, NeedsProjectMount, ConfiguredAwaitingProof, ActiveIsolated, Active), Dst: string(ActiveIsolated)},
+		{Name: Fail, Src: all(NeedsUserReview), Dst: string(Failed)},
+		{Name: LoseMount, Src: all(Unsupported), Dst: string(NeedsProjectMount)},
+		{Name: Deactivate, Src: all(Unsupported), Dst: string(NeedsUserReview)},
+		{Name: Drift, Src: all(Unsupported), Dst: string(NeedsUserReview)},
+		{Name: Remove, Src: from(NeedsUserReview), Dst: string(Unsupported)},
+		{Name: Expire, Src: from(ActiveIsolated, Active), Dst: string(ConfiguredAwaitingProof)},
+	}...)
+})
 
 // IllegalTransitionError is returned when a transition is not allowed from
 // the current state.
@@ -159,7 +167,7 @@ func Decide(cur State, t string) (State, error) {
 	if !Valid(cur) {
 		return cur, &UnknownStateError{State: cur}
 	}
-	m := lfsm.NewFSM(string(cur), Table, nil)
+	m := lfsm.NewFSM(string(cur), Table(), nil)
 	err := m.Event(context.Background(), t)
 	var inv lfsm.InvalidEventError
 	var unk lfsm.UnknownEventError
@@ -182,7 +190,7 @@ func Decide(cur State, t string) (State, error) {
 // cur as both a source and the destination of t), for example prove while
 // already active.
 func Idempotent(cur State, t string) bool {
-	for _, row := range Table {
+	for _, row := range Table() {
 		if row.Name != t || row.Dst != string(cur) {
 			continue
 		}
@@ -205,7 +213,7 @@ type Edge struct {
 // state (protocol order), then destination, then transition name.
 func Edges() []Edge {
 	var out []Edge
-	for _, row := range Table {
+	for _, row := range Table() {
 		for _, s := range row.Src {
 			out = append(out, Edge{From: State(s), To: State(row.Dst), Transition: row.Name})
 		}

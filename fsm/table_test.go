@@ -123,7 +123,7 @@ func TestStatesAndTable(t *testing.T) {
 	for _, tr := range Transitions {
 		names[tr] = true
 	}
-	for _, row := range Table {
+	for _, row := range Table() {
 		if !names[row.Name] || !Valid(State(row.Dst)) {
 			t.Errorf("row %+v outside the vocabulary", row)
 		}
