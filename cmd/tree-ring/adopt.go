@@ -15,7 +15,7 @@ import (
 // *activation.AdoptError when it cannot be adopted. It only reads.
 func (pr *project) adoption(g *Globals) (*activation.Adoption, error) {
 	ad, exists, err := activation.Adopt(activation.AdoptInput{
-		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version, Now: g.Now,
+		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(), Now: g.Now,
 	})
 	if err != nil || !exists {
 		return nil, err

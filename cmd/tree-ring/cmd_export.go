@@ -63,7 +63,7 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 		out = file
 	}
 	w := bufio.NewWriterSize(out, 256<<10)
-	header := memory.NewExportHeader(Version, g.Now(), len(recs), o.IncludeSensitive)
+	header := memory.NewExportHeader(Version(), g.Now(), len(recs), o.IncludeSensitive)
 	if err := writeLine(w, &header); err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 		return "", err
 	}
 	e, err := g.Factory("cli").New(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{
-		StoreID: id, Format: 1, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version,
+		StoreID: id, Format: 1, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(),
 	})
 	if err != nil {
 		return "", err

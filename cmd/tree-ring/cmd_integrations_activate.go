@@ -236,7 +236,7 @@ func (pr *project) build(st *bolt.Store, in activation.Input) (*activation.Plan,
 			return nil, nil, err
 		}
 	}
-	in.Root, in.CLIVersion = pr.root, Version
+	in.Root, in.CLIVersion = pr.root, Version()
 	in.Ledger = snap.ledger
 	in.Context = adapters.Context{StoreID: snap.storeID, ProjectRootFingerprint: pr.fingerprint}
 	plan, err := activation.Build(in)

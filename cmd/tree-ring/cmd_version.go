@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/tree-ring/tree-ring/adapters"
 )
@@ -13,9 +14,11 @@ import (
 // release whose wire contract we implement, adapters.ContractRelease, with
 // our own build identity as semver build metadata, e.g.
 // 0.15.13+go.208278ab3277. `tree-ring --version`, `tree-ring version`, the
-// manifest's cli_version and the export header carry it. Set once at
-// start-up and read-only afterwards.
-var Version = buildVersion(adapters.ContractRelease, buildInfo())
+// manifest's cli_version and the export header carry it. Computed on
+// first use (safe for concurrent callers): reading the build info, ~20 k
+// instructions, is paid only by the commands that print or record the
+// version, not at every start-up (the hooks).
+var Version = sync.OnceValue(func() string { return buildVersion(adapters.ContractRelease, buildInfo()) })
 
 func buildInfo() *debug.BuildInfo {
 	bi, _ := debug.ReadBuildInfo()
@@ -95,9 +98,9 @@ type versionJSON struct {
 // version command both use it.
 func printVersion(g *Globals) error {
 	if g.JSON {
-		release, build, _ := strings.Cut(Version, "+")
-		return writeJSON(g.Stdout, versionJSON{Version: Version, Release: release, Build: build, Go: runtime.Version()})
+		release, build, _ := strings.Cut(Version(), "+")
+		return writeJSON(g.Stdout, versionJSON{Version: Version(), Release: release, Build: build, Go: runtime.Version()})
 	}
-	_, err := g.Stdout.Write([]byte("tree-ring " + Version + "\n"))
+	_, err := g.Stdout.Write([]byte("tree-ring " + Version() + "\n"))
 	return err
 }

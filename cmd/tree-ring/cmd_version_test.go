@@ -70,8 +70,8 @@ var pluginVersionRE = regexp.MustCompile(`\btree-ring\s+(\d+)\.(\d+)\.(\d+)(?:[-
 // plugin's gate as the contract release; their --json forms agree with it.
 func TestVersionOutputs(t *testing.T) {
 	// The test binary carries no VCS stamp, so the metadata is just "go".
-	if Version != adapters.ContractRelease+"+go" {
-		t.Fatalf("Version %s", Version)
+	if Version() != adapters.ContractRelease+"+go" {
+		t.Fatalf("Version %s", Version())
 	}
 	flag := runCLI(t, "", "--version")
 	cmd := runCLI(t, "", "version")
@@ -111,10 +111,10 @@ func TestVersionOutputs(t *testing.T) {
 func TestManifestCLIVersion(t *testing.T) {
 	p := newHP(t)
 	p.init()
-	if m := p.manifestOf(); m.CLIVersion != Version {
-		t.Errorf("activation.json cli_version %q, want %q", m.CLIVersion, Version)
+	if m := p.manifestOf(); m.CLIVersion != Version() {
+		t.Errorf("activation.json cli_version %q, want %q", m.CLIVersion, Version())
 	}
-	if ev := p.ok("", "events", "--stream", "store"); !strings.Contains(ev, `"cli_version":"`+Version+`"`) {
+	if ev := p.ok("", "events", "--stream", "store"); !strings.Contains(ev, `"cli_version":"`+Version()+`"`) {
 		t.Errorf("store events: %s", ev)
 	}
 }

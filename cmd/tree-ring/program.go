@@ -83,7 +83,7 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		}
 	}
 	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
-		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version}
+		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
 	if rec != nil && rec.SHA256 != have.SHA256 {
 		p.PreviousSHA256 = rec.SHA256
 	}
