@@ -274,7 +274,9 @@ func sortedUnique(ps []string) []string {
 	return out
 }
 
-var registry = map[string]*Adapter{}
+// registry is filled by the adapter files' init functions; sized for
+// them so that filling it never rehashes.
+var registry = make(map[string]*Adapter, 24)
 
 // register adds an adapter; each adapter file calls it from init.
 func register(a *Adapter) {

@@ -33,7 +33,7 @@ var (
 	// registry is written only by register, from this package's init, so
 	// it is read without the lock (package initialization happens before
 	// any other goroutine reads it); replay looks types up per event.
-	registry = map[string]Spec{}
+	registry = make(map[string]Spec, 32) // sized for the catalogue: init never rehashes
 )
 
 // register declares an event type whose payload is P. Called only from this

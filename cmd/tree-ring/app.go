@@ -181,7 +181,9 @@ type command struct {
 	instant bool
 }
 
-var commands = map[string]*command{}
+// commands is the command table, filled by the commands' init functions;
+// sized for them so that filling it never rehashes.
+var commands = make(map[string]*command, 40)
 
 // register adds a command and returns its entry. O is the options struct;
 // run receives it typed.
