@@ -107,17 +107,18 @@ func (e *VerifyError) Error() string {
 	}
 }
 
-// FormatMigrationError is a read-only open of a ledger in format 1 (one
-// index key per event), whose indexes a write open of this build migrates
-// to format 2. Reading format-1 indexes as format 2 would read wrong data,
-// so a read-only open refuses it until that write open has run.
+// FormatMigrationError is an open of a ledger in format 1 (one index key
+// per event) without Options.Migrate: reading format-1 indexes as format 2
+// would read wrong data, and migrating would leave the project's installed
+// program (an older build, which the hooks run) unable to read its ledger.
+// `tree-ring init` migrates it and installs this build's program.
 type FormatMigrationError struct {
 	Path  string
 	Found string // the ledger's meta.format
 }
 
 func (e *FormatMigrationError) Error() string {
-	return fmt.Sprintf("%s: the ledger is in format %s and this build reads format %s: open it once for writing (for example `tree-ring init`), which migrates its indexes, then retry", e.Path, e.Found, FormatVersion)
+	return fmt.Sprintf("%s: the ledger is in format %s and this build reads format %s: run `tree-ring init` with this build, which migrates its indexes and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Found, FormatVersion)
 }
 
 // Diagnostic is the error's code in the command's JSON diagnostics.

@@ -36,8 +36,8 @@ import (
 const LedgerFile = "ledger.db"
 
 // FormatVersion is written to meta.format when a ledger is created. Format
-// 2 indexes streams and ids in blocks (index.go); a write open migrates a
-// format-1 ledger (migrate.go).
+// 2 indexes streams and ids in blocks (index.go); a write open with
+// Options.Migrate migrates a format-1 ledger (migrate.go).
 const FormatVersion = "2"
 
 // AnyVersion disables the expected-version check of Append.
@@ -78,6 +78,14 @@ type Options struct {
 	// lock between transactions (see Store.Yield). Zero holds it from Open
 	// to Close.
 	SliceBudget time.Duration
+	// Migrate lets a write open bring a format-1 ledger to format 2
+	// (migrate.go). Without it a write open refuses format 1 as a
+	// read-only open does (*FormatMigrationError): the hooks of a project
+	// run its installed program, an older build that reads only format 1,
+	// so the migration belongs to the explicit upgrade (`tree-ring init`,
+	// which installs this build's program in the same run), never to a
+	// `remember` that happens to run a newer build.
+	Migrate bool
 }
 
 // Store is an open ledger.
@@ -315,7 +323,7 @@ func (s *Store) init() error {
 		}
 		err := checkLayout(s.path, tx)
 		var fe *FormatMigrationError
-		if errors.As(err, &fe) {
+		if errors.As(err, &fe) && s.opts.Migrate {
 			migrate = true
 			return nil
 		}

@@ -121,10 +121,13 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	} else if exists {
 		ro, err := g.OpenStore(true)
 		if fe := (*bolt.FormatMigrationError)(nil); errors.As(err, &fe) {
-			// An older build's index format: a write open migrates it,
-			// then the store is read as any other.
+			// An older build's index format: init is the upgrade (it
+			// installs this build's program too), so its write open
+			// migrates it; then the store is read as any other.
+			opts := g.storeOptions()
+			opts.Migrate = true
 			var rw *bolt.Store
-			if rw, err = g.OpenStore(false); err == nil {
+			if rw, err = g.openStore(opts); err == nil {
 				rw.Close()
 				ro, err = g.OpenStore(true)
 			}

@@ -102,7 +102,9 @@ func (d *ReplicaDir) Stopped(store string) (bool, error) {
 // Replicate opens the store's replica for one commit, so auditors' read
 // commands can run between batches of a --follow.
 func (d *ReplicaDir) Replicate(ctx context.Context, store string, raws [][]byte) (fleet.Applied, error) {
-	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{LockTimeout: d.LockTimeout, Projections: projections.All()})
+	// A replica has no installed program that an older format would
+	// keep working for: an older collector's replica is migrated.
+	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{LockTimeout: d.LockTimeout, Migrate: true, Projections: projections.All()})
 	if err != nil {
 		return fleet.Applied{}, err
 	}
