@@ -34,6 +34,9 @@ const (
 	ProgramNotExecutable = "program_not_executable"
 	ProgramDiffers       = "program_differs"
 	ProgramUnreadable    = "program_unreadable"
+	// ProgramBeforeMigration: init would migrate the ledger to a format
+	// the installed program (another build) may not read; it refuses first.
+	ProgramBeforeMigration = "program_before_migration"
 )
 
 // ProgramError is an installed program that is not the recorded one, with
@@ -59,6 +62,10 @@ func (e *ProgramError) Error() string {
 		return "the installed program " + BinaryPath + " is the recorded build but not executable (every hook falls back to a tree-ring on PATH); repair: `chmod 755 " + BinaryPath + "`"
 	case ProgramUnreadable:
 		return "the installed program " + BinaryPath + " cannot be read; repair: make it readable, or " + programReinstall
+	case ProgramBeforeMigration:
+		return "the ledger is in an older format, which this init migrates, and the installed program " + BinaryPath +
+			" (which every hook runs) is another build, which may read only the older format; nothing was changed; repair: " + programReinstall +
+			": it migrates the ledger and installs the running tree-ring in one run"
 	}
 	what := "differs from the program init recorded"
 	if e.Have.Size < e.Want.Size {

@@ -123,7 +123,12 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 		if fe := (*bolt.FormatMigrationError)(nil); errors.As(err, &fe) {
 			// An older build's index format: init is the upgrade (it
 			// installs this build's program too), so its write open
-			// migrates it; then the store is read as any other.
+			// migrates it; then the store is read as any other. Not while
+			// another build stands at the installed program: the hooks
+			// would run it against a format it may not read.
+			if err := pr.programAllowsMigration(); err != nil {
+				return "", err
+			}
 			opts := g.storeOptions()
 			opts.Migrate = true
 			var rw *bolt.Store

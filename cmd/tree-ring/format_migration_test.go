@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/binary"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -87,6 +89,26 @@ func TestFormat1LedgerMigratesOnlyThroughInit(t *testing.T) {
 		t.Fatalf("a refused command changed the project")
 	}
 
+	// Another build at the installed program (an older one, which reads
+	// only format 1): init refuses before migrating, changing nothing.
+	prog := filepath.Join(p.dir, filepath.FromSlash(adapters.BinaryPath))
+	if err := os.Rename(prog, prog+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before = hashTree(t, p.dir)
+	if r := p.run("", "init"); r.code != 2 || !strings.Contains(r.stderr, "is another build") || !strings.Contains(r.stderr, "mv "+adapters.BinaryPath) {
+		t.Fatalf("init with another build installed on a format-1 ledger: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if after := hashTree(t, p.dir); !mapsEqual(before, after) {
+		t.Fatal("init refused but changed the project")
+	}
+	// The repair it names: move it aside, init again.
+	if err := os.Rename(prog, prog+".replaced"); err != nil {
+		t.Fatal(err)
+	}
 	p.ok("", "init")
 	p.ok("", "remember", "Use pnpm, not npm", "--event-type", "decision")
 	if out := p.ok("", "audit", "verify"); !strings.Contains(out, "verified") {

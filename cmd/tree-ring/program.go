@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -95,6 +97,26 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("record %s: %w", adapters.BinaryPath, err)
 	}
 	return nil
+}
+
+// programAllowsMigration is nil when the installed program is absent (init
+// installs the running build after migrating) or is the running build.
+func (pr *project) programAllowsMigration() error {
+	have, exists, err := adapters.IdentifyProgram(pr.root)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
+	}
+	if !exists {
+		return nil
+	}
+	data, err := runningBuild()
+	if err != nil {
+		return err
+	}
+	if sum := sha256.Sum256(data); have.SHA256 == hex.EncodeToString(sum[:]) {
+		return nil
+	}
+	return &adapters.ProgramError{Code: adapters.ProgramBeforeMigration, Have: have}
 }
 
 // runningBuild is the bytes of the running tree-ring.
