@@ -53,7 +53,10 @@ type Tx struct {
 	liveB   []*bbolt.Bucket // live[i]'s bucket, opened by its first fold
 	scrub   bool            // a body was deleted: scrub free pages after commit
 	key     [8]byte         // scratch for an events key
-	arena   valueArena
+	canon   []byte          // scratch for the canonical bytes a seal hashes
+	// arena backs the stored envelopes and projection values put in this
+	// tx (bbolt keeps the slices until commit).
+	arena valueArena
 	// batches hold the writes of projections that fold a transaction in
 	// one batch (fold.Batcher), by name; flushed before commit.
 	batches map[string]fold.Batch
@@ -322,9 +325,13 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		}
 		h.version++
 		h.position = pos
-		e.Version, e.Position = h.version, pos
-		e.Seal(t.head)
-		enc := e.Encode()
+		// An imported event whose chain values stay what they were in its
+		// ledger carries a hash DecodeEnvelope verified: not hashed twice.
+		if !e.CarriesSeal(h.version, pos, t.head) {
+			e.Version, e.Position = h.version, pos
+			t.canon = e.SealWith(t.head, t.canon)
+		}
+		enc := t.arena.encode(&e)
 		if len(enc) > events.MaxEnvelopeBytes {
 			return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 		}
@@ -358,8 +365,12 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 	return nil
 }
 
-// apply folds e into every projection that handles its type.
+// apply folds e into every projection that handles its type. The folds
+// get a copy without the hashes (fold.Projection), as in a rebuild.
 func (t *Tx) apply(e *events.Envelope) error {
+	f := *e
+	f.PrevHash, f.Hash = "", ""
+	e = &f
 	if t.liveB == nil {
 		t.liveB = make([]*bbolt.Bucket, len(t.live))
 	}
@@ -523,6 +534,20 @@ const arenaSlab = 64 << 10
 // overlap and are never written again. One arena per transaction; not for
 // concurrent use.
 type valueArena struct{ slab []byte }
+
+// encode appends e's stored form to the arena and returns it.
+func (a *valueArena) encode(e *events.Envelope) []byte {
+	n := e.EncodedSizeBound()
+	if n > arenaSlab/16 {
+		return e.Encode()
+	}
+	if len(a.slab)+n > cap(a.slab) {
+		a.slab = make([]byte, 0, arenaSlab)
+	}
+	start := len(a.slab)
+	a.slab = e.AppendEncode(a.slab)
+	return a.slab[start:len(a.slab):len(a.slab)]
+}
 
 func (a *valueArena) copy(v []byte) []byte {
 	if a == nil || len(v) == 0 || len(v) > arenaSlab/16 {

@@ -149,3 +149,42 @@ func TestImportChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestImportOfDecodedExport: envelopes as the command decodes them
+// (events.DecodeEnvelope, hash verified) keep their stored bytes when
+// imported in order into an empty ledger (their seal is not recomputed)
+// and are re-chained, hashed again, after a local history. Both ledgers
+// verify on close (openTest).
+func TestImportOfDecodedExport(t *testing.T) {
+	src := exported(t)
+	lines := make([][]byte, len(src))
+	dec := make([]events.Envelope, len(src))
+	for i := range src {
+		lines[i] = src[i].Encode()
+		var err error
+		if dec[i], err = events.DecodeEnvelope(lines[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, local := range []bool{false, true} {
+		st, _ := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
+		if local {
+			e := newFactory().run("local", 1)
+			e.ID[7] = 0xff
+			mustAppend(t, st, "run/local", 0, e)
+		}
+		if res, err := st.Import(bg, dec); err != nil || res.Imported != len(dec) {
+			t.Fatalf("local history %v: import: %+v %v", local, res, err)
+		}
+		got := readAll(t, st)
+		if local {
+			got = got[1:]
+		}
+		for i := range got {
+			same := string(got[i].Encode()) == string(lines[i])
+			if same == local {
+				t.Errorf("local history %v: event %d stored as %s, exported as %s", local, i, got[i].Encode(), lines[i])
+			}
+		}
+	}
+}

@@ -243,12 +243,13 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 			last := next - 1
 			n := 0
 			var scratch events.Envelope
+			var strs events.StringCache
 			for k, v := c.Seek(u64(next)); k != nil && n < limit; k, v = c.Next() {
 				if shadow && n%64 == 63 && s.overdue() {
 					break
 				}
 				pos := binary.BigEndian.Uint64(k)
-				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch); err != nil {
+				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch, &strs); err != nil {
 					return &CorruptError{Path: s.path, Err: err}
 				}
 				last = pos
@@ -338,8 +339,9 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 //
 // e is scratch space reused across calls (one allocation per fold, not per
 // event): a projection must not keep the envelope past Apply, which the
-// Payload aliasing the transaction's memory forbids anyway.
-func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope) error {
+// Payload aliasing the transaction's memory forbids anyway. strs shares
+// the envelopes' strings across the fold (events.DecodeStoredFold).
+func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache) error {
 	tb, ok := events.PeekTypeBytes(raw)
 	if !ok {
 		return fmt.Errorf("position %d: malformed envelope", pos)
@@ -355,7 +357,7 @@ func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold
 		}
 		if !decoded {
 			var err error
-			if *e, err = events.DecodeStoredRef(raw); err != nil {
+			if *e, err = events.DecodeStoredFold(raw, strs); err != nil {
 				return fmt.Errorf("position %d: %w", pos, err)
 			}
 			decoded = true

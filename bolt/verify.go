@@ -80,6 +80,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 		seen := map[string]*streamState{}
 		var want uint64 = 1
 		var scratch events.Envelope
+		var strs events.StringCache
 		c := evb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if want%4096 == 0 {
@@ -133,7 +134,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			} else if !ok || ip != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("ids index for %s does not point here", e.ID)}
 			}
-			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch); err != nil {
+			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch, &strs); err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
 			prev = e.Hash

@@ -41,6 +41,10 @@ type Envelope struct {
 	Payload       json.RawMessage `json:"payload"`
 	PrevHash      string          `json:"prev_hash"`
 	Hash          string          `json:"hash"`
+
+	// verified is what DecodeEnvelope checked the hash of (see
+	// CarriesSeal); nil for an envelope built any other way.
+	verified *Envelope
 }
 
 // canonicalTag versions the canonical encoding itself.
@@ -107,16 +111,53 @@ func appendU64(b []byte, v uint64) []byte {
 // ComputeHash returns the lowercase hex SHA-256 of the canonical bytes.
 func (e *Envelope) ComputeHash() string {
 	var buf [512]byte // most envelopes fit: no heap allocation for the bytes
-	sum := sha256.Sum256(e.appendCanonical(buf[:0]))
+	h, _ := e.hashWith(buf[:0])
+	return h
+}
+
+// hashWith is ComputeHash building the canonical bytes in scratch; it
+// returns scratch, grown if it had to be, for the next call.
+func (e *Envelope) hashWith(scratch []byte) (string, []byte) {
+	scratch = e.appendCanonical(scratch[:0])
+	sum := sha256.Sum256(scratch)
 	var h [64]byte
 	hex.Encode(h[:], sum[:])
-	return string(h[:])
+	return string(h[:]), scratch
 }
 
 // Seal sets PrevHash and Hash. The store calls it with the chain head.
 func (e *Envelope) Seal(prev string) {
 	e.PrevHash = prev
 	e.Hash = e.ComputeHash()
+}
+
+// SealWith is Seal building the canonical bytes in scratch, which it
+// returns (grown if needed) for the next call: a bulk append reuses one
+// buffer instead of allocating for every envelope past 512 bytes.
+func (e *Envelope) SealWith(prev string, scratch []byte) []byte {
+	e.PrevHash = prev
+	e.Hash, scratch = e.hashWith(scratch)
+	return scratch
+}
+
+// CarriesSeal reports whether e's hash is known to be right for version,
+// position and prev without computing it again: DecodeEnvelope verified
+// e's hash, e still holds exactly the fields it verified (the same
+// strings and payload, which are never modified in place), and those are
+// the chain values the caller is about to assign. Import uses it: an
+// exported ledger imported in order into an empty one keeps every chain
+// value, so each event is hashed once, when its line is checked.
+func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
+	v := e.verified
+	return v != nil && e.Version == version && e.Position == position && e.PrevHash == prev &&
+		v.Version == version && v.Position == position && v.PrevHash == prev && v.Hash == e.Hash &&
+		v.ID == e.ID && v.Stream == e.Stream && v.Type == e.Type && v.SchemaVersion == e.SchemaVersion &&
+		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload)
+}
+
+// samePayload reports whether a and b are the same bytes in memory.
+func samePayload(a, b json.RawMessage) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // SameContent reports whether two envelopes carry the same fact, ignoring what
@@ -132,8 +173,18 @@ func SameContent(a, b *Envelope) bool {
 // order and no trailing newline. Identifier fields are validated on intake
 // (see Validate) to need no escaping; the payload is already compact JSON.
 func (e *Envelope) Encode() []byte {
+	return e.AppendEncode(make([]byte, 0, e.EncodedSizeBound()))
+}
+
+// EncodedSizeBound is at least len(e.Encode()) for an envelope that
+// Validate accepts.
+func (e *Envelope) EncodedSizeBound() int {
 	// The fixed keys, id, numbers, timestamp and both hashes take < 400.
-	b := make([]byte, 0, 400+len(e.Stream)+len(e.Type)+len(e.Actor)+len(e.Payload))
+	return 400 + len(e.Stream) + len(e.Type) + len(e.Actor) + len(e.Payload)
+}
+
+// AppendEncode appends Encode's bytes to b.
+func (e *Envelope) AppendEncode(b []byte) []byte {
 	b = append(b, `{"id":"`...)
 	b = appendID(b, e.ID)
 	b = append(b, `","stream":"`...)
@@ -187,6 +238,8 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 	if got := e.ComputeHash(); got != e.Hash {
 		return Envelope{}, &HashMismatchError{Position: e.Position, Want: e.Hash, Got: got}
 	}
+	v := e
+	e.verified = &v
 	return e, nil
 }
 

@@ -308,3 +308,65 @@ func TestParseUTC(t *testing.T) {
 		}
 	}
 }
+
+// TestCarriesSeal: only an envelope DecodeEnvelope verified, unchanged,
+// at the chain values it was verified with, skips its second hash.
+func TestCarriesSeal(t *testing.T) {
+	ref := sealed(t)
+	dec, err := DecodeEnvelope(ref.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sealed(t)
+	other.Stream = "harness/other"
+	cases := []struct {
+		name   string
+		e      func() Envelope
+		v, pos uint64
+		prev   string
+		want   bool
+	}{
+		{"decoded, same chain", func() Envelope { return dec }, 1, 1, GenesisHash, true},
+		{"built, not decoded", func() Envelope { return ref }, 1, 1, GenesisHash, false},
+		{"other version", func() Envelope { return dec }, 2, 1, GenesisHash, false},
+		{"other position", func() Envelope { return dec }, 1, 2, GenesisHash, false},
+		{"other prev", func() Envelope { return dec }, 1, 1, ref.Hash, false},
+		{"stream changed", func() Envelope { e := dec; e.Stream = other.Stream; return e }, 1, 1, GenesisHash, false},
+		{"type changed", func() Envelope { e := dec; e.Type = TypeHarnessDeactivated; return e }, 1, 1, GenesisHash, false},
+		{"actor changed", func() Envelope { e := dec; e.Actor = "x"; return e }, 1, 1, GenesisHash, false},
+		{"schema changed", func() Envelope { e := dec; e.SchemaVersion++; return e }, 1, 1, GenesisHash, false},
+		{"time changed", func() Envelope { e := dec; e.RecordedAt = e.RecordedAt.Add(1); return e }, 1, 1, GenesisHash, false},
+		{"id changed", func() Envelope { e := dec; e.ID[15]++; return e }, 1, 1, GenesisHash, false},
+		{"hash changed", func() Envelope { e := dec; e.Hash = strings.Repeat("b", 64); return e }, 1, 1, GenesisHash, false},
+		{"payload replaced by equal bytes", func() Envelope { e := dec; e.Payload = append([]byte(nil), e.Payload...); return e }, 1, 1, GenesisHash, false},
+		{"resealed elsewhere", func() Envelope { e := dec; e.Version, e.Position = 2, 5; e.Seal(ref.Hash); return e }, 2, 5, ref.Hash, false},
+	}
+	for _, c := range cases {
+		e := c.e()
+		if got := e.CarriesSeal(c.v, c.pos, c.prev); got != c.want {
+			t.Errorf("%s: CarriesSeal = %v, want %v", c.name, got, c.want)
+		}
+		if c.want && e.ComputeHash() != e.Hash {
+			t.Errorf("%s: carries a seal its content does not hash to", c.name)
+		}
+	}
+}
+
+// TestSealWith: the scratch-buffer seal is Seal, for payloads below and
+// above the stack buffer's size, with the scratch reused.
+func TestSealWith(t *testing.T) {
+	var scratch []byte
+	for _, n := range []int{0, 100, 600, 5000} {
+		e := sealed(t)
+		e.Payload = json.RawMessage(`{"x":"` + strings.Repeat("a", n) + `"}`)
+		want := e
+		want.Seal(GenesisHash)
+		scratch = e.SealWith(GenesisHash, scratch)
+		if e.Hash != want.Hash || e.PrevHash != GenesisHash {
+			t.Fatalf("payload of %d bytes: SealWith %s, Seal %s", n, e.Hash, want.Hash)
+		}
+		if got := e.AppendEncode([]byte("x")); string(got) != "x"+string(want.Encode()) || len(want.Encode()) > e.EncodedSizeBound() {
+			t.Fatalf("AppendEncode differs from Encode or exceeds its bound")
+		}
+	}
+}

@@ -93,6 +93,14 @@ func checkStored(t *testing.T, data []byte) {
 		return
 	}
 	PeekType(data)
+	var c StringCache
+	fe, ferr := DecodeStoredFold(data, &c)
+	if ferr != nil || fe.PrevHash != "" || fe.Hash != "" || fe.Version != st.Version || fe.Position != st.Position || !SameContent(&fe, &st) {
+		t.Fatalf("DecodeStoredFold disagrees with DecodeStored on %q (%v):\nfold   %+v\nstored %+v", data, ferr, fe, st)
+	}
+	if again, _ := DecodeStoredFold(data, &c); again.Stream != fe.Stream || again.Actor != fe.Actor {
+		t.Fatalf("cached strings differ on %q", data)
+	}
 	if !bytes.Equal(st.Encode(), data) {
 		return // verify: not in canonical form
 	}

@@ -33,9 +33,89 @@ func DecodeStored(b []byte) (Envelope, error) {
 // aliases b, so the envelope is valid only as long as b is (inside the bbolt
 // transaction that produced b). Folds use it to avoid a copy per event.
 func DecodeStoredRef(b []byte) (Envelope, error) {
-	var e Envelope
-	bad := func(what string) (Envelope, error) {
-		return Envelope{}, fmt.Errorf("stored envelope: malformed %s", what)
+	f, err := parseStored(b)
+	if err != nil {
+		return Envelope{}, err
+	}
+	e := f.e
+	// One string allocation backs stream, type, actor and both hashes.
+	var sb strings.Builder
+	sb.Grow(len(f.stream) + len(f.typ) + len(f.actor) + 128)
+	sb.Write(f.stream)
+	sb.Write(f.typ)
+	sb.Write(f.actor)
+	sb.Write(f.prev)
+	sb.Write(f.hash)
+	s := sb.String()
+	n := 0
+	take := func(k int) string { v := s[n : n+k]; n += k; return v }
+	e.Stream = take(len(f.stream))
+	e.Type = take(len(f.typ))
+	e.Actor = take(len(f.actor))
+	e.PrevHash = take(64)
+	e.Hash = take(64)
+	return e, nil
+}
+
+// DecodeStoredFold is DecodeStoredRef for a fold, which reads neither
+// hash (fold.Projection): PrevHash and Hash are left empty, and the
+// stream, type and actor strings come from c, so that a fold over many
+// events of the same streams allocates nothing per event. c is not safe
+// for concurrent use.
+func DecodeStoredFold(b []byte, c *StringCache) (Envelope, error) {
+	f, err := parseStored(b)
+	if err != nil {
+		return Envelope{}, err
+	}
+	e := f.e
+	if t, ok := TypeName(f.typ); ok {
+		e.Type = t
+	} else {
+		e.Type = c.String(f.typ)
+	}
+	e.Stream = c.String(f.stream)
+	e.Actor = c.String(f.actor)
+	return e, nil
+}
+
+// StringCache hands out one shared string per distinct byte sequence, up
+// to a bound (past it, each call allocates as string(b) would). The zero
+// value is ready to use; it lives as long as one fold.
+type StringCache struct{ m map[string]string }
+
+// stringCacheMax bounds a cache's entries: streams repeat (a run's, a
+// harness's), but a fold over a million single-event streams must not keep
+// them all.
+const stringCacheMax = 4096
+
+// String returns string(b), shared with earlier calls for the same bytes.
+func (c *StringCache) String(b []byte) string {
+	if s, ok := c.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if c.m == nil {
+		c.m = make(map[string]string, 64)
+	}
+	if len(c.m) < stringCacheMax {
+		c.m[s] = s
+	}
+	return s
+}
+
+// storedFields are the parts of a stored envelope, aliasing its bytes.
+type storedFields struct {
+	e                              Envelope // ID, Version, Position, SchemaVersion, RecordedAt, Payload
+	stream, typ, actor, prev, hash []byte
+}
+
+// parseStored splits bytes this package's Encode produced into their
+// fields, checking the exact layout.
+func parseStored(b []byte) (storedFields, error) {
+	var f storedFields
+	e := &f.e
+	bad := func(what string) (storedFields, error) {
+		return storedFields{}, fmt.Errorf("stored envelope: malformed %s", what)
 	}
 	p, ok := cut(b, `{"id":"`)
 	if !ok || len(p) < 26 {
@@ -48,12 +128,11 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 	if p, ok = cut(p, `","stream":"`); !ok {
 		return bad("stream")
 	}
-	// One string allocation backs stream, type, actor and both hashes.
 	if len(p) < storedSuffixLen {
 		return bad("stream")
 	}
-	var stream, typ, at, actor []byte
-	if stream, p, ok = until(p, '"'); !ok {
+	var at []byte
+	if f.stream, p, ok = until(p, '"'); !ok {
 		return bad("stream")
 	}
 	if p, ok = cut(p, `","version":`); !ok {
@@ -71,7 +150,7 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 	if p, ok = cut(p, `,"type":"`); !ok {
 		return bad("type")
 	}
-	if typ, p, ok = until(p, '"'); !ok {
+	if f.typ, p, ok = until(p, '"'); !ok {
 		return bad("type")
 	}
 	if p, ok = cut(p, `","schema_version":`); !ok {
@@ -91,7 +170,7 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 	if p, ok = cut(p, `","actor":"`); !ok {
 		return bad("actor")
 	}
-	if actor, p, ok = until(p, '"'); !ok {
+	if f.actor, p, ok = until(p, '"'); !ok {
 		return bad("actor")
 	}
 	if p, ok = cut(p, `","payload":`); !ok || len(p) < storedSuffixLen+2 {
@@ -102,11 +181,11 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 	if tail, ok = cut(tail, `,"prev_hash":"`); !ok {
 		return bad("prev_hash")
 	}
-	prev := tail[:64]
+	f.prev = tail[:64]
 	if tail, ok = cut(tail[64:], `","hash":"`); !ok {
 		return bad("hash")
 	}
-	hash := tail[:64]
+	f.hash = tail[:64]
 	if string(tail[64:]) != `"}` {
 		return bad("end")
 	}
@@ -115,22 +194,7 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 		return bad("recorded_at")
 	}
 	e.RecordedAt = t
-	var sb strings.Builder
-	sb.Grow(len(stream) + len(typ) + len(actor) + 128)
-	sb.Write(stream)
-	sb.Write(typ)
-	sb.Write(actor)
-	sb.Write(prev)
-	sb.Write(hash)
-	s := sb.String()
-	n := 0
-	take := func(k int) string { v := s[n : n+k]; n += k; return v }
-	e.Stream = take(len(stream))
-	e.Type = take(len(typ))
-	e.Actor = take(len(actor))
-	e.PrevHash = take(64)
-	e.Hash = take(64)
-	return e, nil
+	return f, nil
 }
 
 // parseUTC parses an RFC 3339 UTC timestamp (suffix Z), as Encode writes

@@ -39,7 +39,9 @@ type Projection interface {
 	// Handles reports whether the fold uses events of this type, so replay
 	// can skip the rest without decoding them.
 	Handles(eventType string) bool
-	// Apply folds one event. It must be deterministic.
+	// Apply folds one event. It must be deterministic. e carries no
+	// PrevHash nor Hash (a rebuild does not decode them, and an inline
+	// fold clears them so both see the same envelope).
 	Apply(kv KV, bodies Bodies, e *events.Envelope) error
 }
 
