@@ -357,7 +357,7 @@ func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold
 		}
 		if !decoded {
 			var err error
-			if *e, err = events.DecodeStoredFold(raw, strs); err != nil {
+			if *e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
 				return fmt.Errorf("position %d: %w", pos, err)
 			}
 			decoded = true

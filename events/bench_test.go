@@ -50,3 +50,15 @@ func BenchmarkComputeHash(b *testing.B) {
 		_ = e.ComputeHash()
 	}
 }
+
+func BenchmarkDecodeStoredFold(b *testing.B) {
+	ref := sealed(b)
+	enc := ref.Encode()
+	var c StringCache
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeStoredFold(enc, ref.Type, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -83,13 +83,44 @@ func (e *Envelope) appendCanonical(b []byte) []byte {
 	// The timestamp's length is only known after formatting: reserve it.
 	at := len(b)
 	b = binary.BigEndian.AppendUint64(b, 0)
-	b = e.RecordedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = appendUTC(b, e.RecordedAt)
 	binary.BigEndian.PutUint64(b[at:], uint64(len(b)-at-8))
 	b = appendField(b, e.Actor)
 	b = binary.BigEndian.AppendUint64(b, uint64(len(e.Payload)))
 	b = append(b, e.Payload...)
 	b = appendField(b, e.PrevHash)
 	return b
+}
+
+// appendUTC appends t in UTC as time.RFC3339Nano formats it (the
+// canonical and the stored form of recorded_at), by hand for the years
+// Validate allows (the hash and every append format one): time's layout
+// interpreter cost more than the rest of an envelope's encoding.
+func appendUTC(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 1 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var f [10]byte
+		f[0] = '.'
+		for i := 9; i >= 1; i-- {
+			f[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for f[n-1] == '0' {
+			n--
+		}
+		b = append(b, f[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 func appendID(b []byte, id ulid.ULID) []byte {
@@ -198,7 +229,7 @@ func (e *Envelope) AppendEncode(b []byte) []byte {
 	b = append(b, `","schema_version":`...)
 	b = strconv.AppendInt(b, int64(e.SchemaVersion), 10)
 	b = append(b, `,"recorded_at":"`...)
-	b = e.RecordedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = appendUTC(b, e.RecordedAt)
 	b = append(b, `","actor":"`...)
 	b = append(b, e.Actor...)
 	b = append(b, `","payload":`...)

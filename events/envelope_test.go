@@ -370,3 +370,21 @@ func TestSealWith(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendUTC: the hand-written timestamp is time's RFC3339Nano, byte
+// for byte, at any instant (the hash covers it).
+func FuzzAppendUTC(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(int64(1798804800), int64(123456789))
+	f.Add(int64(-62135596800), int64(1))         // year 1
+	f.Add(int64(253402300799), int64(999999999)) // year 9999
+	f.Add(int64(253402300800), int64(0))         // year 10000: time's own format
+	f.Add(int64(1798804800), int64(100))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		at := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
+		want := at.UTC().Format(time.RFC3339Nano)
+		if got := string(appendUTC([]byte("p"), at)); got != "p"+want {
+			t.Fatalf("appendUTC(%v) = %q, want %q", at, got[1:], want)
+		}
+	})
+}

@@ -94,11 +94,11 @@ func checkStored(t *testing.T, data []byte) {
 	}
 	PeekType(data)
 	var c StringCache
-	fe, ferr := DecodeStoredFold(data, &c)
+	fe, ferr := DecodeStoredFold(data, "", &c)
 	if ferr != nil || fe.PrevHash != "" || fe.Hash != "" || fe.Version != st.Version || fe.Position != st.Position || !SameContent(&fe, &st) {
 		t.Fatalf("DecodeStoredFold disagrees with DecodeStored on %q (%v):\nfold   %+v\nstored %+v", data, ferr, fe, st)
 	}
-	if again, _ := DecodeStoredFold(data, &c); again.Stream != fe.Stream || again.Actor != fe.Actor {
+	if again, _ := DecodeStoredFold(data, st.Type, &c); again.Stream != fe.Stream || again.Actor != fe.Actor || again.Type != st.Type {
 		t.Fatalf("cached strings differ on %q", data)
 	}
 	if !bytes.Equal(st.Encode(), data) {

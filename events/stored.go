@@ -62,19 +62,26 @@ func DecodeStoredRef(b []byte) (Envelope, error) {
 // stream, type and actor strings come from c, so that a fold over many
 // events of the same streams allocates nothing per event. c is not safe
 // for concurrent use.
-func DecodeStoredFold(b []byte, c *StringCache) (Envelope, error) {
+//
+// typ is the type the caller already read (PeekTypeBytes, TypeName), or
+// "": it is used when the envelope's type is exactly that.
+func DecodeStoredFold(b []byte, typ string, c *StringCache) (Envelope, error) {
 	f, err := parseStored(b)
 	if err != nil {
 		return Envelope{}, err
 	}
 	e := f.e
-	if t, ok := TypeName(f.typ); ok {
+	if string(f.typ) == typ {
+		e.Type = typ
+	} else if t, ok := TypeName(f.typ); ok {
 		e.Type = t
 	} else {
 		e.Type = c.String(f.typ)
 	}
 	e.Stream = c.String(f.stream)
-	e.Actor = c.String(f.actor)
+	if len(f.actor) > 0 {
+		e.Actor = c.String(f.actor)
+	}
 	return e, nil
 }
 
@@ -279,17 +286,27 @@ func cut(p []byte, prefix string) ([]byte, bool) {
 	return p[len(prefix):], true
 }
 
+// until splits p at its first c. The fields it finds are short (at most
+// 200 bytes): a plain loop beats bytes.IndexByte's set-up per call.
 func until(p []byte, c byte) ([]byte, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i < 0 {
-		return nil, p, false
+	for i, d := range p {
+		if d == c {
+			return p[:i], p[i:], true
+		}
 	}
-	return p[:i], p[i:], true
+	return nil, p, false
 }
 
 func uintUntil(p []byte, c byte) (uint64, []byte, bool) {
-	i := bytes.IndexByte(p, c)
-	if i <= 0 || i > 20 {
+	// A uint64 has at most 20 digits: look for c no further than that.
+	i := -1
+	for j, d := range p[:min(len(p), 21)] {
+		if d == c {
+			i = j
+			break
+		}
+	}
+	if i <= 0 {
 		return 0, p, false
 	}
 	var v uint64
