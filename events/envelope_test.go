@@ -388,3 +388,32 @@ func FuzzAppendUTC(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeEnvelopePaths: a line in the stored form takes the canonical
+// fast path; the same envelope written another way (spaces, key order)
+// decodes through the strict decoder to the same envelope, and a stored
+// line with a bad hash is refused with the strict decoder's error.
+func TestDecodeEnvelopePaths(t *testing.T) {
+	ref := sealed(t)
+	enc := ref.Encode()
+	if _, ok := decodeCanonical(enc); !ok {
+		t.Fatal("the stored form missed the fast path")
+	}
+	spaced := bytes.Replace(enc, []byte(`,"type":`), []byte(`, "type" : `), 1)
+	reordered := append([]byte(`{"hash":"`+ref.Hash+`",`), bytes.Replace(enc[1:], []byte(`,"hash":"`+ref.Hash+`"`), nil, 1)...)
+	for _, in := range [][]byte{spaced, reordered} {
+		if _, ok := decodeCanonical(in); ok {
+			t.Fatalf("fast path took %s", in)
+		}
+		got, err := DecodeEnvelope(in)
+		if err != nil || !sameEnvelope(got, ref) || !got.CarriesSeal(1, 1, GenesisHash) {
+			t.Fatalf("%s: %+v %v", in, got, err)
+		}
+	}
+	bad := bytes.Replace(enc, []byte(ref.Hash), []byte(strings.Repeat("0", 64)), 1)
+	_, err := DecodeEnvelope(bad)
+	var hm *HashMismatchError
+	if !errors.As(err, &hm) || hm.Got != ref.Hash {
+		t.Fatalf("bad hash: %v", err)
+	}
+}

@@ -27,6 +27,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastPath(t, data)
 		e, err := DecodeEnvelope(data)
 		// Re-seal mutated input so the fuzzer explores past the hash check.
 		var hm *HashMismatchError
@@ -88,6 +89,7 @@ func FuzzDecodeStored(f *testing.F) {
 
 func checkStored(t *testing.T, data []byte) {
 	t.Helper()
+	checkFastPath(t, data)
 	st, err := DecodeStored(data)
 	if err != nil {
 		return
@@ -104,7 +106,7 @@ func checkStored(t *testing.T, data []byte) {
 	if !bytes.Equal(st.Encode(), data) {
 		return // verify: not in canonical form
 	}
-	strict, serr := DecodeEnvelope(data)
+	strict, serr := decodeStrict(data)
 	if serr == nil {
 		if !sameEnvelope(strict, st) {
 			t.Fatalf("decoders disagree on %q:\nstored %+v\nstrict %+v", data, st, strict)
@@ -113,5 +115,25 @@ func checkStored(t *testing.T, data []byte) {
 	}
 	if st.ComputeHash() == st.Hash && st.Validate() == nil && st.Version > 0 && st.Position > 0 && isHex64(st.PrevHash) {
 		t.Fatalf("verify passes what the strict decoder refuses (%v): %q", serr, data)
+	}
+}
+
+// checkFastPath: DecodeEnvelope (its canonical fast path, then the strict
+// decoder) gives exactly what the strict decoder alone gives: the same
+// envelope, or the same error.
+func checkFastPath(t *testing.T, data []byte) {
+	t.Helper()
+	if len(data) > MaxEnvelopeBytes {
+		return
+	}
+	got, gerr := DecodeEnvelope(data)
+	want, werr := decodeStrict(data)
+	switch {
+	case (gerr == nil) != (werr == nil):
+		t.Fatalf("DecodeEnvelope: %v, the strict decoder: %v, on %q", gerr, werr, data)
+	case gerr != nil && gerr.Error() != werr.Error():
+		t.Fatalf("errors differ on %q:\n%v\n%v", data, gerr, werr)
+	case gerr == nil && (!sameEnvelope(got, want) || !got.CarriesSeal(want.Version, want.Position, want.PrevHash)):
+		t.Fatalf("decoders disagree on %q:\nfast   %+v\nstrict %+v", data, got, want)
 	}
 }
