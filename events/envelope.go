@@ -43,9 +43,16 @@ type Envelope struct {
 	PrevHash      string          `json:"prev_hash"`
 	Hash          string          `json:"hash"`
 
-	// verified is what DecodeEnvelope checked the hash of (see
-	// CarriesSeal); nil for an envelope built any other way.
-	verified *Envelope
+	// verified is what DecodeEnvelope checked (see CarriesSeal and
+	// VerifiedPayload); nil for an envelope built any other way.
+	verified *verifiedEnvelope
+}
+
+// verifiedEnvelope is an envelope as DecodeEnvelope checked it and the
+// payload value its check decoded.
+type verifiedEnvelope struct {
+	e       Envelope
+	payload any
 }
 
 // canonicalTag versions the canonical encoding itself.
@@ -180,11 +187,30 @@ func (e *Envelope) SealWith(prev string, scratch []byte) []byte {
 // exported ledger imported in order into an empty one keeps every chain
 // value, so each event is hashed once, when its line is checked.
 func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
-	v := e.verified
-	return v != nil && e.Version == version && e.Position == position && e.PrevHash == prev &&
+	if e.verified == nil {
+		return false
+	}
+	v := &e.verified.e
+	return e.Version == version && e.Position == position && e.PrevHash == prev &&
 		v.Version == version && v.Position == position && v.PrevHash == prev && v.Hash == e.Hash &&
 		v.ID == e.ID && v.Stream == e.Stream && v.Type == e.Type && v.SchemaVersion == e.SchemaVersion &&
 		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload)
+}
+
+// VerifiedPayload returns the payload value DecodeEnvelope decoded when it
+// checked e (DecodePayload's), if e still holds the type, schema version,
+// stream and payload bytes it checked. The value is shared: the caller must
+// not modify it. The folds of an import use it instead of decoding each
+// payload a second time.
+func VerifiedPayload(e *Envelope) (any, bool) {
+	if e.verified == nil || e.verified.payload == nil {
+		return nil, false
+	}
+	v := &e.verified.e
+	if e.Type != v.Type || e.SchemaVersion != v.SchemaVersion || e.Stream != v.Stream || !samePayload(e.Payload, v.Payload) {
+		return nil, false
+	}
+	return e.verified.payload, true
 }
 
 // samePayload reports whether a and b are the same bytes in memory.
@@ -271,15 +297,18 @@ func decodeCanonical(data []byte) (e Envelope, ok bool) {
 	}
 	var buf [1024]byte
 	if !bytes.Equal(e.AppendEncode(buf[:0]), data) || e.Version == 0 || e.Position == 0 ||
-		!isHex64(e.PrevHash) || !isHex64(e.Hash) || e.validate(false) != nil {
+		!isHex64(e.PrevHash) || !isHex64(e.Hash) {
+		return Envelope{}, false
+	}
+	payload, err := e.validate(false)
+	if err != nil {
 		return Envelope{}, false
 	}
 	h, _ := e.hashWith(buf[:0])
 	if h != e.Hash {
 		return Envelope{}, false
 	}
-	v := e
-	e.verified = &v
+	e.verified = &verifiedEnvelope{e: e, payload: payload}
 	return e, true
 }
 
@@ -293,7 +322,8 @@ func decodeStrict(data []byte) (Envelope, error) {
 	if e.Version == 0 || e.Position == 0 {
 		return Envelope{}, fmt.Errorf("envelope %s: version and position start at 1", e.ID)
 	}
-	if err := e.Validate(); err != nil {
+	payload, err := e.validate(true)
+	if err != nil {
 		return Envelope{}, err
 	}
 	if !isHex64(e.PrevHash) {
@@ -305,8 +335,7 @@ func decodeStrict(data []byte) (Envelope, error) {
 	if got := e.ComputeHash(); got != e.Hash {
 		return Envelope{}, &HashMismatchError{Position: e.Position, Want: e.Hash, Got: got}
 	}
-	v := e
-	e.verified = &v
+	e.verified = &verifiedEnvelope{e: e, payload: payload}
 	return e, nil
 }
 
@@ -451,41 +480,46 @@ func short(h string) string {
 // Validate checks the fields a caller supplies (not the ones the store
 // assigns): identifier syntax, a registered type and schema version, a UTC
 // timestamp and a payload that strictly decodes into its registered type.
-func (e *Envelope) Validate() error { return e.validate(true) }
+func (e *Envelope) Validate() error {
+	_, err := e.validate(true)
+	return err
+}
 
-// validate is Validate; checkCompact false skips the payload's whitespace
-// scan for a caller that compared the payload with Encode's bytes already.
-func (e *Envelope) validate(checkCompact bool) error {
+// validate is Validate returning the decoded payload; checkCompact false
+// skips the payload's whitespace scan for a caller that compared the
+// payload with Encode's bytes already.
+func (e *Envelope) validate(checkCompact bool) (any, error) {
 	if e.ID == (ulid.ULID{}) {
-		return errors.New("envelope: zero id")
+		return nil, errors.New("envelope: zero id")
 	}
 	if err := ValidStream(e.Stream); err != nil {
-		return fmt.Errorf("envelope %s: %w", e.ID, err)
+		return nil, fmt.Errorf("envelope %s: %w", e.ID, err)
 	}
 	if err := validIdent("actor", e.Actor, true); err != nil {
-		return fmt.Errorf("envelope %s: %w", e.ID, err)
+		return nil, fmt.Errorf("envelope %s: %w", e.ID, err)
 	}
 	if e.RecordedAt.IsZero() {
-		return fmt.Errorf("envelope %s: zero recorded_at", e.ID)
+		return nil, fmt.Errorf("envelope %s: zero recorded_at", e.ID)
 	}
 	if y := e.RecordedAt.UTC().Year(); y < 1 || y > 9999 {
-		return fmt.Errorf("envelope %s: recorded_at year %d outside 1..9999", e.ID, y)
+		return nil, fmt.Errorf("envelope %s: recorded_at year %d outside 1..9999", e.ID, y)
 	}
 	if len(e.Payload) > MaxPayloadBytes {
-		return fmt.Errorf("envelope %s: payload is %d bytes, limit %d", e.ID, len(e.Payload), MaxPayloadBytes)
+		return nil, fmt.Errorf("envelope %s: payload is %d bytes, limit %d", e.ID, len(e.Payload), MaxPayloadBytes)
 	}
 	// The stored form embeds the payload verbatim and the hash covers it:
 	// only a compact object round-trips through export and import.
 	if len(e.Payload) < 2 || e.Payload[0] != '{' {
-		return fmt.Errorf("envelope %s: payload must be a JSON object", e.ID)
+		return nil, fmt.Errorf("envelope %s: payload must be a JSON object", e.ID)
 	}
 	if checkCompact && !strictjson.IsCompact(e.Payload) {
-		return fmt.Errorf("envelope %s: payload must be compact JSON", e.ID)
+		return nil, fmt.Errorf("envelope %s: payload must be compact JSON", e.ID)
 	}
-	if _, err := DecodePayload(e); err != nil {
-		return fmt.Errorf("envelope %s: %w", e.ID, err)
+	v, err := DecodePayload(e)
+	if err != nil {
+		return nil, fmt.Errorf("envelope %s: %w", e.ID, err)
 	}
-	return nil
+	return v, nil
 }
 
 // ValidStream checks a stream id: 1..200 bytes of [A-Za-z0-9._:/@-], so it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -415,5 +416,43 @@ func TestDecodeEnvelopePaths(t *testing.T) {
 	var hm *HashMismatchError
 	if !errors.As(err, &hm) || hm.Got != ref.Hash {
 		t.Fatalf("bad hash: %v", err)
+	}
+}
+
+// TestVerifiedPayload: a decoded envelope hands its folds the payload value
+// its check decoded, equal to a fresh decode, until the fields it depends
+// on change.
+func TestVerifiedPayload(t *testing.T) {
+	ref := sealed(t)
+	dec, err := DecodeEnvelope(ref.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodePayload(&ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		e    func() Envelope
+		ok   bool
+	}{
+		{"decoded", func() Envelope { return dec }, true},
+		{"decoded, moved elsewhere in the chain", func() Envelope { e := dec; e.Version, e.Position = 7, 9; e.Seal(ref.Hash); return e }, true},
+		{"built, not decoded", func() Envelope { return ref }, false},
+		{"type changed", func() Envelope { e := dec; e.Type = TypeHarnessDeactivated; return e }, false},
+		{"stream changed", func() Envelope { e := dec; e.Stream = "harness/other"; return e }, false},
+		{"schema changed", func() Envelope { e := dec; e.SchemaVersion++; return e }, false},
+		{"payload replaced", func() Envelope { e := dec; e.Payload = append([]byte(nil), e.Payload...); return e }, false},
+	}
+	for _, c := range cases {
+		e := c.e()
+		v, ok := VerifiedPayload(&e)
+		if ok != c.ok {
+			t.Errorf("%s: ok = %v, want %v", c.name, ok, c.ok)
+		}
+		if ok && !reflect.DeepEqual(v, want) {
+			t.Errorf("%s: payload %+v, decoded %+v", c.name, v, want)
+		}
 	}
 }
