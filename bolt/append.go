@@ -50,10 +50,10 @@ type Tx struct {
 	wrote   bool  // anything written at all
 	err     error // poison, see above
 	live    []fold.Projection
-	liveB   []*bbolt.Bucket // live[i]'s bucket, opened by its first fold
-	scrub   bool            // a body was deleted: scrub free pages after commit
-	key     [8]byte         // scratch for an events key
-	canon   []byte          // scratch for the canonical bytes a seal hashes
+	liveKV  []fold.KV // live[i]'s bucket or batch, opened by its first fold
+	scrub   bool      // a body was deleted: scrub free pages after commit
+	key     [8]byte   // scratch for an events key
+	canon   []byte    // scratch for the canonical bytes a seal hashes
 	// arena backs the stored envelopes and projection values put in this
 	// tx (bbolt keeps the slices until commit).
 	arena valueArena
@@ -371,30 +371,28 @@ func (t *Tx) apply(e *events.Envelope) error {
 	f := *e
 	f.PrevHash, f.Hash = "", ""
 	e = &f
-	if t.liveB == nil {
-		t.liveB = make([]*bbolt.Bucket, len(t.live))
+	if t.liveKV == nil {
+		t.liveKV = make([]fold.KV, len(t.live))
 	}
 	for i, p := range t.live {
 		if !p.Handles(e.Type) {
 			continue
 		}
-		b := t.liveB[i]
-		if b == nil {
-			var err error
-			if b, err = t.tx.CreateBucketIfNotExists(projBucket(p.Name())); err != nil {
+		kv := t.liveKV[i]
+		if kv == nil {
+			b, err := t.tx.CreateBucketIfNotExists(projBucket(p.Name()))
+			if err != nil {
 				return fmt.Errorf("projection %s: %w", p.Name(), err)
 			}
-			t.liveB[i] = b
-		}
-		var kv fold.KV = bucketKV{b, &t.arena}
-		if bp, ok := p.(fold.Batcher); ok {
-			if kv = t.batches[p.Name()]; kv == nil {
+			kv = &bucketKV{b: b, a: &t.arena}
+			if bp, ok := p.(fold.Batcher); ok {
 				if t.batches == nil {
 					t.batches = map[string]fold.Batch{}
 				}
-				bt := bp.Batch(bucketKV{b, &t.arena})
+				bt := bp.Batch(kv)
 				t.batches[p.Name()], kv = bt, bt
 			}
+			t.liveKV[i] = kv
 		}
 		if err := p.Apply(kv, bodies{t.bodies}, e); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
@@ -510,18 +508,25 @@ func checkpoint(version int, pos uint64) []byte {
 	return b
 }
 
-// bucketKV adapts a bbolt bucket to fold.KV. Its values are copied into
-// a (nil: none).
+// bucketKV adapts a bbolt bucket to fold.KV for one transaction. Its
+// values are copied into a (nil: none); its reads share one cursor (a
+// bbolt Get allocates one per call).
 type bucketKV struct {
 	b *bbolt.Bucket
 	a *valueArena
+	c *bbolt.Cursor
 }
 
-func (k bucketKV) Get(key []byte) []byte { return k.b.Get(key) }
+func (k *bucketKV) Get(key []byte) []byte {
+	if k.c == nil {
+		k.c = k.b.Cursor()
+	}
+	return seekExact(k.c, key)
+}
 
 // Put copies value (bbolt keeps it until commit; the fold may reuse its
 // buffer); bbolt copies the key itself.
-func (k bucketKV) Put(key, value []byte) error {
+func (k *bucketKV) Put(key, value []byte) error {
 	return k.b.Put(key, k.a.copy(value))
 }
 
@@ -560,8 +565,8 @@ func (a *valueArena) copy(v []byte) []byte {
 	a.slab = append(a.slab, v...)
 	return a.slab[n:len(a.slab):len(a.slab)]
 }
-func (k bucketKV) Delete(key []byte) error { return k.b.Delete(key) }
-func (k bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+func (k *bucketKV) Delete(key []byte) error { return k.b.Delete(key) }
+func (k *bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	c := k.b.Cursor()
 	for key, v := c.Seek(prefix); key != nil && hasPrefix(key, prefix); key, v = c.Next() {
 		if err := fn(key, v); err != nil {
@@ -597,7 +602,7 @@ func (k *readOnlyKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	if k.b == nil {
 		return nil
 	}
-	return bucketKV{b: k.b}.ForEach(prefix, fn)
+	return (&bucketKV{b: k.b}).ForEach(prefix, fn)
 }
 
 // seekExact is Bucket.Get on a reused cursor: Seek starts from the root

@@ -325,7 +325,7 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		kvs[i] = bucketKV{b, arena}
+		kvs[i] = &bucketKV{b: b, a: arena}
 		if bp, ok := p.(fold.Batcher); ok {
 			kvs[i] = bp.Batch(kvs[i]) // flushed at the end of the chunk
 		}
