@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -183,4 +184,50 @@ func TestTransitionOf(t *testing.T) {
 			t.Errorf("EventTypesOf(%s) = %v", name, got)
 		}
 	}
+}
+
+// Decide's lookup answers exactly as a fresh looplab machine built from
+// the table: every (state, transition) cell, names outside the table and
+// states outside the nine, the same state and the same error.
+func TestDecideIsLooplab(t *testing.T) {
+	names := append([]string{"", "teleport", "Prove", "prove ", "expire\x00"}, Transitions...)
+	states := append([]State{"", "activ", "Active"}, States...)
+	for _, cur := range states {
+		for _, tr := range names {
+			got, err := Decide(cur, tr)
+			want, wantErr := decideLooplab(cur, tr)
+			if got != want || fmt.Sprintf("%T %v", err, err) != fmt.Sprintf("%T %v", wantErr, wantErr) {
+				t.Errorf("Decide(%q, %q) = %q, %v; looplab %q, %v", cur, tr, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+func FuzzDecide(f *testing.F) {
+	f.Add(string(Active), Prove)
+	f.Add("activ", "teleport")
+	f.Fuzz(func(t *testing.T, cur, tr string) {
+		got, err := Decide(State(cur), tr)
+		want, wantErr := decideLooplab(State(cur), tr)
+		if got != want || fmt.Sprintf("%T %v", err, err) != fmt.Sprintf("%T %v", wantErr, wantErr) {
+			t.Fatalf("Decide(%q, %q) = %q, %v; looplab %q, %v", cur, tr, got, err, want, wantErr)
+		}
+	})
+}
+
+func BenchmarkDecide(b *testing.B) {
+	b.Run("lookup", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Decide(ConfiguredAwaitingProof, Prove); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("looplab", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decideLooplab(ConfiguredAwaitingProof, Prove); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
