@@ -172,7 +172,7 @@ func TestInspectSensitivityIsTheTwoPassGuard(t *testing.T) {
 			return r.Sensitivity, nil
 		}
 		class := ""
-		r.strings(func(s string) bool { class = categoryOf(s); return class != "" })
+		r.strings(func(s string) bool { class = oracleCategoryOf(s); return class != "" })
 		if class != "" {
 			return class, nil
 		}
