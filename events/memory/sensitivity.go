@@ -156,14 +156,17 @@ func foldASCII(s string) string {
 	return b.String()
 }
 
-// triggerIndex finds, in one pass over a folded text, which rules have a
-// trigger in it: the same answer as one strings.Contains per trigger
-// (FuzzDetectorIsTheOracle), for about a tenth of the work on a recalled
-// summary. A bigram filter skips most positions; the triggers starting at
-// the rest are compared in full. Read only once built.
+// triggerIndex finds, in one pass over a text, which rules have a trigger
+// in it: the same answer as one strings.Contains per trigger on the folded
+// text (TestTriggerIndexIsContains, FuzzDetectorIsTheOracle), for a
+// fraction of the work. ASCII letters are lowered as they are read, so an
+// ASCII text needs no folded copy; a bigram filter skips most positions
+// and the triggers starting at the rest are compared in full. Read only
+// once built.
 type triggerIndex struct {
 	bigram [1 << 16 / 8]byte // bit b0<<8|b1 set when a trigger starts with b0 b1
-	first  [256][]trigger    // the triggers by first byte
+	start  [257]uint16       // the triggers starting with byte c are lits[start[c]:start[c+1]]
+	lits   []trigger
 }
 
 // trigger is one literal and the rules it triggers: bit i for secret rule
@@ -179,21 +182,19 @@ func newTriggerIndex(secrets []secretRule) *triggerIndex {
 	if len(secrets)+len(categoryPatterns) > 64 {
 		panic("memory: more rules than the trigger mask holds")
 	}
-	x := &triggerIndex{}
+	// A literal shared by several rules is listed once per rule: scan
+	// skips a trigger whose rules are all found already.
+	all := make([]trigger, 0, 128)
 	add := func(lit string, bit uint64) {
 		if len(lit) < 2 {
 			panic("memory: a trigger shorter than the bigram filter: " + lit)
 		}
-		b := x.first[lit[0]]
-		for i := range b {
-			if b[i].lit == lit {
-				b[i].rules |= bit
-				return
+		for i := 0; i < len(lit); i++ {
+			if c := lit[i]; c >= 0x80 || c-'A' < 26 {
+				panic("memory: a trigger must be lower-case ASCII: " + lit)
 			}
 		}
-		x.first[lit[0]] = append(b, trigger{lit: lit, rules: bit})
-		k := uint16(lit[0])<<8 | uint16(lit[1])
-		x.bigram[k>>3] |= 1 << (k & 7)
+		all = append(all, trigger{lit: lit, rules: bit})
 	}
 	for i, p := range secrets {
 		for _, t := range p.triggers {
@@ -205,21 +206,51 @@ func newTriggerIndex(secrets []secretRule) *triggerIndex {
 			add(t, categoryBit(j))
 		}
 	}
+	x := &triggerIndex{lits: make([]trigger, len(all))}
+	for _, t := range all {
+		x.start[t.lit[0]+1]++
+		k := uint16(t.lit[0])<<8 | uint16(t.lit[1])
+		x.bigram[k>>3] |= 1 << (k & 7)
+	}
+	for c := 1; c < len(x.start); c++ {
+		x.start[c] += x.start[c-1]
+	}
+	next := x.start
+	for _, t := range all {
+		x.lits[next[t.lit[0]]] = t
+		next[t.lit[0]]++
+	}
 	return x
 }
 
-// scan returns the rules of every trigger that occurs in folded.
-func (x *triggerIndex) scan(folded string) uint64 {
+func lowerASCII(c byte) byte {
+	if c-'A' < 26 {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// scan returns the rules of every trigger that occurs in s, ASCII letters
+// compared without case.
+func (x *triggerIndex) scan(s string) uint64 {
 	var m uint64
-	for i := 0; i+1 < len(folded); i++ {
-		k := uint16(folded[i])<<8 | uint16(folded[i+1])
+	for i := 0; i+1 < len(s); i++ {
+		c := lowerASCII(s[i])
+		k := uint16(c)<<8 | uint16(lowerASCII(s[i+1]))
 		if x.bigram[k>>3]&(1<<(k&7)) == 0 {
 			continue
 		}
-		for _, t := range x.first[folded[i]] {
-			if m&t.rules != t.rules && strings.HasPrefix(folded[i:], t.lit) {
-				m |= t.rules
+	next:
+		for _, t := range x.lits[x.start[c]:x.start[c+1]] {
+			if m&t.rules == t.rules || len(s)-i < len(t.lit) {
+				continue
 			}
+			for j := 1; j < len(t.lit); j++ {
+				if lowerASCII(s[i+j]) != t.lit[j] {
+					continue next
+				}
+			}
+			m |= t.rules
 		}
 	}
 	return m
@@ -231,29 +262,24 @@ func (x *triggerIndex) scan(folded string) uint64 {
 var asciiFolds = strings.NewReplacer("ſ", "s", "K", "K")
 
 // prepare returns the text the patterns read (at most maxInspectBytes of
-// s, the folds rewritten) and its folded form for the triggers.
+// s, the folds rewritten) and the text the triggers are searched in: the
+// same text when it is ASCII (the search lowers ASCII letters itself),
+// else its folded form.
 func prepare(s string) (text, folded string) {
 	if len(s) > maxInspectBytes {
 		s = s[:maxInspectBytes]
 	}
-	// Most texts are ASCII without upper case: their folded form is
-	// themselves, and a byte loop says so far cheaper than the rune
-	// searches below.
-	upper := false
+	// Most texts are ASCII: a byte loop says so far cheaper than the rune
+	// searches and the copy below.
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 {
+		if s[i] >= 0x80 {
 			if strings.Contains(s, "ſ") || strings.Contains(s, "K") {
 				s = asciiFolds.Replace(s)
 			}
 			return s, foldASCII(s)
-		} else if c >= 'A' && c <= 'Z' {
-			upper = true
 		}
 	}
-	if !upper {
-		return s, s
-	}
-	return s, foldASCII(s)
+	return s, s
 }
 
 // maxInspectBytes bounds what the detector reads of one text: more than
