@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math/bits"
 	"regexp"
 	"strings"
 	"sync"
@@ -547,8 +548,9 @@ func (d *detector) detect(s string, wantClass bool) (secret int, class string) {
 	}
 	text, f := prepare(s)
 	m := d.index.scan(f)
-	for i := range d.secrets {
-		if p := &d.secrets[i]; m&(1<<i) != 0 && p.matches(text) {
+	// Only the rules whose triggers occur, in rule order (bit i is rule i).
+	for s := m & (1<<len(d.secrets) - 1); s != 0; s &= s - 1 {
+		if i := bits.TrailingZeros64(s); d.secrets[i].matches(text) {
 			return i, ""
 		}
 	}
