@@ -152,14 +152,13 @@ func (b *batch) block(tok uint64, doc uint32) *block {
 	return bl
 }
 
+// count returns the touched count of tok, read from the KV on the first
+// touch.
 func (b *batch) count(tok uint64) uint32 {
-	n, ok := b.counts[tok]
-	if !ok {
-		if v := b.Overlay.Get(key(pCount, u64b(tok))); len(v) == 4 {
-			n = binary.BigEndian.Uint32(v)
-		}
+	if n, ok := b.counts[tok]; ok {
+		return n
 	}
-	return n
+	return count(b.Overlay, tok)
 }
 
 // addPosting is addPosting on the batch: doc's posting goes first.
