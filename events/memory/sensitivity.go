@@ -132,38 +132,13 @@ func (l *lazyRegexp) get() *regexp.Regexp {
 	return l.re
 }
 
-// foldASCII lowercases ASCII letters and maps the two non-ASCII runes that
-// case-fold to ASCII letters (U+017F long s, U+212A Kelvin sign), so that a
-// trigger search on the result never misses what a (?i) pattern matches.
-// Triggers are a fast path only: a text without any trigger cannot match
-// the pattern, so the regexp is skipped.
-func foldASCII(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, c := range s {
-		switch {
-		case c >= 'A' && c <= 'Z':
-			b.WriteByte(byte(c) + 32)
-		case c == 'ſ':
-			b.WriteByte('s')
-		case c == 'K':
-			b.WriteByte('k')
-		case c < 0x80:
-			b.WriteByte(byte(c))
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
-}
-
 // triggerIndex finds, in one pass over a text, which rules have a trigger
 // in it: the same answer as one strings.Contains per trigger on the folded
 // text (TestTriggerIndexIsContains, FuzzDetectorIsTheOracle), for a
-// fraction of the work. ASCII letters are lowered as they are read, so an
-// ASCII text needs no folded copy; a bigram filter skips most positions
-// and the triggers starting at the rest are compared in full. Read only
-// once built.
+// fraction of the work. ASCII letters are lowered as they are read and
+// triggers are ASCII, so no text needs a folded copy; a bigram filter
+// skips most positions and the triggers starting at the rest are compared
+// in full. Read only once built.
 type triggerIndex struct {
 	bigram [1 << 16 / 8]byte // bit b0<<8|b1 set when a trigger starts with b0 b1
 	start  [257]uint16       // the triggers starting with byte c are lits[start[c]:start[c+1]]
@@ -262,25 +237,25 @@ func (x *triggerIndex) scan(s string) uint64 {
 // as Rust's Unicode \b does.
 var asciiFolds = strings.NewReplacer("ſ", "s", "K", "K")
 
-// prepare returns the text the patterns read (at most maxInspectBytes of
-// s, the folds rewritten) and the text the triggers are searched in: the
-// same text when it is ASCII (the search lowers ASCII letters itself),
-// else its folded form.
-func prepare(s string) (text, folded string) {
+// prepare returns the text the patterns read and the triggers are
+// searched in: at most maxInspectBytes of s, the folds rewritten. The
+// search lowers ASCII letters itself and every trigger is ASCII, so a
+// folded copy would trigger exactly the same rules (TestTriggerIndexIsContains).
+func prepare(s string) string {
 	if len(s) > maxInspectBytes {
 		s = s[:maxInspectBytes]
 	}
 	// Most texts are ASCII: a byte loop says so far cheaper than the rune
-	// searches and the copy below.
+	// searches below.
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
 			if strings.Contains(s, "ſ") || strings.Contains(s, "K") {
 				s = asciiFolds.Replace(s)
 			}
-			return s, foldASCII(s)
+			return s
 		}
 	}
-	return s, s
+	return s
 }
 
 // maxInspectBytes bounds what the detector reads of one text: more than
@@ -546,8 +521,8 @@ func (d *detector) detect(s string, wantClass bool) (secret int, class string) {
 	if s == "" {
 		return -1, ""
 	}
-	text, f := prepare(s)
-	m := d.index.scan(f)
+	text := prepare(s)
+	m := d.index.scan(text)
 	// Only the rules whose triggers occur, in rule order (bit i is rule i).
 	for s := m & (1<<len(d.secrets) - 1); s != 0; s &= s - 1 {
 		if i := bits.TrailingZeros64(s); d.secrets[i].matches(text) {
