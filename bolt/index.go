@@ -158,18 +158,7 @@ func (x *idIndex) load(id []byte) error {
 	if x.c == nil {
 		x.c = x.b.Cursor()
 	}
-	k, v := x.c.Seek(id)
-	var next []byte
-	if k != nil && bytes.Equal(k, id) {
-		next, _ = x.c.Next()
-	} else {
-		next = k
-		if k == nil {
-			k, v = x.c.Last()
-		} else {
-			k, v = x.c.Prev()
-		}
-	}
+	k, v, next := seekIDBlock(x.c, id)
 	x.loaded, x.hi, x.lo, x.blk = true, next, nil, nil
 	if k == nil {
 		return nil
@@ -180,6 +169,24 @@ func (x *idIndex) load(id []byte) error {
 	}
 	x.lo, x.blk = k, blk
 	return nil
+}
+
+// seekIDBlock positions c on the id_blocks entry that covers id (k nil:
+// id comes before every block) and returns the key of the entry after it
+// (nil: none).
+func seekIDBlock(c *bbolt.Cursor, id []byte) (k, v, next []byte) {
+	k, v = c.Seek(id)
+	if k != nil && bytes.Equal(k, id) {
+		next, _ = c.Next()
+		return k, v, next
+	}
+	next = k
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	return k, v, next
 }
 
 // streamPosition returns the position of version v of stream.
@@ -354,15 +361,9 @@ func (w *indexWriter) flushIDs(b *bbolt.Bucket) error {
 		id := ents[i].id[:]
 		// The block that covers id, and the key of the one after it: the
 		// entries up to that key go into this block.
-		k, v := c.Seek(id)
+		k, v, next := seekIDBlock(c, id)
 		if k != nil && bytes.Equal(k, id) {
 			return fmt.Errorf("%w: id %x is indexed already", errBlock, id)
-		}
-		next := k
-		if k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
 		}
 		var old idBlock
 		if k != nil {
