@@ -96,8 +96,8 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 	})
 	if err == nil && committing {
 		s.committed(commitStart)
-		if s.onCommit != nil {
-			s.onCommit()
+		if s.opts.OnCommit != nil {
+			s.opts.OnCommit()
 		}
 	}
 	if err == nil || !committing {

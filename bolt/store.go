@@ -96,7 +96,6 @@ type Store struct {
 	// later write returns it (see CommitError).
 	indeterminate *CommitError
 	projs         []fold.Projection
-	onCommit      func()
 	opts          Options   // as opened, for Yield's reopen
 	since         time.Time // when this process last took the file lock
 	slice         *slicing  // with Options.SliceBudget (slice.go)
@@ -164,7 +163,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, projs: opts.Projections, onCommit: opts.OnCommit, opts: opts, since: time.Now()}
+	s := &Store{db: db, path: path, projs: opts.Projections, opts: opts, since: time.Now()}
 	if err := s.checkFile(); err != nil {
 		db.Close()
 		return nil, err
