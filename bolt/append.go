@@ -284,6 +284,15 @@ func (t *Tx) streamHead(stream string) head {
 	return getHead(t.heads, stream)
 }
 
+// moveHead records stream's new head (written at commit by flushHeads).
+func (t *Tx) moveHead(stream string, h head) {
+	if t.newHeads == nil {
+		t.newHeads = map[string]head{}
+	}
+	t.newHeads[stream] = h
+	t.dirty = true
+}
+
 // flushHeads writes the heads moved in this tx, in key order.
 func (t *Tx) flushHeads() error {
 	for _, name := range slices.Sorted(maps.Keys(t.newHeads)) {
@@ -357,11 +366,7 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		}
 		t.head = e.Hash
 	}
-	if t.newHeads == nil {
-		t.newHeads = map[string]head{}
-	}
-	t.newHeads[stream] = h
-	t.dirty = true
+	t.moveHead(stream, h)
 	return nil
 }
 

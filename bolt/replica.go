@@ -134,11 +134,7 @@ func (t *Tx) writeReplica(e *events.Envelope, raw []byte, h head) error {
 		return fmt.Errorf("replicate position %d: %w", pos, err)
 	}
 	t.head = e.Hash
-	if t.newHeads == nil {
-		t.newHeads = map[string]head{}
-	}
-	t.newHeads[e.Stream] = head{version: e.Version, position: pos}
-	t.dirty = true
+	t.moveHead(e.Stream, head{version: e.Version, position: pos})
 	return nil
 }
 
