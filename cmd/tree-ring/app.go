@@ -24,8 +24,6 @@ import (
 // buffers.
 type IO = cli.IO
 
-func defaultIO() IO { return cli.DefaultIO() }
-
 // Globals are the flags every command accepts, plus injected dependencies
 // (clock, id source) that tests fix.
 type Globals struct {
