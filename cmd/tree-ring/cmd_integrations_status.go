@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -457,9 +455,8 @@ func (l *liveEvidence) verified(e projections.ReceiptEntry, recomputed string) (
 	if err != nil || !f.Exists {
 		return preflight.Receipt{}, false
 	}
-	sum := sha256.Sum256(f.Data)
 	r, err := preflight.DecodeReceipt(f.Data)
-	ok := err == nil && hex.EncodeToString(sum[:]) == e.SHA256 && r.ReceiptID == e.ReceiptID && r.WorkerKeyFingerprint == e.Worker &&
+	ok := err == nil && adapters.SHA256Hex(f.Data) == e.SHA256 && r.ReceiptID == e.ReceiptID && r.WorkerKeyFingerprint == e.Worker &&
 		preflight.Verify(r, l.m, l.a.ID, recomputed, l.now) == nil
 	return r, ok
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -113,7 +111,7 @@ func (pr *project) programAllowsMigration() error {
 	if err != nil {
 		return err
 	}
-	if sum := sha256.Sum256(data); have.SHA256 == hex.EncodeToString(sum[:]) {
+	if have.SHA256 == adapters.SHA256Hex(data) {
 		return nil
 	}
 	return &adapters.ProgramError{Code: adapters.ProgramBeforeMigration, Have: have}
