@@ -3,8 +3,6 @@ package adapters
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -85,19 +83,12 @@ func GeminiFolderTrustEnabled(settings []byte) bool {
 	return *doc.Security.FolderTrust.Enabled
 }
 
-// readBounded reads a small file of the host's; ok is false when it is
-// missing, unreadable or larger than maxTrustFileBytes.
+// readBounded reads a small file of the host's through readHostFile; ok
+// is false when it is missing, unreadable, not a regular file or larger
+// than maxTrustFileBytes.
 func readBounded(path string) (data []byte, ok bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	data, err = io.ReadAll(io.LimitReader(f, maxTrustFileBytes+1))
-	if err != nil || len(data) > maxTrustFileBytes {
-		return nil, false
-	}
-	return data, true
+	data, exists, err := readHostFile(path, maxTrustFileBytes)
+	return data, exists && err == nil
 }
 
 func realPath(p string) string {
