@@ -22,10 +22,7 @@ func TestCodexMergedHooks(t *testing.T) {
 	s := step{t, c.String() + " (merged hooks)"}
 	codex := install(t, c)
 	p := newBareProject(t, s, ".codex")
-	root, err := filepath.EvalSymlinks(p.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := p.root()
 	hooksFile := filepath.Join(root, ".codex", "hooks.json")
 	user := `{"description": "the user's hooks", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]}}` + "\n"
 	writeFile(t, hooksFile, user)

@@ -41,10 +41,7 @@ func codexHookHashes(t *testing.T, hooksFile string) map[string]string {
 // after.
 func (p *project) trustCodex(mockURL string) {
 	p.t.Helper()
-	root, err := filepath.EvalSymlinks(p.dir)
-	if err != nil {
-		p.t.Fatal(err)
-	}
+	root := p.root()
 	if st := p.state("codex"); st != "needs-trust" {
 		p.s.fatalf("trust status", "codex is %s before its trust is written, want needs-trust", st)
 	}
@@ -135,10 +132,7 @@ func TestCodex(t *testing.T) {
 	s := step{t, c.String()}
 	codex := install(t, c)
 	p := newProject(t, s, ".codex")
-	root, err := filepath.EvalSymlinks(p.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := p.root()
 	canary := "CANARY-cx-8d21e9b7-never-store"
 	mainPrompt := "Review accproj and report. " + canary
 	var bad string
@@ -251,10 +245,7 @@ func TestCodexTrustGates(t *testing.T) {
 		t.Run(g.name, func(t *testing.T) {
 			s := step{t, c.String() + " (" + g.name + ")"}
 			p := newProject(t, s, ".codex")
-			root, err := filepath.EvalSymlinks(p.dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			root := p.root()
 			m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
 			defer m.Close()
 			var hashes map[string]string

@@ -25,10 +25,7 @@ func TestGeminiCLI(t *testing.T) {
 	s := step{t, c.String()}
 	gemini := install(t, c)
 	p := newProject(t, s, ".gemini")
-	root, err := filepath.EvalSymlinks(p.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := p.root()
 	canary := "CANARY-gemini-5d0e7b21-never-store"
 	var bad string
 	m := NewMock(func(r *Request) Reply {

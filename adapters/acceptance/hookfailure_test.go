@@ -29,18 +29,12 @@ func TestHookFailureEndsTheSession(t *testing.T) {
 			var env, args []string
 			switch c.Name {
 			case "codex":
-				root, err := filepath.EvalSymlinks(p.dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				root := p.root()
 				home := filepath.Join(p.home, ".codex")
 				writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))))
 				env, args = p.env("CODEX_HOME="+home, "MOCK_API_KEY=dummy"), []string{"exec", "--json", "hello"}
 			case "gemini-cli":
-				root, err := filepath.EvalSymlinks(p.dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				root := p.root()
 				writeJSONFile(t, filepath.Join(p.home, ".gemini", "settings.json"), map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}})
 				writeJSONFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), map[string]any{root: "TRUST_FOLDER"})
 				env, args = p.env("GEMINI_API_KEY=dummy", "GOOGLE_GEMINI_BASE_URL="+m.URL()), []string{"-m", "mock-model", "-p", "hello", "--approval-mode", "yolo"}
@@ -114,10 +108,7 @@ func TestClientsOnOutputThenFailure(t *testing.T) {
 			defer m.Close()
 			env, args := claudeEnv(p, m), []string{"-p", "hello", "--output-format", "json"}
 			if c.client.Name == "codex" {
-				root, err := filepath.EvalSymlinks(p.dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				root := p.root()
 				home := filepath.Join(p.home, ".codex")
 				writeFile(t, filepath.Join(home, "config.toml"), codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json"))))
 				env, args = p.env("CODEX_HOME="+home, "MOCK_API_KEY=dummy"), []string{"exec", "--json", "hello"}

@@ -29,10 +29,7 @@ func testPi(t *testing.T, c npmClient) {
 		path = filepath.Dir(install(t, *c.Node)) + string(os.PathListSeparator) + path
 	}
 	p := newProject(t, s, ".pi")
-	root, err := filepath.EvalSymlinks(p.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := p.root()
 	m := NewMock(func(*Request) Reply { return Reply{Text: "PI-DONE"} })
 	defer m.Close()
 	agent := filepath.Join(p.home, ".pi", "agent")

@@ -190,6 +190,17 @@ func newBareProject(t *testing.T, s step, marker string) *project {
 	return p
 }
 
+// root is the project root with symlinks resolved: the canonical path the
+// clients key their trust by.
+func (p *project) root() string {
+	p.t.Helper()
+	root, err := filepath.EvalSymlinks(p.dir)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return root
+}
+
 // env is the environment every client and check runs with: the throwaway
 // HOME, the machine's PATH, nothing else inherited (no credentials).
 func (p *project) env(extra ...string) []string {
