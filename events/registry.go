@@ -23,10 +23,21 @@ type Spec struct {
 	// "harness/", "memory/", "run/".
 	StreamPrefix string
 	payload      reflect.Type
+	moves        func() bool // movesOf[P]: asserted on demand, not at init
 }
 
 // NewPayload returns a pointer to a fresh zero payload of this type.
 func (s Spec) NewPayload() any { return reflect.New(s.payload).Interface() }
+
+// Moves reports whether this type's payload embeds a Transition (Moves
+// returns one for every decoded payload of the type), without decoding or
+// allocating one: folds ask it of every event they see.
+func (s Spec) Moves() bool { return s.moves != nil && s.moves() }
+
+func movesOf[P any]() bool {
+	_, ok := any((*P)(nil)).(interface{ transition() Transition })
+	return ok
+}
 
 var (
 	regMu sync.RWMutex
@@ -45,7 +56,7 @@ func register[P any](typ string, version int, streamPrefix string) {
 	if _, dup := registry[typ]; dup {
 		panic("events: duplicate registration of " + typ)
 	}
-	registry[typ] = Spec{Type: typ, SchemaVersion: version, StreamPrefix: streamPrefix, payload: reflect.TypeFor[P]()}
+	registry[typ] = Spec{Type: typ, SchemaVersion: version, StreamPrefix: streamPrefix, payload: reflect.TypeFor[P](), moves: movesOf[P]}
 }
 
 // Lookup returns the spec of a registered type.

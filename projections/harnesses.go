@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -23,30 +22,19 @@ type Harness struct {
 	Paths   []string `json:"paths,omitempty"`
 }
 
-// harnessesProjection's moving is the set of harness event types that
-// embed a transition, built on the first Handles (sync.OnceValue, safe for
-// concurrent use): a process that folds nothing (tree-ring version) never
-// pays for it at start-up.
-type harnessesProjection struct{ moving func() map[string]bool }
+// harnessesProjection folds the harness streams' transitions.
+type harnessesProjection struct{}
 
-func init() {
-	register(&harnessesProjection{moving: sync.OnceValue(func() map[string]bool {
-		moving := map[string]bool{}
-		for _, t := range events.Types() {
-			spec, _ := events.Lookup(t)
-			if _, ok := events.Moves(spec.NewPayload()); ok && spec.StreamPrefix == events.HarnessPrefix {
-				moving[t] = true
-			}
-		}
-		return moving
-	})})
-}
+func init() { register(&harnessesProjection{}) }
 
 func (*harnessesProjection) Name() string { return HarnessesName }
 func (*harnessesProjection) Version() int { return 1 }
 
 // Handles every harness event that embeds a transition.
-func (p *harnessesProjection) Handles(t string) bool { return p.moving()[t] }
+func (*harnessesProjection) Handles(t string) bool {
+	spec, ok := events.Lookup(t)
+	return ok && spec.StreamPrefix == events.HarnessPrefix && spec.Moves()
+}
 
 func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)

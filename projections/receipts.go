@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -68,29 +67,20 @@ type ReceiptProof struct {
 	NewestID string `json:"newest_id,omitempty"`
 }
 
-// receiptsProjection's harness is the set of harness event types, built
-// on the first Handles (sync.OnceValue, safe for concurrent use), not at
-// every start-up.
-type receiptsProjection struct{ harness func() map[string]bool }
+// receiptsProjection folds the harness streams' proofs and receipts.
+type receiptsProjection struct{}
 
-func init() {
-	register(receiptsProjection{harness: sync.OnceValue(func() map[string]bool {
-		harness := map[string]bool{}
-		for _, t := range events.Types() {
-			if spec, _ := events.Lookup(t); spec.StreamPrefix == events.HarnessPrefix {
-				harness[t] = true
-			}
-		}
-		return harness
-	})})
-}
+func init() { register(receiptsProjection{}) }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
 func (receiptsProjection) Version() int { return 2 }
 
 // Handles every event of the harness streams: moving events void proofs,
 // and every event advances the stream's clock.
-func (p receiptsProjection) Handles(t string) bool { return p.harness()[t] }
+func (receiptsProjection) Handles(t string) bool {
+	spec, ok := events.Lookup(t)
+	return ok && spec.StreamPrefix == events.HarnessPrefix
+}
 
 func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	id, ok := strings.CutPrefix(e.Stream, events.HarnessPrefix)

@@ -290,3 +290,24 @@ func TestReceiptIndexRetention(t *testing.T) {
 func indexedOf(e ReceiptEntry) preflight.Indexed {
 	return preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
 }
+
+// The harness and receipts folds handle exactly the types their sets
+// named when they were built from the catalogue: every harness-stream type
+// (receipts), the harness-stream types whose payload carries a transition
+// (harnesses), and no unknown type.
+func TestHarnessFoldsHandle(t *testing.T) {
+	for _, typ := range append(events.Types(), "no.such.type") {
+		spec, known := events.Lookup(typ)
+		harness := known && spec.StreamPrefix == events.HarnessPrefix
+		moves := false
+		if known {
+			_, moves = events.Moves(spec.NewPayload())
+		}
+		if got := (receiptsProjection{}).Handles(typ); got != harness {
+			t.Errorf("receipts Handles(%s) = %v, want %v", typ, got, harness)
+		}
+		if got := (&harnessesProjection{}).Handles(typ); got != (harness && moves) {
+			t.Errorf("harnesses Handles(%s) = %v, want %v", typ, got, harness && moves)
+		}
+	}
+}
