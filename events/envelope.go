@@ -197,11 +197,11 @@ func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
 		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload)
 }
 
-// VerifiedPayload returns the payload value DecodeEnvelope decoded when it
-// checked e (DecodePayload's), if e still holds the type, schema version,
-// stream and payload bytes it checked. The value is shared: the caller must
-// not modify it. The folds of an import use it instead of decoding each
-// payload a second time.
+// VerifiedPayload returns the payload value DecodeEnvelope or Factory.New
+// decoded when it checked e (DecodePayload's), if e still holds the type,
+// schema version, stream and payload bytes it checked. The value is shared:
+// the caller must not modify it. Validate and the folds use it instead of
+// decoding each payload a second time.
 func VerifiedPayload(e *Envelope) (any, bool) {
 	if e.verified == nil || e.verified.payload == nil {
 		return nil, false
@@ -511,6 +511,11 @@ func (e *Envelope) validate(checkCompact bool) (any, error) {
 	// only a compact object round-trips through export and import.
 	if len(e.Payload) < 2 || e.Payload[0] != '{' {
 		return nil, fmt.Errorf("envelope %s: payload must be a JSON object", e.ID)
+	}
+	// A payload checked already (the same type, stream and bytes) was
+	// compact and decoded then.
+	if v, ok := VerifiedPayload(e); ok {
+		return v, nil
 	}
 	if checkCompact && !strictjson.IsCompact(e.Payload) {
 		return nil, fmt.Errorf("envelope %s: payload must be compact JSON", e.ID)

@@ -419,9 +419,10 @@ func TestDecodeEnvelopePaths(t *testing.T) {
 	}
 }
 
-// TestVerifiedPayload: a decoded envelope hands its folds the payload value
-// its check decoded, equal to a fresh decode, until the fields it depends
-// on change.
+// TestVerifiedPayload: a decoded envelope, or one a Factory built, hands
+// its folds the payload value its check decoded, equal to a fresh decode,
+// until the fields it depends on change; an envelope built any other way
+// carries none.
 func TestVerifiedPayload(t *testing.T) {
 	ref := sealed(t)
 	dec, err := DecodeEnvelope(ref.Encode())
@@ -439,7 +440,11 @@ func TestVerifiedPayload(t *testing.T) {
 	}{
 		{"decoded", func() Envelope { return dec }, true},
 		{"decoded, moved elsewhere in the chain", func() Envelope { e := dec; e.Version, e.Position = 7, 9; e.Seal(ref.Hash); return e }, true},
-		{"built, not decoded", func() Envelope { return ref }, false},
+		{"built by a factory", func() Envelope { return ref }, true},
+		{"built by a factory, payload replaced", func() Envelope { e := ref; e.Payload = append([]byte(nil), e.Payload...); return e }, false},
+		{"built as a literal", func() Envelope {
+			return Envelope{ID: ref.ID, Stream: ref.Stream, Type: ref.Type, SchemaVersion: ref.SchemaVersion, RecordedAt: ref.RecordedAt, Actor: ref.Actor, Payload: ref.Payload}
+		}, false},
 		{"type changed", func() Envelope { e := dec; e.Type = TypeHarnessDeactivated; return e }, false},
 		{"stream changed", func() Envelope { e := dec; e.Stream = "harness/other"; return e }, false},
 		{"schema changed", func() Envelope { e := dec; e.SchemaVersion++; return e }, false},

@@ -160,7 +160,10 @@ type Factory struct {
 
 // New builds an unsealed envelope of type typ on stream with payload p, at
 // the type's current schema version. The payload is marshalled once here
-// (by its hand-written encoder when it has one, payload_codec.go).
+// (by its hand-written encoder when it has one, payload_codec.go) and
+// validated once: the envelope carries the value its validation decoded
+// (VerifiedPayload), so Tx.Append and the folds it runs do not decode the
+// bytes again. The carried value is the decoded bytes', never p.
 func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 	spec, ok := Lookup(typ)
 	if !ok {
@@ -180,9 +183,13 @@ func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 		ID: f.NewID(), Stream: stream, Type: typ, SchemaVersion: spec.SchemaVersion,
 		RecordedAt: f.Now().UTC(), Actor: f.Actor, Payload: raw,
 	}
-	if err := e.Validate(); err != nil {
+	// Both encoders write compact JSON (json.Marshal compacts what a
+	// MarshalJSON returns too): no whitespace scan.
+	v, err := e.validate(false)
+	if err != nil {
 		return Envelope{}, err
 	}
+	e.verified = &verifiedEnvelope{e: e, payload: v}
 	return e, nil
 }
 

@@ -41,7 +41,7 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if !ok {
 		return fmt.Errorf("%s on stream %s", e.Type, e.Stream)
 	}
-	v, err := events.DecodePayload(e)
+	v, err := payloadOf(e)
 	if err != nil {
 		return err
 	}

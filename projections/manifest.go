@@ -125,7 +125,7 @@ func (manifestProjection) Handles(t string) bool {
 }
 
 func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
-	v, err := events.DecodePayload(e)
+	v, err := payloadOf(e)
 	if err != nil {
 		return err
 	}

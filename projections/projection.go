@@ -9,6 +9,7 @@ package projections
 import (
 	"sort"
 
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
 )
 
@@ -43,4 +44,15 @@ func All() []Projection {
 	out := append([]Projection(nil), registered...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
+}
+
+// payloadOf is e's payload value for a fold: the value its validation
+// decoded when e carries it (events.VerifiedPayload: an event built by
+// events.Factory and appended in this process, or imported), else decoded
+// strictly now (a rebuild or verify reading stored events).
+func payloadOf(e *events.Envelope) (any, error) {
+	if v, ok := events.VerifiedPayload(e); ok {
+		return v, nil
+	}
+	return events.DecodePayload(e)
 }

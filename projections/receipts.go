@@ -153,10 +153,15 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	return kv.Put([]byte("h/"+id), appendReceiptProof(nil, &proof))
 }
 
-// plainPayload decodes a payload that was validated strictly on append
-// (plain decoding is several times faster, and this fold runs on the hook
-// path); another schema version goes through events.DecodePayload.
+// plainPayload is the value e's validation decoded when e carries it
+// (events.VerifiedPayload: an event built by events.Factory or imported),
+// else decodes a payload that was validated strictly on append (plain
+// decoding is several times faster, and this fold runs on the hook path);
+// another schema version goes through events.DecodePayload.
 func plainPayload(e *events.Envelope) (any, error) {
+	if v, ok := events.VerifiedPayload(e); ok {
+		return v, nil
+	}
 	spec, ok := events.Lookup(e.Type)
 	if !ok {
 		return nil, &events.UnknownTypeError{Type: e.Type}
