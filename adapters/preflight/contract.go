@@ -62,10 +62,21 @@ func Check(root *adapters.ProjectRoot, m adapters.Manifest, a *adapters.Adapter,
 		return c, ErrNoRecord
 	}
 	c.Record = rec
-	if !Current(a, rec) {
+	if !currentAdapter(a, rec) {
 		return c, ErrStale
 	}
 	disk, changed, err := adapters.DiskRecord(root, a.ID, rec)
+	// DiskRecord fingerprints the digests it read; when they are the
+	// record's own, that is the fingerprint Current would recompute from
+	// the record, so the bridge is hashed once. Otherwise (or when the
+	// disk could not be read) Current decides first, as it always has.
+	if err == nil && slices.Equal(disk.OwnedFiles, rec.OwnedFiles) && slices.Equal(disk.ManagedBlocks, rec.ManagedBlocks) {
+		if disk.BridgeFingerprint != rec.BridgeFingerprint {
+			return c, ErrStale
+		}
+	} else if !Current(a, rec) {
+		return c, ErrStale
+	}
 	if err != nil {
 		return c, fmt.Errorf("inspect the %s bridge: %w", a.ID, err)
 	}
@@ -99,9 +110,13 @@ func ChangedPaths(rec, disk adapters.Record, missing []string) []string {
 // version and capability and a bridge fingerprint that its own files and
 // blocks produce (the stale-adapter check).
 func Current(a *adapters.Adapter, rec adapters.Record) bool {
-	return rec.AdapterVersion == a.Version && rec.AdapterCapability == string(a.Capability) &&
-		rec.BridgeFingerprint != "" &&
+	return currentAdapter(a, rec) &&
 		rec.BridgeFingerprint == adapters.BridgeFingerprint(a.ID, rec.AdapterVersion, rec.OwnedFiles, rec.ManagedBlocks)
+}
+
+// currentAdapter is Current without the fingerprint's recomputation.
+func currentAdapter(a *adapters.Adapter, rec adapters.Record) bool {
+	return rec.AdapterVersion == a.Version && rec.AdapterCapability == string(a.Capability) && rec.BridgeFingerprint != ""
 }
 
 // Eligible reports whether a harness in state s may run preflight: the

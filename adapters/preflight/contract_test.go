@@ -71,9 +71,25 @@ func TestCheckActivationContract(t *testing.T) {
 	if _, err := Check(root, stale, a, fp); !errors.Is(err, ErrStale) {
 		t.Errorf("inconsistent fingerprint: %v", err)
 	}
+	// A record whose own digests are not the bridge's, fingerprinted
+	// consistently: the bridge changed, the record is current.
+	rec = m.Harnesses["codex"]
+	rec.OwnedFiles = append([]adapters.OwnedFile(nil), rec.OwnedFiles...)
+	rec.OwnedFiles[0].SHA256 = adapters.SHA256Hex([]byte("other"))
+	rec.BridgeFingerprint = adapters.BridgeFingerprint("codex", rec.AdapterVersion, rec.OwnedFiles, rec.ManagedBlocks)
+	stale.Harnesses = map[string]adapters.Record{"codex": rec}
+	var bc *BridgeChangedError
+	if _, err := Check(root, stale, a, fp); !errors.As(err, &bc) || len(bc.Paths) != 1 || bc.Paths[0] != rec.OwnedFiles[0].Path {
+		t.Errorf("record digests differ from the bridge: %v", err)
+	}
+	// The same, fingerprinted inconsistently: stale comes first.
+	rec.BridgeFingerprint = m.Harnesses["codex"].BridgeFingerprint
+	stale.Harnesses = map[string]adapters.Record{"codex": rec}
+	if _, err := Check(root, stale, a, fp); !errors.Is(err, ErrStale) {
+		t.Errorf("inconsistent fingerprint, bridge changed: %v", err)
+	}
 	os.WriteFile(filepath.Join(dir, ".codex", "hooks.json"), []byte("{}\n"), 0o644)
 	os.Remove(filepath.Join(dir, "AGENTS.md"))
-	var bc *BridgeChangedError
 	if _, err := Check(root, m, a, fp); !errors.As(err, &bc) || len(bc.Paths) != 2 || bc.Paths[0] != ".codex/hooks.json" || bc.Paths[1] != "AGENTS.md" {
 		t.Errorf("tampered bridge: %v", err)
 	}
