@@ -335,12 +335,16 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		h.version++
 		h.position = pos
 		// An imported event whose chain values stay what they were in its
-		// ledger carries a hash DecodeEnvelope verified: not hashed twice.
-		if !e.CarriesSeal(h.version, pos, t.head) {
+		// ledger carries a hash DecodeEnvelope verified: not hashed twice,
+		// and its input line, when that is its stored form, put as it is.
+		enc, carried := e.CarriedStored(h.version, pos, t.head)
+		if !carried {
 			e.Version, e.Position = h.version, pos
 			t.canon = e.SealWith(t.head, t.canon)
 		}
-		enc := t.arena.encode(&e)
+		if enc == nil {
+			enc = t.arena.encode(&e)
+		}
 		if len(enc) > events.MaxEnvelopeBytes {
 			return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 		}

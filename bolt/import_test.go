@@ -186,5 +186,23 @@ func TestImportOfDecodedExport(t *testing.T) {
 				t.Errorf("local history %v: event %d stored as %s, exported as %s", local, i, got[i].Encode(), lines[i])
 			}
 		}
+		// The stored bytes are the lines as they were decoded, or the
+		// reassigned envelopes' own encoding after the local event.
+		var raws []string
+		if err := st.ScanRaw(bg, 0, func(_ uint64, raw []byte) error { raws = append(raws, string(raw)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if local {
+			raws = raws[1:]
+		}
+		for i := range raws {
+			want := string(lines[i])
+			if local {
+				want = string(got[i].Encode())
+			}
+			if raws[i] != want {
+				t.Errorf("local history %v: event %d stored as %s, want %s", local, i, raws[i], want)
+			}
+		}
 	}
 }

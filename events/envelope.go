@@ -53,6 +53,9 @@ type Envelope struct {
 type verifiedEnvelope struct {
 	e       Envelope
 	payload any
+	// stored is the input line when it was e's stored form (Encode's
+	// bytes: the canonical path checked it), else nil. Never modified.
+	stored []byte
 }
 
 // canonicalTag versions the canonical encoding itself.
@@ -197,6 +200,18 @@ func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
 		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload)
 }
 
+// CarriedStored is CarriesSeal that also returns, when DecodeEnvelope
+// read e from its stored form, those bytes: what Encode would return for
+// e (nil when e came through the strict decoder). They are shared and must
+// not be modified. An import puts them as they are instead of encoding
+// the envelope again.
+func (e *Envelope) CarriedStored(version, position uint64, prev string) ([]byte, bool) {
+	if !e.CarriesSeal(version, position, prev) {
+		return nil, false
+	}
+	return e.verified.stored, true
+}
+
 // VerifiedPayload returns the payload value DecodeEnvelope or Factory.New
 // decoded when it checked e (DecodePayload's), if e still holds the type,
 // schema version, stream and payload bytes it checked. The value is shared:
@@ -272,12 +287,21 @@ func (e *Envelope) AppendEncode(b []byte) []byte {
 // DecodeEnvelope strictly decodes one envelope from outside input: at most
 // MaxEnvelopeBytes, no unknown or duplicate keys at any level, every field
 // present, identifiers valid, payload compact and decodable into its
-// registered type, and the hash consistent with the content.
-func DecodeEnvelope(data []byte) (Envelope, error) {
+// registered type, and the hash consistent with the content. The result
+// does not alias data.
+func DecodeEnvelope(data []byte) (Envelope, error) { return decodeEnvelope(data, false) }
+
+// DecodeEnvelopeOwned is DecodeEnvelope for a caller that hands data over:
+// the envelope may alias it (its payload and its stored form, see
+// CarriedStored), so data must not be modified afterwards. An import that
+// holds its lines anyway spares a copy of each.
+func DecodeEnvelopeOwned(data []byte) (Envelope, error) { return decodeEnvelope(data, true) }
+
+func decodeEnvelope(data []byte, owned bool) (Envelope, error) {
 	if len(data) > MaxEnvelopeBytes {
 		return Envelope{}, fmt.Errorf("envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
 	}
-	if e, ok := decodeCanonical(data); ok {
+	if e, ok := decodeCanonical(data, owned); ok {
 		return e, nil
 	}
 	return decodeStrict(data)
@@ -289,12 +313,19 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 // every check of decodeStrict after its JSON layer must pass. What it
 // accepts, decodeStrict accepts and reads identically (FuzzDecodeStored);
 // anything else (ok false) goes through decodeStrict, which gives the
-// error.
-func decodeCanonical(data []byte) (e Envelope, ok bool) {
-	e, err := DecodeStored(data)
+// error. The envelope keeps the line (copied unless owned) as its stored
+// form, its payload aliasing it.
+func decodeCanonical(data []byte, owned bool) (e Envelope, ok bool) {
+	e, err := DecodeStoredRef(data)
 	if err != nil {
 		return Envelope{}, false
 	}
+	if !owned {
+		data = append([]byte(nil), data...)
+		end := len(data) - storedSuffixLen // where parseStored's payload ends
+		e.Payload = json.RawMessage(data[end-len(e.Payload) : end : end])
+	}
+	data = data[:len(data):len(data)]
 	var buf [1024]byte
 	if !bytes.Equal(e.AppendEncode(buf[:0]), data) || e.Version == 0 || e.Position == 0 ||
 		!isHex64(e.PrevHash) || !isHex64(e.Hash) {
@@ -308,7 +339,7 @@ func decodeCanonical(data []byte) (e Envelope, ok bool) {
 	if h != e.Hash {
 		return Envelope{}, false
 	}
-	e.verified = &verifiedEnvelope{e: e, payload: payload}
+	e.verified = &verifiedEnvelope{e: e, payload: payload, stored: data}
 	return e, true
 }
 

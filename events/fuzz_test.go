@@ -136,4 +136,35 @@ func checkFastPath(t *testing.T, data []byte) {
 	case gerr == nil && (!sameEnvelope(got, want) || !got.CarriesSeal(want.Version, want.Position, want.PrevHash)):
 		t.Fatalf("decoders disagree on %q:\nfast   %+v\nstrict %+v", data, got, want)
 	}
+	owned, oerr := DecodeEnvelopeOwned(bytes.Clone(data))
+	if (oerr == nil) != (gerr == nil) || gerr == nil && !sameEnvelope(owned, got) {
+		t.Fatalf("DecodeEnvelopeOwned: %v, DecodeEnvelope: %v, on %q", oerr, gerr, data)
+	}
+	if gerr != nil {
+		return
+	}
+	// The stored form an import puts as it is: the input, and Encode's.
+	if stored, _ := got.CarriedStored(got.Version, got.Position, got.PrevHash); stored != nil && (!bytes.Equal(stored, data) || !bytes.Equal(stored, got.Encode())) {
+		t.Fatalf("stored form %q of %q is not Encode's %q", stored, data, got.Encode())
+	}
+}
+
+// FuzzParseRunTime: the hand-parsed run time layout is time.Parse of
+// RunTimeLayout with its Format round trip: the same time or an error.
+func FuzzParseRunTime(f *testing.F) {
+	for _, s := range []string{"2026-11-01T12:00:00.000Z", "2024-02-29T23:59:59.999Z", "2023-02-29T00:00:00.000Z",
+		"0000-01-01T00:00:00.000Z", "2026-11-01T12:00:60.000Z", "2026-11-01T12:00:00.00Z", "2026-11-01T12:00:00.0000Z",
+		"2026-11-01t12:00:00.000Z", "2026-11-01T12:00:00,000Z", "+026-11-01T12:00:00.000Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, gerr := ParseRunTime(s)
+		want, werr := time.Parse(RunTimeLayout, s)
+		if werr == nil && want.Format(RunTimeLayout) != s {
+			werr = errors.New("not canonical")
+		}
+		if (gerr == nil) != (werr == nil) || gerr == nil && (!got.Equal(want) || got.Location() != time.UTC) {
+			t.Fatalf("ParseRunTime(%q) = %v, %v; time.Parse: %v, %v", s, got, gerr, want, werr)
+		}
+	})
 }

@@ -187,7 +187,7 @@ const decodeChunkLines = 2048
 
 // lineChunk is a run of input lines decoded by one worker.
 type lineChunk struct {
-	buf   []byte // the lines, back to back
+	buf   []byte // the lines, back to back; the decoded envelopes alias it
 	ends  []int  // end offset of each line in buf
 	nums  []int  // 1-based line numbers
 	out   []events.Envelope
@@ -199,7 +199,7 @@ func (c *lineChunk) decode(failed *atomic.Bool) {
 	c.out = make([]events.Envelope, len(c.ends))
 	start := 0
 	for i, end := range c.ends {
-		e, err := events.DecodeEnvelope(c.buf[start:end])
+		e, err := events.DecodeEnvelopeOwned(c.buf[start:end])
 		if err != nil {
 			c.err, c.errAt = err, c.nums[i]
 			failed.Store(true)
@@ -208,7 +208,6 @@ func (c *lineChunk) decode(failed *atomic.Bool) {
 		c.out[i] = e
 		start = end
 	}
-	c.buf = nil
 }
 
 // readEnvelopes strictly decodes NDJSON envelopes (blank lines allowed) of
