@@ -34,11 +34,13 @@ package runrec
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sync"
@@ -546,12 +548,25 @@ func NewMeter() *Meter { return &Meter{sum: sha256.New()} }
 
 func (m *Meter) Write(p []byte) (int, error) {
 	m.sum.Write(p)
+	m.chars += int64(len(p) - continuationBytes(p))
+	return len(p), nil
+}
+
+// continuationBytes counts the bytes 10xxxxxx in p, eight at a time (an
+// import digests its whole input: a byte loop cost a tenth of the command).
+func continuationBytes(p []byte) int {
+	const high = 0x8080808080808080
+	n := 0
+	for ; len(p) >= 8; p = p[8:] {
+		w := binary.LittleEndian.Uint64(p)
+		n += bits.OnesCount64(w &^ (w << 1) & high) // bit 7 set, bit 6 clear
+	}
 	for _, c := range p {
-		if c&0xC0 != 0x80 {
-			m.chars++
+		if c&0xC0 == 0x80 {
+			n++
 		}
 	}
-	return len(p), nil
+	return n
 }
 
 // Digest returns the lowercase hex SHA-256 and the character count so far.

@@ -47,4 +47,20 @@ func TestMeterCountsCharacters(t *testing.T) {
 	if s2, n2 := m.Digest(); s2 != sum || n2 != n {
 		t.Fatalf("streamed %s %d, whole %s %d", s2, n2, sum, n)
 	}
+	// Every byte value at every offset of the eight-byte words.
+	var all []byte
+	for i := range 256 * 3 {
+		all = append(all, byte(i*7))
+	}
+	for lo := range 9 {
+		want := 0
+		for _, c := range all[lo:] {
+			if c&0xC0 == 0x80 {
+				want++
+			}
+		}
+		if got := continuationBytes(all[lo:]); got != want {
+			t.Fatalf("from %d: %d continuation bytes, want %d", lo, got, want)
+		}
+	}
 }
