@@ -50,10 +50,11 @@ type Tx struct {
 	wrote   bool  // anything written at all
 	err     error // poison, see above
 	live    []fold.Projection
-	liveKV  []fold.KV // live[i]'s bucket or batch, opened by its first fold
-	scrub   bool      // a body was deleted: scrub free pages after commit
-	key     [8]byte   // scratch for an events key
-	canon   []byte    // scratch for the canonical bytes a seal hashes
+	liveKV  []fold.KV       // live[i]'s bucket or batch, opened by its first fold
+	scrub   bool            // a body was deleted: scrub free pages after commit
+	key     [8]byte         // scratch for an events key
+	canon   []byte          // scratch for the canonical bytes a seal hashes
+	folded  events.Envelope // scratch: the envelope the folds get (apply)
 	// arena backs the stored envelopes and projection values put in this
 	// tx (bbolt keeps the slices until commit).
 	arena valueArena
@@ -375,16 +376,18 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 }
 
 // apply folds e into every projection that handles its type. The folds
-// get a copy without the hashes (fold.Projection), as in a rebuild.
+// get a copy without the hashes (fold.Projection), as in a rebuild, in
+// t.folded: a copy per event would escape to the heap (the folds are
+// called through an interface), and a fold keeps no envelope past Apply.
 func (t *Tx) apply(e *events.Envelope) error {
-	f := *e
+	f := &t.folded
+	*f = *e
 	f.PrevHash, f.Hash = "", ""
-	e = &f
 	if t.liveKV == nil {
 		t.liveKV = make([]fold.KV, len(t.live))
 	}
 	for i, p := range t.live {
-		if !p.Handles(e.Type) {
+		if !p.Handles(f.Type) {
 			continue
 		}
 		kv := t.liveKV[i]
@@ -403,7 +406,7 @@ func (t *Tx) apply(e *events.Envelope) error {
 			}
 			t.liveKV[i] = kv
 		}
-		if err := p.Apply(kv, bodies{t.bodies}, e); err != nil {
+		if err := p.Apply(kv, bodies{t.bodies}, f); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
 	}
