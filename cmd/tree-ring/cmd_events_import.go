@@ -182,8 +182,15 @@ func importError(name string, lines []int, err error) error {
 	return fmt.Errorf("%s:%d: %w", name, lines[ie.Index], ie.Err)
 }
 
-// decodeChunkLines is how many lines one decoding job holds.
-const decodeChunkLines = 2048
+// decodeChunkBytes is how many bytes of lines one decoding job holds. Its
+// buffer is allocated once at that size (grown line by line, the copies of
+// a 1 MiB chunk cost five times its size) and stays, since the envelopes
+// alias it; a line is at most MaxEnvelopeBytes, so one always fits.
+const decodeChunkBytes = 1 << 20
+
+func newLineChunk() *lineChunk {
+	return &lineChunk{buf: make([]byte, 0, decodeChunkBytes), ends: make([]int, 0, 1024), nums: make([]int, 0, 1024)}
+}
 
 // lineChunk is a run of input lines decoded by one worker.
 type lineChunk struct {
@@ -257,11 +264,11 @@ func decodeChunks(sc *bufio.Scanner) ([]*lineChunk, int) {
 		}()
 	}
 	var chunks []*lineChunk
-	cur := &lineChunk{}
+	cur := newLineChunk()
 	send := func() {
 		chunks = append(chunks, cur)
 		jobs <- cur
-		cur = &lineChunk{}
+		cur = newLineChunk()
 	}
 	line := 0
 	for !failed.Load() && sc.Scan() {
@@ -270,12 +277,12 @@ func decodeChunks(sc *bufio.Scanner) ([]*lineChunk, int) {
 		if len(b) == 0 {
 			continue
 		}
+		if len(cur.buf)+len(b) > cap(cur.buf) {
+			send()
+		}
 		cur.buf = append(cur.buf, b...)
 		cur.ends = append(cur.ends, len(cur.buf))
 		cur.nums = append(cur.nums, line)
-		if len(cur.ends) == decodeChunkLines {
-			send()
-		}
 	}
 	if len(cur.ends) > 0 {
 		send()

@@ -192,10 +192,12 @@ func TestReadEnvelopesLimit(t *testing.T) {
 // TestReadEnvelopesManyChunks decodes across several parallel chunks and
 // reports the first bad line, not the first one a worker finished.
 func TestReadEnvelopesManyChunks(t *testing.T) {
-	path := exportFile(t, t.TempDir(), 1, 3*decodeChunkLines+10)
+	one, _ := os.ReadFile(exportFile(t, t.TempDir(), 1, 1))
+	per := decodeChunkBytes / len(one) // about the lines of one chunk
+	path := exportFile(t, t.TempDir(), 1, 3*per+10)
 	b, _ := os.ReadFile(path)
 	envs, lines, err := readEnvelopes(strings.NewReader(string(b)), "in", 1<<30)
-	if err != nil || len(envs) != 3*decodeChunkLines+10 || lines[len(lines)-1] != len(envs) {
+	if err != nil || len(envs) != 3*per+10 || lines[len(lines)-1] != len(envs) {
 		t.Fatalf("%d envelopes, %v", len(envs), err)
 	}
 	for i := range envs {
@@ -203,11 +205,12 @@ func TestReadEnvelopesManyChunks(t *testing.T) {
 			t.Fatalf("envelope %d out of order", i)
 		}
 	}
+	// In the third chunk, then in the second: the second's is reported.
 	all := strings.Split(string(b), "\n")
-	all[2*decodeChunkLines+5] = "bad"
-	all[decodeChunkLines+7] = "worse"
+	all[2*per+per/2] = "bad"
+	all[per+per/2] = "worse"
 	_, _, err = readEnvelopes(strings.NewReader(strings.Join(all, "\n")), "in", 1<<30)
-	if want := fmt.Sprintf("in:%d: ", decodeChunkLines+8); err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := fmt.Sprintf("in:%d: ", per+per/2+1); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("error %v, want it at %q", err, want)
 	}
 }
