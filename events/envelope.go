@@ -160,11 +160,17 @@ func (e *Envelope) ComputeHash() string {
 // hashWith is ComputeHash building the canonical bytes in scratch; it
 // returns scratch, grown if it had to be, for the next call.
 func (e *Envelope) hashWith(scratch []byte) (string, []byte) {
+	h, scratch := e.hexHash(scratch)
+	return string(h[:]), scratch
+}
+
+// hexHash is hashWith without the string.
+func (e *Envelope) hexHash(scratch []byte) ([64]byte, []byte) {
 	scratch = e.appendCanonical(scratch[:0])
 	sum := sha256.Sum256(scratch)
 	var h [64]byte
 	hex.Encode(h[:], sum[:])
-	return string(h[:]), scratch
+	return h, scratch
 }
 
 // Seal sets PrevHash and Hash. The store calls it with the chain head.
@@ -335,8 +341,7 @@ func decodeCanonical(data []byte, owned bool) (e Envelope, ok bool) {
 	if err != nil {
 		return Envelope{}, false
 	}
-	h, _ := e.hashWith(buf[:0])
-	if h != e.Hash {
+	if h, _ := e.hexHash(buf[:0]); string(h[:]) != e.Hash {
 		return Envelope{}, false
 	}
 	e.verified = &verifiedEnvelope{e: e, payload: payload, stored: data}
