@@ -104,7 +104,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := t.flushBatches(); err != nil {
 			return err
 		}
-		if err := t.pending.flush(t.ids.b, t.streams); err != nil {
+		if err := t.pending.flush(t.ids.b, t.streams, &t.arena); err != nil {
 			return fmt.Errorf("index: %w", t.s.indexErr(err))
 		}
 		if err := t.flushHeads(); err != nil {

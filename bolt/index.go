@@ -250,6 +250,25 @@ type indexWriter struct {
 	byID    map[[16]byte]uint64 // ids[:mapped], built by the first lookup
 	mapped  int
 	streams map[string]*streamRun
+	// runs and slab back the streams' runs and their first positions: an
+	// import touches a thousand streams a transaction, a few versions each.
+	runs []streamRun
+	slab []uint64
+}
+
+// runSlab is how many streamRuns (and of their first eight positions)
+// one allocation of indexWriter.runs (and .slab) holds.
+const runSlab = 256
+
+// newRun returns an empty run of a stream after version base.
+func (w *indexWriter) newRun(base uint64) *streamRun {
+	if len(w.runs) == cap(w.runs) {
+		w.runs = make([]streamRun, 0, runSlab)
+		w.slab = make([]uint64, runSlab*8)
+	}
+	w.runs = append(w.runs, streamRun{base: base, pos: w.slab[:0:8]})
+	w.slab = w.slab[8:]
+	return &w.runs[len(w.runs)-1]
 }
 
 // reserve makes room for n more entries.
@@ -264,7 +283,7 @@ func (w *indexWriter) add(stream string, version uint64, id [16]byte, pos uint64
 		if w.streams == nil {
 			w.streams = map[string]*streamRun{}
 		}
-		r = &streamRun{base: version - 1}
+		r = w.newRun(version - 1)
 		w.streams[stream] = r
 	}
 	if r.base+uint64(len(r.pos))+1 != version {
@@ -295,19 +314,21 @@ func (w *indexWriter) id(id [16]byte) (uint64, bool) {
 }
 
 // flush writes the collected entries into the two index buckets and
-// empties w.
-func (w *indexWriter) flush(ids, streams *bbolt.Bucket) error {
-	if err := w.flushStreams(streams); err != nil {
+// empties w. The stream blocks' values are built in a (bbolt keeps a
+// value until commit).
+func (w *indexWriter) flush(ids, streams *bbolt.Bucket, a *valueArena) error {
+	if err := w.flushStreams(streams, a); err != nil {
 		return err
 	}
 	if err := w.flushIDs(ids); err != nil {
 		return err
 	}
-	w.ids, w.byID, w.mapped, w.streams = w.ids[:0], nil, 0, nil
+	w.ids, w.byID, w.mapped, w.streams, w.runs, w.slab = w.ids[:0], nil, 0, nil, nil, nil
 	return nil
 }
 
-func (w *indexWriter) flushStreams(b *bbolt.Bucket) error {
+func (w *indexWriter) flushStreams(b *bbolt.Bucket, a *valueArena) error {
+	var key []byte // bbolt copies keys
 	for _, name := range slices.Sorted(maps.Keys(w.streams)) {
 		r := w.streams[name]
 		first := streamBlockFirst(r.base + 1)
@@ -315,7 +336,8 @@ func (w *indexWriter) flushStreams(b *bbolt.Bucket) error {
 		if r.base%streamBlockCap != 0 {
 			// The stream's last block has room: rewrite it with the new
 			// positions appended.
-			k := streamKey(name, first)
+			key = appendStreamKey(key[:0], name, first)
+			k := key
 			old := b.Get(k)
 			if old == nil {
 				return fmt.Errorf("%w: stream %s is at version %d but has no block at version %d", errBlock, name, r.base, first)
@@ -327,26 +349,48 @@ func (w *indexWriter) flushStreams(b *bbolt.Bucket) error {
 			if have := uint64(len(ps) / 8); have != r.base-first+1 {
 				return fmt.Errorf("%w: stream %s is at version %d but its block at version %d holds %d versions", errBlock, name, r.base, first, have)
 			}
-			val = append(make([]byte, 0, streamBlockCap*8), ps...)
+			val = append(a.alloc(min(streamBlockCap, len(ps)/8+len(r.pos))*8), ps...)
 		}
 		for i, p := range r.pos {
 			if len(val) == streamBlockCap*8 {
-				if err := b.Put(streamKey(name, first), val); err != nil {
+				if err := b.Put(appendStreamKey(key[:0], name, first), val); err != nil {
 					return fmt.Errorf("index stream %s: %w", name, err)
 				}
 				first += streamBlockCap
 				val = nil
 			}
 			if val == nil {
-				val = make([]byte, 0, min(streamBlockCap, len(r.pos)-i)*8)
+				val = a.alloc(min(streamBlockCap, len(r.pos)-i) * 8)
 			}
 			val = binary.BigEndian.AppendUint64(val, p)
 		}
-		if err := b.Put(streamKey(name, first), val); err != nil {
+		key = appendStreamKey(key[:0], name, first)
+		if err := b.Put(key, val); err != nil {
 			return fmt.Errorf("index stream %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// appendStreamKey appends streamKey(stream, version) to k.
+func appendStreamKey(k []byte, stream string, version uint64) []byte {
+	k = append(k, stream...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, version)
+}
+
+// alloc returns an empty slice with room for n bytes, carved from the
+// arena's slab (see valueArena) when n is small.
+func (a *valueArena) alloc(n int) []byte {
+	if n > arenaSlab/16 {
+		return make([]byte, 0, n)
+	}
+	if len(a.slab)+n > cap(a.slab) {
+		a.slab = make([]byte, 0, arenaSlab)
+	}
+	start := len(a.slab)
+	a.slab = a.slab[:start+n]
+	return a.slab[start : start : start+n]
 }
 
 func compareIDEntry(a, b idEntry) int { return bytes.Compare(a.id[:], b.id[:]) }

@@ -60,7 +60,7 @@ func commitIDs(db *bbolt.DB, ids ...uint64) error {
 		for _, n := range ids {
 			w.ids = append(w.ids, idEntry{tid(n), n})
 		}
-		return w.flush(tx.Bucket(bucketIDBlocks), tx.Bucket(bucketStreamBlocks))
+		return w.flush(tx.Bucket(bucketIDBlocks), tx.Bucket(bucketStreamBlocks), &valueArena{})
 	})
 }
 
@@ -199,7 +199,7 @@ func commitStream(db *bbolt.DB, stream string, base uint64, n int) error {
 				return err
 			}
 		}
-		return w.flushStreams(tx.Bucket(bucketStreamBlocks))
+		return w.flushStreams(tx.Bucket(bucketStreamBlocks), &valueArena{})
 	})
 }
 

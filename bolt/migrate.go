@@ -112,7 +112,7 @@ func migrateStep(tx *bbolt.Tx, chunk int) (bool, error) {
 		last = pos
 		n++
 	}
-	if err := w.flush(ids, streams); err != nil {
+	if err := w.flush(ids, streams, &valueArena{}); err != nil {
 		return false, err
 	}
 	if last < head {
