@@ -340,8 +340,11 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		// and its input line, when that is its stored form, put as it is.
 		enc, carried := e.CarriedStored(h.version, pos, t.head)
 		if !carried {
-			e.Version, e.Position = h.version, pos
-			t.canon = e.SealWith(t.head, t.canon)
+			// One that moved is sealed and encoded from its line.
+			if enc, t.canon = t.arena.reseal(&e, h.version, pos, t.head, t.canon); enc == nil {
+				e.Version, e.Position = h.version, pos
+				t.canon = e.SealWith(t.head, t.canon)
+			}
 		}
 		if enc == nil {
 			enc = t.arena.encode(&e)

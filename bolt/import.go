@@ -247,3 +247,28 @@ func IsConflict(err error) bool {
 	var in *InputConflictError
 	return errors.As(err, &c) || errors.As(err, &b) || errors.As(err, &in)
 }
+
+// reseal is encode for an imported envelope that moves to other chain
+// values (events.Envelope.ResealStored): it seals e at version, position
+// and prev and appends its stored form to the arena; nil (e unchanged)
+// when e was not read from its stored form.
+func (a *valueArena) reseal(e *events.Envelope, version, position uint64, prev string, scratch []byte) ([]byte, []byte) {
+	n := e.EncodedSizeBound()
+	if n > arenaSlab/16 {
+		out, scratch, ok := e.ResealStored(version, position, prev, scratch, make([]byte, 0, n))
+		if !ok {
+			return nil, scratch
+		}
+		return out, scratch
+	}
+	if len(a.slab)+n > cap(a.slab) {
+		a.slab = make([]byte, 0, arenaSlab)
+	}
+	start := len(a.slab)
+	out, scratch, ok := e.ResealStored(version, position, prev, scratch, a.slab)
+	if !ok {
+		return nil, scratch
+	}
+	a.slab = out
+	return out[start:len(out):len(out)], scratch
+}

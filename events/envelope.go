@@ -82,10 +82,18 @@ func (e *Envelope) canonicalSize() int {
 		len(time.RFC3339Nano) + len(e.Actor) + len(e.Payload) + len(e.PrevHash)
 }
 
-func (e *Envelope) appendCanonical(b []byte) []byte {
+func (e *Envelope) appendCanonical(b []byte) []byte { return e.appendCanonicalFrom(b, nil, nil) }
+
+// appendCanonicalFrom is appendCanonical with the id's and recorded_at's
+// text given (a stored line's, which are e's), or formatted when nil.
+func (e *Envelope) appendCanonicalFrom(b, idText, atText []byte) []byte {
 	b = appendField(b, canonicalTag)
 	b = binary.BigEndian.AppendUint64(b, 26)
-	b = appendID(b, e.ID)
+	if idText != nil {
+		b = append(b, idText...)
+	} else {
+		b = appendID(b, e.ID)
+	}
 	b = appendField(b, e.Stream)
 	b = appendU64(b, e.Version)
 	b = appendU64(b, e.Position)
@@ -94,7 +102,11 @@ func (e *Envelope) appendCanonical(b []byte) []byte {
 	// The timestamp's length is only known after formatting: reserve it.
 	at := len(b)
 	b = binary.BigEndian.AppendUint64(b, 0)
-	b = appendUTC(b, e.RecordedAt)
+	if atText != nil {
+		b = append(b, atText...)
+	} else {
+		b = appendUTC(b, e.RecordedAt)
+	}
 	binary.BigEndian.PutUint64(b[at:], uint64(len(b)-at-8))
 	b = appendField(b, e.Actor)
 	b = binary.BigEndian.AppendUint64(b, uint64(len(e.Payload)))
@@ -196,14 +208,80 @@ func (e *Envelope) SealWith(prev string, scratch []byte) []byte {
 // exported ledger imported in order into an empty one keeps every chain
 // value, so each event is hashed once, when its line is checked.
 func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
+	v := e.asVerified()
+	return v != nil && v.e.Version == version && v.e.Position == position && v.e.PrevHash == prev
+}
+
+// asVerified returns what DecodeEnvelope verified of e if e still holds
+// exactly that (the same strings and payload, which are never modified in
+// place), else nil.
+func (e *Envelope) asVerified() *verifiedEnvelope {
 	if e.verified == nil {
-		return false
+		return nil
 	}
 	v := &e.verified.e
-	return e.Version == version && e.Position == position && e.PrevHash == prev &&
-		v.Version == version && v.Position == position && v.PrevHash == prev && v.Hash == e.Hash &&
+	if e.Version == v.Version && e.Position == v.Position && e.PrevHash == v.PrevHash && e.Hash == v.Hash &&
 		v.ID == e.ID && v.Stream == e.Stream && v.Type == e.Type && v.SchemaVersion == e.SchemaVersion &&
-		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload)
+		v.RecordedAt.Equal(e.RecordedAt) && v.Actor == e.Actor && samePayload(v.Payload, e.Payload) {
+		return e.verified
+	}
+	return nil
+}
+
+// ResealStored gives e other chain values and appends its stored form to
+// dst, as
+//
+//	e.Version, e.Position = version, position
+//	scratch = e.SealWith(prev, scratch)
+//	dst = e.AppendEncode(dst)
+//
+// would, for an envelope DecodeEnvelope read from its stored form and
+// unchanged since: the id, the time and the line from the type to the end
+// of the payload come from that line instead of being formatted again (an
+// import into a ledger with history moves every event). ok is false, and
+// e unchanged, for any other envelope.
+func (e *Envelope) ResealStored(version, position uint64, prev string, scratch, dst []byte) (out, newScratch []byte, ok bool) {
+	v := e.asVerified()
+	if v == nil || v.stored == nil {
+		return dst, scratch, false
+	}
+	line := v.stored
+	// Offsets in Encode's layout (see AppendEncode).
+	const idStart, versionKey = len(`{"id":"`), len(`","stream":"`) + len(`","version":`)
+	versionStart := idStart + 26 + versionKey + len(e.Stream)
+	typeStart := versionStart + digits(e.Version) + len(`,"position":`) + digits(e.Position)
+	payloadEnd := len(line) - storedSuffixLen
+	atEnd := payloadEnd - len(e.Payload) - len(`","payload":`) - len(e.Actor) - len(`","actor":"`)
+	atStart := typeStart + len(`,"type":"`) + len(e.Type) + len(`","schema_version":`) +
+		digits(uint64(e.SchemaVersion)) + len(`,"recorded_at":"`)
+
+	e.Version, e.Position, e.PrevHash = version, position, prev
+	scratch = e.appendCanonicalFrom(scratch[:0], line[idStart:idStart+26], line[atStart:atEnd])
+	sum := sha256.Sum256(scratch)
+	var h [64]byte
+	hex.Encode(h[:], sum[:])
+	e.Hash = string(h[:])
+
+	dst = append(dst, line[:versionStart]...)
+	dst = strconv.AppendUint(dst, version, 10)
+	dst = append(dst, `,"position":`...)
+	dst = strconv.AppendUint(dst, position, 10)
+	dst = append(dst, line[typeStart:payloadEnd]...)
+	dst = append(dst, `,"prev_hash":"`...)
+	dst = append(dst, prev...)
+	dst = append(dst, `","hash":"`...)
+	dst = append(dst, h[:]...)
+	dst = append(dst, `"}`...)
+	return dst, scratch, true
+}
+
+// digits is len(strconv.FormatUint(n, 10)).
+func digits(n uint64) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // CarriedStored is CarriesSeal that also returns, when DecodeEnvelope

@@ -350,6 +350,15 @@ func TestCarriesSeal(t *testing.T) {
 		if c.want && e.ComputeHash() != e.Hash {
 			t.Errorf("%s: carries a seal its content does not hash to", c.name)
 		}
+		// Only the decoded envelope, unchanged, can be moved from its line.
+		unchanged := c.name == "decoded, same chain" || strings.HasPrefix(c.name, "other ")
+		moved, want := e, e
+		want.Version, want.Position = c.v+1, c.pos+1
+		want.Seal(c.prev)
+		out, _, ok := moved.ResealStored(c.v+1, c.pos+1, c.prev, nil, nil)
+		if ok != unchanged || ok && (!sameEnvelope(moved, want) || !bytes.Equal(out, want.Encode())) {
+			t.Errorf("%s: ResealStored = %q, %v", c.name, out, ok)
+		}
 		stored, ok := e.CarriedStored(c.v, c.pos, c.prev)
 		if ok != c.want || ok && !bytes.Equal(stored, e.Encode()) || !ok && stored != nil {
 			t.Errorf("%s: CarriedStored = %q, %v; want the stored form when it carries its seal", c.name, stored, ok)

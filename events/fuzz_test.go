@@ -144,8 +144,31 @@ func checkFastPath(t *testing.T, data []byte) {
 		return
 	}
 	// The stored form an import puts as it is: the input, and Encode's.
-	if stored, _ := got.CarriedStored(got.Version, got.Position, got.PrevHash); stored != nil && (!bytes.Equal(stored, data) || !bytes.Equal(stored, got.Encode())) {
+	stored, _ := got.CarriedStored(got.Version, got.Position, got.PrevHash)
+	if stored != nil && (!bytes.Equal(stored, data) || !bytes.Equal(stored, got.Encode())) {
 		t.Fatalf("stored form %q of %q is not Encode's %q", stored, data, got.Encode())
+	}
+	checkReseal(t, got, stored != nil)
+}
+
+// checkReseal: an envelope moved to other chain values by ResealStored is
+// the one a seal and an encoding give, byte for byte; it refuses an
+// envelope that was not read from its stored form.
+func checkReseal(t *testing.T, got Envelope, fromStored bool) {
+	t.Helper()
+	for _, to := range []struct{ v, p uint64 }{{got.Version, got.Position + 1}, {got.Version + 9, got.Position*10 + 3}, {1, 1}} {
+		e, want := got, got
+		want.Version, want.Position = to.v, to.p
+		want.Seal(got.Hash)
+		out, _, ok := e.ResealStored(to.v, to.p, got.Hash, nil, []byte("x"))
+		switch {
+		case ok != fromStored:
+			t.Fatalf("ResealStored ok %v for an envelope read from its stored form: %v", ok, fromStored)
+		case !ok && !sameEnvelope(e, got):
+			t.Fatal("a refused ResealStored changed the envelope")
+		case ok && (!sameEnvelope(e, want) || string(out) != "x"+string(want.Encode())):
+			t.Fatalf("ResealStored to %d@%d:\n%s %s\nwant\n%s %s", to.v, to.p, out, e.Hash, want.Encode(), want.Hash)
+		}
 	}
 }
 
