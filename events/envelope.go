@@ -241,11 +241,10 @@ func (e *Envelope) asVerified() *verifiedEnvelope {
 // import into a ledger with history moves every event). ok is false, and
 // e unchanged, for any other envelope.
 func (e *Envelope) ResealStored(version, position uint64, prev string, scratch, dst []byte) (out, newScratch []byte, ok bool) {
-	v := e.asVerified()
-	if v == nil || v.stored == nil {
+	if e.verified == nil || e.verified.stored == nil || e.asVerified() == nil {
 		return dst, scratch, false
 	}
-	line := v.stored
+	line := e.verified.stored
 	// Offsets in Encode's layout (see AppendEncode).
 	const idStart, versionKey = len(`{"id":"`), len(`","stream":"`) + len(`","version":`)
 	versionStart := idStart + 26 + versionKey + len(e.Stream)
