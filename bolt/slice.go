@@ -30,6 +30,10 @@ const handoffMax = time.Second
 // before it commits, however costly its commits have become.
 const minWorkShare = 1.0 / 8
 
+// maxWorkShares bounds how many budgets a slice may work while no process
+// waits (where waiters announce themselves): about 1 s at 30 ms.
+const maxWorkShares = 32
+
 // slicing is the state of a Store opened with Options.SliceBudget.
 type slicing struct {
 	// probe is a read-only descriptor of the ledger, kept across Yield,
@@ -111,9 +115,20 @@ func (s *Store) overdue() bool {
 // the syncs' latency, which no slice size changes (the least of the last
 // commits), plus a part that grows with the pages the slice touched, so
 // with the work and with the ledger: k per unit of work, measured on a
-// slice that ran out of time. The next works budget/(1+k), so that the
-// work and the part that grows with it stay within the budget however
-// large the ledger gets (at least minWorkShare of it, at most all).
+// slice that ran out of time.
+//
+// Where waiters announce themselves, a slice ends as soon as one does, so
+// a waiter waits for the index writes and commit of the work done so far,
+// never for the rest of the slice: the slice may work while nobody waits,
+// as long as what follows it stays within the budget above the floor. The
+// next works budget/k (the work whose part above the floor is the
+// budget), at most twice the last slice's work (k is measured, not
+// known: page rewrites grow less than linearly with the work, so a longer
+// slice is measured before it is trusted) and at most maxWorkShares
+// budgets. Elsewhere a waiter waits for the whole slice, and the next
+// works budget/(1+k), so that the work and the part that grows with it
+// stay within the budget however large the ledger gets. Either way at
+// least minWorkShare of it.
 func (s *Store) committed(commitStart time.Time) {
 	sl := s.slice
 	if sl == nil {
@@ -134,8 +149,17 @@ func (s *Store) committed(commitStart time.Time) {
 	work := sl.timeUp.Sub(s.since)
 	k := max(float64(now.Sub(sl.timeUp)-floor)/float64(work), 0)
 	sl.timeUp = time.Time{}
-	share := min(max(1/(1+k), minWorkShare), 1)
-	sl.work = time.Duration(share * float64(s.opts.SliceBudget))
+	budget := float64(s.opts.SliceBudget)
+	var next float64
+	if waitersAnnounce {
+		next = min(2*float64(work), maxWorkShares*budget)
+		if k > 0 {
+			next = min(next, budget/k)
+		}
+	} else {
+		next = min(budget/(1+k), budget)
+	}
+	sl.work = time.Duration(max(next, minWorkShare*budget))
 }
 
 // Overdue reports whether this transaction's slice should end (see

@@ -44,3 +44,6 @@ func announced(probe *os.File) bool {
 	}
 	return lk.Type != syscall.F_UNLCK
 }
+
+// waitersAnnounce: a slice learns of a waiter at once (see committed).
+const waitersAnnounce = true
