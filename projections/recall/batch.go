@@ -33,33 +33,39 @@ type blockID struct {
 
 type block struct{ v []byte }
 
+// blockKeyLen is the length of block and count keys: 't' token(8)
+// ^range(4), range field 0 for the count.
+const blockKeyLen = 13
+
+// Kinds of key held in the batch's own maps.
 const (
-	blockKeyLen = 13 // 't' token(8) ^range(4)
-	countKeyLen = 9  // 'n' token(8)
+	kBlock = 1 + iota
+	kCount
 )
 
-// typed reports which of the batch's own maps holds key, if any.
+// typedKey reports which of the batch's own maps holds key, if any.
 func typedKey(key []byte) (blockID, byte) {
-	switch {
-	case len(key) == blockKeyLen && key[0] == pPost:
-		return blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}, pPost
-	case len(key) == countKeyLen && key[0] == pCount:
-		return blockID{tok: binary.BigEndian.Uint64(key[1:])}, pCount
+	if len(key) != blockKeyLen || key[0] != pPost {
+		return blockID{}, 0
 	}
-	return blockID{}, 0
+	id := blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}
+	if id.rng == 0 {
+		return blockID{tok: id.tok}, kCount
+	}
+	return id, kBlock
 }
 
 // Get implements KV.
 func (b *batch) Get(key []byte) []byte {
 	switch id, p := typedKey(key); p {
-	case pPost:
+	case kBlock:
 		if bl, ok := b.blocks[id]; ok {
 			if len(bl.v) == 0 {
 				return nil
 			}
 			return bl.v
 		}
-	case pCount:
+	case kCount:
 		if n, ok := b.counts[id.tok]; ok {
 			if n == 0 {
 				return nil
@@ -85,9 +91,9 @@ func (b *batch) Delete(key []byte) error {
 
 func (b *batch) forget(key []byte) {
 	switch id, p := typedKey(key); p {
-	case pPost:
+	case kBlock:
 		delete(b.blocks, id)
-	case pCount:
+	case kCount:
 		delete(b.counts, id.tok)
 	}
 }
@@ -124,7 +130,7 @@ func (b *batch) settle() error {
 		}
 	}
 	for tok, n := range b.counts {
-		k := binary.BigEndian.AppendUint64([]byte{pCount}, tok)
+		k := countKey(tok)
 		var err error
 		if n == 0 {
 			err = b.Overlay.Delete(k)
