@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,8 +50,13 @@ func writeMemoryBenchExport(b *testing.B, path string, n int) {
 // guard, bodies, events, the inline recall index, fsync per 5,000.
 // Run with -benchtime=1x; it reports memories/s and the process's CPU
 // time (user + system) per memory, the steadier figure on a shared machine.
+// TREE_RING_BENCH_MEMORIES=N runs only N memories (the growth row: 1000000).
 func BenchmarkImport(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	sizes := []int{10_000, 100_000}
+	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
+		sizes = []int{n}
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			file := filepath.Join(dir, "export.jsonl")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,6 +116,15 @@ func benchRecord(i, n int) memory.Record {
 	return r
 }
 
+// benchSizes are the dataset sizes of the benchmarks:
+// TREE_RING_BENCH_MEMORIES=N runs only N (the growth row: 1000000).
+func benchSizes() []int {
+	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
+		return []int{n}
+	}
+	return []int{10_000, 30_000, 100_000}
+}
+
 // latencies runs fn b.N times and reports p50, p99 and max per operation.
 func latencies(b *testing.B, fn func() error) {
 	b.Helper()
@@ -147,7 +157,7 @@ func latencies(b *testing.B, fn func() error) {
 // startup brief and the hint + fill brief (all rendered, all filling the 8
 // slots), and open+brief+close as a hook process does it.
 func BenchmarkRecall(b *testing.B) {
-	for _, n := range []int{10_000, 30_000, 100_000} {
+	for _, n := range benchSizes() {
 		root := dataset(b, n)
 		st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, Projections: projections.All()})
 		if err != nil {
@@ -226,7 +236,7 @@ func BenchmarkRecall(b *testing.B) {
 // does: the fold of the projections present over a memory ledger. The
 // dataset's content is unchanged by a rebuild, so it is done in place.
 func BenchmarkRebuildMemories(b *testing.B) {
-	for _, n := range []int{10_000, 30_000, 100_000} {
+	for _, n := range benchSizes() {
 		root := dataset(b, n)
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
