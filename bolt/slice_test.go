@@ -491,3 +491,45 @@ func TestReadStreamSlicedLetsAWriterIn(t *testing.T) {
 		t.Fatalf("read versions %v…, %d in all; want 1..%d once each, the writer's last", got[:min(len(got), 20)], len(got), n+1)
 	}
 }
+
+// TestSliceWorkFollowsItsCommits: the next slice's work is learned from
+// the last slice that ran out of time. Where waiters announce themselves it
+// doubles while what follows the work (index writes, commit) costs little
+// above the floor, up to maxWorkShares budgets, and shrinks to budget/k
+// when that part costs k per unit of work; elsewhere it is budget/(1+k).
+// Never below minWorkShare of the budget.
+func TestSliceWorkFollowsItsCommits(t *testing.T) {
+	const budget = 30 * time.Millisecond
+	ms := time.Millisecond
+	cases := []struct {
+		name                  string
+		work, after, commit   time.Duration // the slice's work, what followed it, its commit (the floor)
+		last                  time.Duration // the slice's allowed work before
+		announce, notAnnounce time.Duration // the next slice's work, within 10 %
+	}{
+		{"cheap commit: doubles", 60 * ms, 6 * ms, 5 * ms, 60 * ms, 120 * ms, budget},
+		{"cheap commit at the cap", 960 * ms, 6 * ms, 5 * ms, 960 * ms, maxWorkShares * budget, budget},
+		{"k = 1/2", 60 * ms, 35 * ms, 5 * ms, 60 * ms, 60 * ms, 20 * ms},
+		{"k = 2", 30 * ms, 65 * ms, 5 * ms, 30 * ms, 15 * ms, 10 * ms},
+		{"k = 20: the least share", 10 * ms, 205 * ms, 5 * ms, 10 * ms, budget / 8, budget / 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Now()
+			s := &Store{opts: Options{SliceBudget: budget}, slice: &slicing{work: c.last}}
+			s.since = now.Add(-c.work - c.after)
+			s.slice.timeUp = now.Add(-c.after)
+			s.committed(now.Add(-c.commit))
+			want := c.notAnnounce
+			if waitersAnnounce {
+				want = c.announce
+			}
+			if got := s.slice.work; got < want*9/10 || got > want*11/10 {
+				t.Errorf("next work %v, want %v", got, want)
+			}
+			if !s.slice.timeUp.IsZero() {
+				t.Error("timeUp not reset")
+			}
+		})
+	}
+}
