@@ -504,19 +504,18 @@ func TestSliceWorkFollowsItsCommits(t *testing.T) {
 	cases := []struct {
 		name                  string
 		work, after, commit   time.Duration // the slice's work, what followed it, its commit (the floor)
-		last                  time.Duration // the slice's allowed work before
 		announce, notAnnounce time.Duration // the next slice's work, within 10 %
 	}{
-		{"cheap commit: doubles", 60 * ms, 6 * ms, 5 * ms, 60 * ms, 120 * ms, budget},
-		{"cheap commit at the cap", 960 * ms, 6 * ms, 5 * ms, 960 * ms, maxWorkShares * budget, budget},
-		{"k = 1/2", 60 * ms, 35 * ms, 5 * ms, 60 * ms, 60 * ms, 20 * ms},
-		{"k = 2", 30 * ms, 65 * ms, 5 * ms, 30 * ms, 15 * ms, 10 * ms},
-		{"k = 20: the least share", 10 * ms, 205 * ms, 5 * ms, 10 * ms, budget / 8, budget / 8},
+		{"cheap commit: doubles", 60 * ms, 6 * ms, 5 * ms, 120 * ms, budget},
+		{"cheap commit at the cap", 960 * ms, 6 * ms, 5 * ms, maxWorkShares * budget, budget},
+		{"k = 1/2", 60 * ms, 35 * ms, 5 * ms, 60 * ms, 20 * ms},
+		{"k = 2", 30 * ms, 65 * ms, 5 * ms, 15 * ms, 10 * ms},
+		{"k = 20: the least share", 10 * ms, 205 * ms, 5 * ms, budget / 8, budget / 8},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			now := time.Now()
-			s := &Store{opts: Options{SliceBudget: budget}, slice: &slicing{work: c.last}}
+			s := &Store{opts: Options{SliceBudget: budget}, slice: &slicing{work: budget}}
 			s.since = now.Add(-c.work - c.after)
 			s.slice.timeUp = now.Add(-c.after)
 			s.committed(now.Add(-c.commit))
