@@ -7,7 +7,6 @@ import (
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
 	"github.com/tree-ring/tree-ring/events/memory"
-	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
 // DuplicatesName is the bucket of the duplicate index: every live memory
@@ -36,28 +35,19 @@ func (duplicatesProjection) Handles(t string) bool {
 // end: the keys are digests, so one by one they land at random places.
 func (duplicatesProjection) Batch(kv KV) fold.Batch { return fold.NewOverlay(kv) }
 
-// Apply decodes payloads with strictjson, about three times faster than
-// encoding/json: every stored payload passed the same strict decoding into
-// the same struct when it was appended.
+// Apply reads the payload value the event's validation decoded when the
+// event carries it (payloadOf), else decodes the stored payload strictly.
 func (duplicatesProjection) Apply(kv KV, bodies Bodies, e *events.Envelope) error {
-	switch e.Type {
-	case events.TypeMemoryCaptured:
-		var p events.MemoryCaptured
-		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
-			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
-		}
-		return dupCaptured(kv, bodies, &p)
-	case events.TypeMemorySuperseded:
-		var p events.MemorySuperseded
-		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
-			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
-		}
+	v, err := payloadOf(e)
+	if err != nil {
+		return fmt.Errorf("duplicates: %w", err)
+	}
+	switch p := v.(type) {
+	case *events.MemoryCaptured:
+		return dupCaptured(kv, bodies, p)
+	case *events.MemorySuperseded:
 		return dupRemove(kv, p.MemoryID)
-	case events.TypeMemoryForgotten:
-		var p events.MemoryForgotten
-		if err := strictjson.Unmarshal(e.Payload, &p); err != nil {
-			return fmt.Errorf("duplicates: %s: %w", e.Type, err)
-		}
+	case *events.MemoryForgotten:
 		return dupRemove(kv, p.MemoryID)
 	}
 	return nil
