@@ -33,39 +33,33 @@ type blockID struct {
 
 type block struct{ v []byte }
 
-// blockKeyLen is the length of block and count keys: 't' token(8)
-// ^range(4), range field 0 for the count.
-const blockKeyLen = 13
-
-// Kinds of key held in the batch's own maps.
 const (
-	kBlock = 1 + iota
-	kCount
+	blockKeyLen = 13 // 't' token(8) ^range(4)
+	countKeyLen = 9  // 'n' token(8)
 )
 
-// typedKey reports which of the batch's own maps holds key, if any.
+// typed reports which of the batch's own maps holds key, if any.
 func typedKey(key []byte) (blockID, byte) {
-	if len(key) != blockKeyLen || key[0] != pPost {
-		return blockID{}, 0
+	switch {
+	case len(key) == blockKeyLen && key[0] == pPost:
+		return blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}, pPost
+	case len(key) == countKeyLen && key[0] == pCount:
+		return blockID{tok: binary.BigEndian.Uint64(key[1:])}, pCount
 	}
-	id := blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}
-	if id.rng == 0 {
-		return blockID{tok: id.tok}, kCount
-	}
-	return id, kBlock
+	return blockID{}, 0
 }
 
 // Get implements KV.
 func (b *batch) Get(key []byte) []byte {
 	switch id, p := typedKey(key); p {
-	case kBlock:
+	case pPost:
 		if bl, ok := b.blocks[id]; ok {
 			if len(bl.v) == 0 {
 				return nil
 			}
 			return bl.v
 		}
-	case kCount:
+	case pCount:
 		if n, ok := b.counts[id.tok]; ok {
 			if n == 0 {
 				return nil
@@ -91,9 +85,9 @@ func (b *batch) Delete(key []byte) error {
 
 func (b *batch) forget(key []byte) {
 	switch id, p := typedKey(key); p {
-	case kBlock:
+	case pPost:
 		delete(b.blocks, id)
-	case kCount:
+	case pCount:
 		delete(b.counts, id.tok)
 	}
 }
@@ -130,7 +124,7 @@ func (b *batch) settle() error {
 		}
 	}
 	for tok, n := range b.counts {
-		k := countKey(tok)
+		k := binary.BigEndian.AppendUint64([]byte{pCount}, tok)
 		var err error
 		if n == 0 {
 			err = b.Overlay.Delete(k)

@@ -19,7 +19,7 @@
 //	'd' doc                       -> hot record: fixed layout, text signature, id, tokens (see hot)
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
-//	't' token(8) 0(4)             -> posting count(4)
+//	'n' token(8)                  -> posting count(4)
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
@@ -36,12 +36,7 @@
 // does not split nodes inside a transaction, and one key per posting made
 // a bulk import quadratic. A posting's block depends on its doc only, not
 // on history, so a re-fold that never saw a since-deleted body produces
-// the same blocks. The count sorts just before the token's newest block
-// (no block has range field 0: ^range of the largest doc is 0xfc000000),
-// so a capture's count and block of a token land on one page: most
-// tokens of a new memory (its id, numbers, names) are in no other memory,
-// and their keys are at random places in the bucket, each a page the
-// commit rewrites.
+// the same blocks.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -82,8 +77,8 @@ type (
 const Name = "recall"
 
 // Version changes whenever the fold or the key layout changes (2: binary
-// cold records; 3: posting counts beside their token's blocks).
-const Version = 3
+// cold records).
+const Version = 2
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -104,6 +99,7 @@ const (
 const (
 	postingLen = 20 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4)
 	blockShift = 6  // a block holds the postings of 64 consecutive docs
+	pCount     = 'n'
 )
 
 var (
@@ -372,15 +368,6 @@ func blockKey(tok uint64, doc uint32) []byte {
 	return k
 }
 
-// countKey is the key of tok's posting count: its blocks' prefix, range
-// field 0.
-func countKey(tok uint64) []byte {
-	k := make([]byte, 13)
-	k[0] = pPost
-	binary.BigEndian.PutUint64(k[1:], tok)
-	return k
-}
-
 // startKey is the 's' key of a memory in its group: it sorts as the
 // published startup order (scar, heartwood, other; salience, confidence and
 // created_at descending; id ascending).
@@ -578,14 +565,14 @@ func deindex(kv KV, doc uint32, h *hot) error {
 
 // count reads a token's posting count.
 func count(kv KV, tok uint64) uint32 {
-	if v := kv.Get(countKey(tok)); len(v) == 4 {
+	if v := kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
 		return binary.BigEndian.Uint32(v)
 	}
 	return 0
 }
 
 func addCount(kv KV, tok uint64, d int) error {
-	k := countKey(tok)
+	k := key(pCount, u64b(tok))
 	n := int64(count(kv, tok)) + int64(d)
 	if n <= 0 {
 		return kv.Delete(k)

@@ -216,7 +216,7 @@ func TestProbedTokensMatchBruteForce(t *testing.T) {
 		}
 		recs = append(recs, fx.capture(m))
 	}
-	if c := fx.kv.Get(countKey(tokenHash("common"))); binary.BigEndian.Uint32(c) <= bitmapMax(candidateCap(2)) {
+	if c := fx.kv.Get(key(pCount, u64b(tokenHash("common")))); binary.BigEndian.Uint32(c) <= bitmapMax(candidateCap(2)) {
 		t.Fatal("common is not probed")
 	}
 	for _, c := range []struct {

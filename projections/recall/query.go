@@ -159,8 +159,7 @@ func (q *searcher) count(tok uint64) uint32 {
 		return n
 	}
 	n := uint32(0)
-	q.s.key = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(append(q.s.key[:0], pPost), tok), 0)
-	if v := q.kv.Get(q.s.key); len(v) == 4 { // the count key
+	if v := q.kv.Get(q.s.prefix(pCount, tok)); len(v) == 4 {
 		n = binary.BigEndian.Uint32(v)
 	}
 	q.s.counts[tok] = n
@@ -279,10 +278,7 @@ func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
 // returns false.
 func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) error {
 	seen := 0
-	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(k, v []byte) error {
-		if len(k) == blockKeyLen && binary.BigEndian.Uint32(k[9:]) == 0 {
-			return nil // the count
-		}
+	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(_, v []byte) error {
 		if len(v)%postingLen != 0 {
 			return errors.New("recall: malformed posting block")
 		}
