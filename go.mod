@@ -3,7 +3,6 @@ module github.com/tree-ring/tree-ring
 go 1.26.0
 
 require (
-	github.com/BurntSushi/toml v1.6.0
 	github.com/looplab/fsm v1.0.3
 	github.com/nats-io/jwt/v2 v2.8.2
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -11,6 +10,7 @@ require (
 	github.com/nats-io/nkeys v0.4.16
 	github.com/nats-io/nuid v1.0.1
 	github.com/oklog/ulid/v2 v2.1.2
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/pflag v1.1.0
 	go.etcd.io/bbolt v1.5.0

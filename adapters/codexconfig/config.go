@@ -2,8 +2,8 @@
 // configuration, $CODEX_HOME/config.toml: project trust
 // ([projects."<abs root>"] trust_level) and per-hook trust
 // ([hooks.state."<key>"] trusted_hash). It is the only package that imports
-// the TOML library (github.com/BurntSushi/toml; docs/adapters/codex.md says
-// why). It never writes the file: trust is the user's decision in Codex.
+// the TOML library (github.com/pelletier/go-toml/v2; docs/adapters/codex.md
+// says why). It never writes the file: trust is the user's decision in Codex.
 //
 // The file is Codex's, not ours: keys this package does not read are
 // ignored (Codex has hundreds), but a value of the wrong type under a key it
@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/BurntSushi/toml"
+	"github.com/pelletier/go-toml/v2"
 )
 
 // MaxBytes bounds the configuration Parse accepts: Codex's own files are a
@@ -66,16 +66,8 @@ func Parse(data []byte) (Config, error) {
 		return Config{}, errors.New("not UTF-8")
 	}
 	var f file
-	md, err := toml.Decode(string(data), &f)
-	if err != nil {
-		return Config{}, located(err)
-	}
-	// The library leaves a non-table value for a map undecoded instead of
-	// refusing it; Codex refuses it.
-	for _, key := range [][]string{{"projects"}, {"hooks"}, {"hooks", "state"}} {
-		if t := md.Type(key...); t != "" && t != "Hash" {
-			return Config{}, errWrongType
-		}
+	if err := toml.Unmarshal(data, &f); err != nil {
+		return Config{}, located(data)
 	}
 	c := Config{Projects: map[string]string{}, HookHashes: map[string]string{}}
 	for k, p := range f.Projects {
@@ -97,12 +89,25 @@ func Parse(data []byte) (Config, error) {
 
 var errWrongType = errors.New("projects, projects.<path>.trust_level, hooks.state or hooks.state.<key>.trusted_hash has a value of the wrong type")
 
-// located is the library's error without its text: a syntax error's line
-// and column, or errWrongType (the library's own messages quote keys).
-func located(err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("not valid TOML at line %d, column %d", pe.Position.Line, pe.Position.Col)
+// located is the library's error without its text (the library's own
+// messages quote keys): the line and column of what is not TOML, or
+// errWrongType. The library reports both as a *toml.DecodeError, so data
+// is decoded again without a schema: if that succeeds, the document is
+// TOML and the first failure was a wrong type under a key Parse reads;
+// otherwise its error locates the syntax error. Only a refused file pays
+// for the second pass.
+func located(data []byte) error {
+	var generic map[string]any
+	err := toml.Unmarshal(data, &generic)
+	if err == nil {
+		return errWrongType
 	}
-	return errWrongType
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		return fmt.Errorf("not valid TOML at line %d, column %d", line, col)
+	}
+	return errNotTOML
 }
+
+var errNotTOML = errors.New("not valid TOML")

@@ -33,6 +33,16 @@ func TestParse(t *testing.T) {
 		{name: "hash not a string", in: "[hooks.state.\"/home/u/secret\"]\ntrusted_hash = true\n", err: "wrong type"},
 		{name: "hooks.state not a table", in: "[hooks]\nstate = 1\n", err: "wrong type"},
 		{name: "hooks not a table", in: "hooks = 2\n", err: "wrong type"},
+		{name: "trust level a date", in: "[projects.\"/home/u/secret\"]\ntrust_level = 1979-05-27\n", err: "wrong type"},
+		{name: "hooks.state an array of tables", in: "[[hooks.state]]\nsecret = 1\n", err: "wrong type"},
+		{name: "a syntax error after a wrong type", in: "projects = 1\nsecret = \n", err: "not valid TOML at line 2"},
+		{name: "table defined twice", in: "[projects.\"/p\"]\n[projects.\"/p\"]\n", err: "not valid TOML at line 2"},
+		// Linear in the input: the previous library took minutes over a
+		// 64 KB dotted key (its cost grew with the cube of the key's parts).
+		{name: "a long dotted key", in: strings.Repeat("a.", 1<<17) + "b = 1\n",
+			projects: map[string]string{}, hooks: map[string]string{}},
+		{name: "a long dotted table name", in: "[" + strings.Repeat("a.", 1<<17) + "b]\n",
+			projects: map[string]string{}, hooks: map[string]string{}},
 		{name: "not UTF-8", in: "a = \"\xff\"\n", err: "not UTF-8"},
 		{name: "too large", in: strings.Repeat("#", MaxBytes+1), err: ErrTooLarge.Error()},
 	}
@@ -74,7 +84,7 @@ func FuzzParse(f *testing.F) {
 		c, err := Parse(data)
 		if err != nil {
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "not valid TOML at line ") && err != errWrongType && msg != "not UTF-8" && err != ErrTooLarge {
+			if !strings.HasPrefix(msg, "not valid TOML at line ") && err != errNotTOML && err != errWrongType && msg != "not UTF-8" && err != ErrTooLarge {
 				t.Fatalf("unexpected error shape: %v", err)
 			}
 			return

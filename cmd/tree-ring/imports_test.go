@@ -59,7 +59,7 @@ var externalOwners = []externalOwner{
 	{"go.etcd.io/bbolt", "bolt", true},
 	{"github.com/spf13/pflag", "cmd", true},
 	{"github.com/rs/zerolog", "cmd", true},
-	{"github.com/BurntSushi/toml", "adapters/codexconfig", false},
+	{"github.com/pelletier/go-toml/v2", "adapters/codexconfig", false},
 }
 
 // domainFamilies never depend on bbolt, pflag or zerolog, even through
@@ -188,7 +188,7 @@ func TestImportViolations(t *testing.T) {
 			{ImportPath: m("projections"), Imports: []string{m("events"), m("events/fold"), m("fsm")}},
 			{ImportPath: m("adapters/activation"), Imports: []string{m("adapters"), m("events"), m("fsm")}},
 			{ImportPath: m("adapters/fleet"), Imports: []string{m("events"), "github.com/nats-io/nats.go"}, Deps: []string{"github.com/nats-io/nats.go"}},
-			{ImportPath: m("adapters/codexconfig"), Imports: []string{"github.com/BurntSushi/toml"}},
+			{ImportPath: m("adapters/codexconfig"), Imports: []string{"github.com/pelletier/go-toml/v2"}},
 			{ImportPath: m("cmd/tree-ring"), Imports: []string{m("bolt"), m("projections"), m("adapters"), "github.com/spf13/pflag", "github.com/rs/zerolog"}},
 			{ImportPath: "go.etcd.io/bbolt", Imports: []string{"os"}},
 		}, nil},
@@ -208,8 +208,8 @@ func TestImportViolations(t *testing.T) {
 			{ImportPath: m("projections"), Imports: []string{"go.etcd.io/bbolt"}, Deps: []string{"go.etcd.io/bbolt"}},
 		}, []string{"projections imports go.etcd.io/bbolt: only bolt imports go.etcd.io/bbolt"}},
 		{"the TOML reader outside its package", []listedPackage{
-			{ImportPath: m("adapters"), Imports: []string{"github.com/BurntSushi/toml"}},
-		}, []string{"adapters imports github.com/BurntSushi/toml: only adapters/codexconfig imports github.com/BurntSushi/toml"}},
+			{ImportPath: m("adapters"), Imports: []string{"github.com/pelletier/go-toml/v2"}},
+		}, []string{"adapters imports github.com/pelletier/go-toml/v2: only adapters/codexconfig imports github.com/pelletier/go-toml/v2"}},
 		{"pflag outside cmd", []listedPackage{
 			{ImportPath: m("adapters/codex"), Imports: []string{"github.com/spf13/pflag"}, Deps: []string{"github.com/spf13/pflag"}},
 		}, []string{"adapters/codex imports github.com/spf13/pflag: only cmd imports github.com/spf13/pflag"}},
