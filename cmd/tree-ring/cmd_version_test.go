@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -151,6 +152,39 @@ func TestInterruptsOnlyForWork(t *testing.T) {
 			}
 			if tc.want && code != exitCanceled {
 				t.Fatalf("exit %d (%s), want %d: the command runs on the handler's context", code, errb.String(), exitCanceled)
+			}
+		})
+	}
+}
+
+// An instant command reads no project: version works from a working
+// directory that no longer exists and never looks it up, where a command
+// that reads the project fails.
+func TestInstantCommandsSkipTheProject(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+		wantCwd  bool
+	}{
+		{[]string{"version"}, 0, false},
+		{[]string{"--json", "version"}, 0, false},
+		{[]string{"version", "--log-level", "debug"}, 0, false},
+		{[]string{"version", "--log-level", "loud"}, exitError, false},
+		{[]string{"runs"}, exitError, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			asked := false
+			gone := func() (string, error) { asked = true; return "", fs.ErrNotExist }
+			var out, errb bytes.Buffer
+			code := mainWith(context.Background(), tc.args, IO{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Getwd: gone}, testDeps())
+			if code != tc.wantCode || asked != tc.wantCwd {
+				t.Fatalf("exit %d (%s), working directory asked %v; want %d, %v", code, errb.String(), asked, tc.wantCode, tc.wantCwd)
+			}
+			if tc.wantCode == 0 && !strings.Contains(out.String(), Version()) {
+				t.Fatalf("stdout %q", out.String())
+			}
+			if tc.wantCwd && !strings.Contains(errb.String(), "working directory no longer exists") {
+				t.Fatalf("stderr %q", errb.String())
 			}
 		})
 	}
