@@ -300,8 +300,11 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
 	pre.SetOutput(io.Discard)
 	pre.SetInterspersed(false)
+	pre.SortFlags = false // never printed: VisitAll need not sort
 	pre.ParseErrorsAllowlist.UnknownFlags = true
 	g.AddFlags(pre)
+	globals := make([]*pflag.Flag, 0, 8)
+	pre.VisitAll(func(f *pflag.Flag) { globals = append(globals, f) })
 	help := pre.BoolP("help", "h", false, "show help")
 	version := pre.Bool("version", false, "print the version")
 	if err := pre.Parse(argv); err != nil {
@@ -328,7 +331,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	o := cmd.newOpts()
 	g.lockTimeoutSet = pre.Changed("lock-timeout")
-	fs := newFlagSet(cmd, g, o)
+	fs := newFlagSet(cmd, g, o, globals)
 	if *help {
 		return printCommandHelp(g, cmd)
 	}
@@ -388,7 +391,14 @@ func noCommand(g *Globals, rest []string, help bool) error {
 	return unknownCommand(rest)
 }
 
-func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
+// newFlagSet is the flag set of command c: o's flags, then the global
+// flags it does not define itself, which may also follow the command.
+// globals are the leading pass's global flags, bound to g: reused, they
+// keep the values and Changed marks that pass gave them (a second set
+// bound to g would cost every start, every hook, about 10,000
+// instructions). With nil globals (help), a fresh set is made whose
+// defaults are g's current values, which --help then shows.
+func newFlagSet(c *command, g *Globals, o options, globals []*pflag.Flag) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("tree-ring "+c.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -398,18 +408,21 @@ func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
 		// --help shows the wait the command really uses.
 		g.LockTimeout = w.lockTimeout()
 	}
-	// Globals may also follow the command; their values from the leading
-	// pass are the defaults here.
-	gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
-	saved := *g
-	g.AddFlags(gl)
-	*g = saved
-	gl.VisitAll(func(f *pflag.Flag) {
-		if fs.Lookup(f.Name) == nil {
+	if globals == nil {
+		gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
+		saved := *g
+		g.AddFlags(gl)
+		*g = saved
+		gl.VisitAll(func(f *pflag.Flag) {
 			f.DefValue = f.Value.String()
+			globals = append(globals, f)
+		})
+	}
+	for _, f := range globals {
+		if fs.Lookup(f.Name) == nil {
 			fs.AddFlag(f)
 		}
-	})
+	}
 	return fs
 }
 
@@ -451,7 +464,7 @@ func printCommandHelp(g *Globals, c *command) error {
 			c.name, c.summary, c.companion.Program, c.name)
 		return nil
 	}
-	fs := newFlagSet(c, g, c.newOpts())
+	fs := newFlagSet(c, g, c.newOpts(), nil)
 	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
 	if subs := subcommands(c.name); len(subs) > 0 {
 		fmt.Fprintln(g.Stdout, "\nSubcommands:")
