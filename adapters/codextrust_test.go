@@ -87,7 +87,7 @@ func TestCodexTrust(t *testing.T) {
 		{name: "explicitly untrusted", config: strings.Replace(trustLines(project, true, allCodexHooks), `trust_level = "trusted"`, `trust_level = "untrusted"`, 1),
 			next: []string{"marked untrusted", "does not override", "by hand"}, absent: []string{"run `codex exec --trust` once"}},
 		{name: "malformed", config: "[projects.\"/srv/my proj\"\ntrust_level = \"trusted\"\n", diag: DiagCodexConfigMalformed,
-			next: []string{"cannot be read (not valid TOML at line 2", "is unknown"}},
+			next: []string{"cannot be read (not valid TOML at line 1, column 25", "is unknown"}},
 		{name: "wrong type", config: "[projects.\"/srv/my proj\"]\ntrust_level = true\n", diag: DiagCodexConfigMalformed, next: []string{"wrong type"}},
 	}
 	for _, c := range cases {
