@@ -235,7 +235,7 @@ func (x *triggerIndex) scan(s string) uint64 {
 // asciiFolds rewrites U+017F and U+212A to the ASCII letters they fold to,
 // so that the ASCII-only \b of Go's regexp sees them as word characters,
 // as Rust's Unicode \b does.
-var asciiFolds = strings.NewReplacer("ſ", "s", "K", "K")
+var asciiFolds = strings.NewReplacer("\u017f", "s", "\u212a", "K")
 
 // prepare returns the text the patterns read and the triggers are
 // searched in: at most maxInspectBytes of s, the folds rewritten. The
@@ -249,7 +249,7 @@ func prepare(s string) string {
 	// searches below.
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
-			if strings.Contains(s, "ſ") || strings.Contains(s, "K") {
+			if strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a") {
 				s = asciiFolds.Replace(s)
 			}
 			return s
