@@ -2,7 +2,6 @@ package memory
 
 import (
 	"math/bits"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -33,8 +32,10 @@ var ErrSecretBlocked error = &RefusedError{Code: "secret_blocked", Reason: "secr
 // private key block, `password: ...` passed and were recalled and
 // exported), so ours follow them: the formats of the common rules of
 // gitleaks' default configuration, written from the formats' public
-// descriptions. Every pattern is RE2 (linear in its input), guarded by
-// literal triggers, and run on at most maxInspectBytes.
+// descriptions. Every pattern is RE2 syntax, the definition of the
+// hand-written matcher that runs it (matchers.go: linear in its input,
+// held to the regexp by FuzzMatchersAreTheirRegexps), guarded by literal
+// triggers, and run on at most maxInspectBytes.
 var (
 	secretPatterns = []secretRule{
 		// Published.
@@ -102,34 +103,38 @@ var (
 	}
 )
 
-// lazyRegexp compiles its pattern on first use. The detector runs on the
-// hook path (identity normalization, recall rendering) where most texts
-// match no trigger, so compiling all patterns at package init (about 0.3 ms
-// and 100 KB of heap in every process) is wasted work. Safe for concurrent
-// use.
+// lazyRegexp is one pattern: its source, the definition, and the
+// hand-written matcher that implements it (matchers.go, held to the
+// regexp compiled from the source by FuzzMatchersAreTheirRegexps), looked
+// up on first use. tree-ring links no regexp: a live one initialises the
+// unicode tables in every process. Safe for concurrent use.
 type lazyRegexp struct {
 	src  string
 	once sync.Once
-	re   *regexp.Regexp
+	m    matcher
 }
 
 func lazy(src string) *lazyRegexp { return &lazyRegexp{src: src} }
 
-// MatchString compiles the pattern once (it is a constant known to be
-// valid: a bad one panics on first use, as MustCompile would at init, and
-// TestSensitivityPatternsCompile compiles them all) and matches.
-func (l *lazyRegexp) MatchString(s string) bool { return l.get().MatchString(s) }
-
-// FindAllSubmatchIndex returns the index pairs of every match of s and of
-// its groups, left to right (linear in s: each search resumes after the
-// previous match).
-func (l *lazyRegexp) FindAllSubmatchIndex(s string) [][]int {
-	return l.get().FindAllStringSubmatchIndex(s, -1)
+// MatchString reports whether s has a match.
+func (l *lazyRegexp) MatchString(s string) bool {
+	if m := l.get(); m.match != nil {
+		return m.match(s)
+	}
+	return len(l.get().findAll(s)) > 0
 }
 
-func (l *lazyRegexp) get() *regexp.Regexp {
-	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
-	return l.re
+// FindAllSubmatchIndex returns the index pairs of every match of s and of
+// its first group, left to right, as regexp's FindAllStringSubmatchIndex
+// (linear in s: each search resumes after the previous match). Only the
+// patterns a value check reads have it.
+func (l *lazyRegexp) FindAllSubmatchIndex(s string) [][]int {
+	return l.get().findAll(s)
+}
+
+func (l *lazyRegexp) get() *matcher {
+	l.once.Do(func() { l.m = handMatcher(l.src) })
+	return &l.m
 }
 
 // triggerIndex finds, in one pass over a text, which rules have a trigger
