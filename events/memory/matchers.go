@@ -164,7 +164,20 @@ type prefixRule struct {
 
 func (p *prefixRule) match(s string) bool {
 	r := runs{in: p.in}
+	first := p.lits[0][0] // when every literal starts with it, candidates are found by IndexByte
+	for _, lit := range p.lits {
+		if lit[0] != first {
+			first = 0
+		}
+	}
 	for i := 0; i < len(s); i++ {
+		if first != 0 {
+			j := strings.IndexByte(s[i:], first)
+			if j < 0 {
+				return false
+			}
+			i += j
+		}
 		if p.wordStart && !boundary(s, i) {
 			continue
 		}
@@ -475,15 +488,13 @@ func wordsMatcher(words ...string) matcher {
 	}}
 }
 
-// findAWSSecret is FindAllStringSubmatchIndex of the aws_secret_access_key
-// pattern: leftmost matches, each searched from the end of the previous
-// one; at a start, the fewest runes (at most 40, no newline) before the
-// delimiter that a 40-byte run of [A-Za-z0-9/+] follows, ended by a byte
-// outside [A-Za-z0-9/+=] or the end.
-func findAWSSecret(s string) [][]int {
+// findAll is FindAllStringSubmatchIndex for a pattern whose leftmost
+// match from pos (its start, end and first group's) at finds: each match
+// is searched from the end of the previous one. Matches are never empty.
+func findAll(s string, at func(s string, pos int) []int) [][]int {
 	var out [][]int
 	for pos := 0; pos < len(s); {
-		m := awsSecretAt(s, pos)
+		m := at(s, pos)
 		if m == nil {
 			break
 		}
@@ -492,6 +503,12 @@ func findAWSSecret(s string) [][]int {
 	}
 	return out
 }
+
+// findAWSSecret is FindAllStringSubmatchIndex of the aws_secret_access_key
+// pattern: at a start, the fewest runes (at most 40, no newline) before
+// the delimiter that a 40-byte run of [A-Za-z0-9/+] follows, ended by a
+// byte outside [A-Za-z0-9/+=] or the end.
+func findAWSSecret(s string) [][]int { return findAll(s, awsSecretAt) }
 
 func awsSecretAt(s string, pos int) []int {
 	for p := pos; p < len(s); p++ {
@@ -550,18 +567,7 @@ func awsSecretAt(s string, pos int) []int {
 // the run), then: an optional quote, spaces, ":", spaces, and the value:
 // a quoted string of at least 4 runes, or at least 6 runes of
 // [^\s"',;], the whole run.
-func findColonAssignment(s string) [][]int {
-	var out [][]int
-	for pos := 0; pos < len(s); {
-		m := colonAssignmentAt(s, pos)
-		if m == nil {
-			break
-		}
-		out = append(out, m)
-		pos = m[1]
-	}
-	return out
-}
+func findColonAssignment(s string) [][]int { return findAll(s, colonAssignmentAt) }
 
 func isNameByte(c byte) bool { return isWord(c) || c == '.' || c == '-' }
 
