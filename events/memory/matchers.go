@@ -301,12 +301,8 @@ func matchSecretAssignment(s string) bool {
 // `-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----`.
 func matchPrivateKeyBlock(s string) bool {
 	in := func(c byte) bool { return isUpperNum(c) || c == ' ' || c == '_' || c == '-' }
-	for off := 0; ; {
-		b := strings.Index(s[off:], "-----BEGIN")
-		if b < 0 {
-			return false
-		}
-		m := off + b + len("-----BEGIN")
+	return anyAt(s, "-----BEGIN", func(b int) bool {
+		m := b + len("-----BEGIN")
 		for k := 0; k <= 40 && m+k <= len(s); k++ {
 			if t := s[m+k:]; strings.HasPrefix(t, "PRIVATE KEY-----") || strings.HasPrefix(t, "PRIVATE KEY BLOCK-----") {
 				return true
@@ -315,55 +311,55 @@ func matchPrivateKeyBlock(s string) bool {
 				break
 			}
 		}
-		off += b + 1
+		return false
+	})
+}
+
+// anyAt reports whether ok holds at some occurrence of lit in s (given its
+// index), trying them left to right.
+func anyAt(s, lit string, ok func(i int) bool) bool {
+	for off := 0; ; {
+		i := strings.Index(s[off:], lit)
+		if i < 0 {
+			return false
+		}
+		if ok(off + i) {
+			return true
+		}
+		off += i + 1
 	}
 }
 
 // `PuTTY-User-Key-File-[0-9]+:`.
 func matchPutty(s string) bool {
 	const lit = "PuTTY-User-Key-File-"
-	for off := 0; ; {
-		i := strings.Index(s[off:], lit)
-		if i < 0 {
-			return false
-		}
-		q := off + i + len(lit)
+	return anyAt(s, lit, func(i int) bool {
+		q := i + len(lit)
 		e := q
 		for e < len(s) && s[e] >= '0' && s[e] <= '9' {
 			e++
 		}
-		if e > q && e < len(s) && s[e] == ':' {
-			return true
-		}
-		off = e
-	}
+		return e > q && e < len(s) && s[e] == ':'
+	})
 }
 
 // `\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`: "." is
 // outside the class, so each run is a whole run.
 func matchJWT(s string) bool {
 	r1, r2 := runs{in: isToken}, runs{in: isToken}
-	for off := 0; ; {
-		i := strings.Index(s[off:], "eyJ")
-		if i < 0 {
-			return false
-		}
-		i += off
-		off = i + 1
+	return anyAt(s, "eyJ", func(i int) bool {
 		if !boundary(s, i) {
-			continue
+			return false
 		}
 		q := i + 3
 		e := r1.end(s, q)
 		if e-q < 8 || e >= len(s) || s[e] != '.' || !strings.HasPrefix(s[e+1:], "eyJ") {
-			continue
+			return false
 		}
 		q2 := e + 4
 		e2 := r2.end(s, q2)
-		if e2-q2 >= 8 && e2 < len(s) && s[e2] == '.' {
-			return true
-		}
-	}
+		return e2-q2 >= 8 && e2 < len(s) && s[e2] == '.'
+	})
 }
 
 // `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`: twenty bytes.
@@ -392,21 +388,11 @@ func matchAWSKeyID(s string) bool {
 
 // `\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b`.
 func matchSendgrid(s string) bool {
-	for off := 0; ; {
-		i := strings.Index(s[off:], "SG.")
-		if i < 0 {
-			return false
-		}
-		i += off
-		off = i + 1
+	return anyAt(s, "SG.", func(i int) bool {
 		q := i + 3
-		if !boundary(s, i) || q+22+1+43 > len(s) || s[q+22] != '.' || !allBytes(s[q:q+22], isToken) || !allBytes(s[q+23:q+66], isToken) {
-			continue
-		}
-		if boundary(s, q+66) {
-			return true
-		}
-	}
+		return boundary(s, i) && q+22+1+43 <= len(s) && s[q+22] == '.' && allBytes(s[q:q+22], isToken) &&
+			allBytes(s[q+23:q+66], isToken) && boundary(s, q+66)
+	})
 }
 
 func allBytes(s string, in func(byte) bool) bool {
@@ -444,30 +430,25 @@ func runeRun(s string, q, max int, out func(byte) bool) (n, end int) {
 // passwords hold no "/", so each scan stops before the next "://".
 func matchURLCredentials(s string) bool {
 	scheme := func(c byte) bool { return isAlnum(c) || c == '+' || c == '.' || c == '-' }
-	for off := 0; ; {
-		k := strings.Index(s[off:], "://")
-		if k < 0 {
-			return false
-		}
-		k += off
-		off = k + 1
+	return anyAt(s, "://", func(k int) bool {
 		n, c := runeRun(s, k+3, 256, func(b byte) bool { return isSpace(b) || b == '/' || b == ':' || b == '@' })
 		if n < 1 || n > 256 || c >= len(s) || s[c] != ':' {
-			continue
+			return false
 		}
 		n, a := runeRun(s, c+1, 256, func(b byte) bool { return isSpace(b) || b == '/' || b == '@' })
 		if n < 1 || n > 256 || a >= len(s) || s[a] != '@' {
-			continue
+			return false
 		}
 		if a+1 >= len(s) || isSpace(s[a+1]) || s[a+1] == '/' || s[a+1] == '@' {
-			continue
+			return false
 		}
 		for p := k - 1; p >= 0 && p >= k-31 && scheme(s[p]); p-- {
 			if isAlpha(s[p]) && boundary(s, p) {
 				return true
 			}
 		}
-	}
+		return false
+	})
 }
 
 // wordsMatcher is `(?i)\b(w|w...)\b` for lower-case words.
