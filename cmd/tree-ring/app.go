@@ -255,7 +255,7 @@ func (e *hookFailure) ExitCode(wrapped int) int {
 // Main runs one invocation and returns its exit code. Handled errors print
 // one line on stderr and nothing on stdout.
 func Main(ctx context.Context, argv []string, stdio IO) int {
-	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: ulid.Make})
+	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: newID})
 }
 
 // deps are the injected clock, id and entropy sources and pid.

@@ -9,12 +9,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
 func main() {
-	os.Exit(mainWith(context.Background(), os.Args[1:], cli.DefaultIO(), deps{Now: time.Now, NewID: ulid.Make, Interrupts: interrupts}))
+	os.Exit(mainWith(context.Background(), os.Args[1:], cli.DefaultIO(), deps{Now: time.Now, NewID: newID, Interrupts: interrupts}))
 }
 
 // interrupts is ctx canceled by SIGINT or SIGTERM (deps.Interrupts).
