@@ -205,184 +205,195 @@ func UnmarshalPayload(raw []byte, v any) error {
 	return json.Unmarshal(raw, v)
 }
 
-var (
-	str   = strictjson.StringTo
-	num   = strictjson.IntTo
-	num64 = strictjson.Int64To
-)
+// The decoders read each member with one call of the Reader from a
+// function literal that captures it, never handing the Reader to a
+// function value: so decodeFast's Reader stays on its stack, and no
+// member costs a closure (strictjson.Reader.Fields).
 
 func (p *PreflightSucceeded) decodeJSON(r *strictjson.Reader) error {
-	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
 		switch string(k) {
 		case "from":
-			return str(&p.From)
+			p.From, err = r.Str()
 		case "to":
-			return str(&p.To)
+			p.To, err = r.Str()
 		case "harness_id":
-			return str(&p.HarnessID)
+			p.HarnessID, err = r.Str()
 		case "worker_key_fingerprint":
-			return str(&p.WorkerKeyFingerprint)
+			p.WorkerKeyFingerprint, err = r.Str()
 		case "receipt_id":
-			return str(&p.ReceiptID)
+			p.ReceiptID, err = r.Str()
 		case "query_class":
-			return str(&p.QueryClass)
+			p.QueryClass, err = r.Str()
 		case "result_count":
-			return num(&p.ResultCount)
+			p.ResultCount, err = r.GoInt()
 		case "selected_memory_ids_sha256":
-			return str(&p.SelectedMemoryIDsSHA256)
+			p.SelectedMemoryIDsSHA256, err = r.Str()
 		case "duration_ms":
-			return num64(&p.DurationMS)
+			p.DurationMS, err = r.Int()
 		case "task_hint_sha256":
-			return str(&p.TaskHintSHA256)
+			p.TaskHintSHA256, err = r.Str()
 		case "task_hint_chars":
-			return num(&p.TaskHintChars)
+			p.TaskHintChars, err = r.GoInt()
+		default:
+			return r.UnknownKey(k)
 		}
-		return nil
+		return err
 	})
 }
 
 func (p *ReceiptRecorded) decodeJSON(r *strictjson.Reader) error {
-	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
 		switch string(k) {
 		case "harness_id":
-			return str(&p.HarnessID)
+			p.HarnessID, err = r.Str()
 		case "receipt_id":
-			return str(&p.ReceiptID)
+			p.ReceiptID, err = r.Str()
 		case "protocol_version":
-			return num(&p.ProtocolVersion)
+			p.ProtocolVersion, err = r.GoInt()
 		case "adapter_version":
-			return str(&p.AdapterVersion)
+			p.AdapterVersion, err = r.Str()
 		case "bridge_fingerprint":
-			return str(&p.BridgeFingerprint)
+			p.BridgeFingerprint, err = r.Str()
 		case "store_id":
-			return str(&p.StoreID)
+			p.StoreID, err = r.Str()
 		case "project_root_fingerprint":
-			return str(&p.ProjectRootFingerprint)
+			p.ProjectRootFingerprint, err = r.Str()
 		case "worker_key_fingerprint":
-			return str(&p.WorkerKeyFingerprint)
+			p.WorkerKeyFingerprint, err = r.Str()
 		case "state":
-			return str(&p.State)
+			p.State, err = r.Str()
 		case "query_class":
-			return str(&p.QueryClass)
+			p.QueryClass, err = r.Str()
 		case "result_count":
-			return num(&p.ResultCount)
+			p.ResultCount, err = r.GoInt()
 		case "selected_memory_ids_sha256":
-			return str(&p.SelectedMemoryIDsSHA256)
+			p.SelectedMemoryIDsSHA256, err = r.Str()
 		case "duration_ms":
-			return num64(&p.DurationMS)
+			p.DurationMS, err = r.Int()
 		case "status":
-			return str(&p.Status)
+			p.Status, err = r.Str()
 		case "sha256":
-			return str(&p.SHA256)
+			p.SHA256, err = r.Str()
 		case "recorded_at":
-			return str(&p.RecordedAt)
+			p.RecordedAt, err = r.Str()
 		case "path":
-			return str(&p.Path)
+			p.Path, err = r.Str()
 		case "session":
-			return func(r *strictjson.Reader) error {
-				s := &ReceiptSession{}
-				p.Session = s
-				return r.Fields(func(k []byte) func(*strictjson.Reader) error {
-					switch string(k) {
-					case "agent_profile":
-						return str(&s.AgentProfile)
-					case "workflow_id":
-						return str(&s.WorkflowID)
-					case "session_id":
-						return str(&s.SessionID)
-					}
-					return nil
-				})
-			}
+			s := &ReceiptSession{}
+			p.Session = s
+			err = r.Object(func(k []byte) (err error) {
+				switch string(k) {
+				case "agent_profile":
+					s.AgentProfile, err = r.Str()
+				case "workflow_id":
+					s.WorkflowID, err = r.Str()
+				case "session_id":
+					s.SessionID, err = r.Str()
+				default:
+					return r.UnknownKey(k)
+				}
+				return err
+			})
+		default:
+			return r.UnknownKey(k)
 		}
-		return nil
+		return err
 	})
 }
 
 func (p *ReceiptPruned) decodeJSON(r *strictjson.Reader) error {
-	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
 		switch string(k) {
 		case "harness_id":
-			return str(&p.HarnessID)
+			p.HarnessID, err = r.Str()
 		case "worker_key_fingerprint":
-			return str(&p.WorkerKeyFingerprint)
+			p.WorkerKeyFingerprint, err = r.Str()
 		case "receipt_id":
-			return str(&p.ReceiptID)
+			p.ReceiptID, err = r.Str()
 		case "reason":
-			return str(&p.Reason)
+			p.Reason, err = r.Str()
+		default:
+			return r.UnknownKey(k)
 		}
-		return nil
+		return err
 	})
 }
 
 func (p *RunStarted) decodeJSON(r *strictjson.Reader) error {
-	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
 		switch string(k) {
 		case "run_id":
-			return str(&p.RunID)
+			p.RunID, err = r.Str()
 		case "scope_key":
-			return str(&p.ScopeKey)
+			p.ScopeKey, err = r.Str()
 		case "command":
-			return str(&p.Command)
+			p.Command, err = r.Str()
 		case "harness":
-			return str(&p.Harness)
+			p.Harness, err = r.Str()
 		case "stage":
-			return str(&p.Stage)
+			p.Stage, err = r.Str()
 		case "pid":
-			return num(&p.PID)
+			p.PID, err = r.GoInt()
 		case "started_at":
-			return str(&p.StartedAt)
+			p.StartedAt, err = r.Str()
 		case "input_sha256":
-			return str(&p.InputSHA256)
+			p.InputSHA256, err = r.Str()
 		case "input_chars":
-			return num64(&p.InputChars)
+			p.InputChars, err = r.Int()
+		default:
+			return r.UnknownKey(k)
 		}
-		return nil
+		return err
 	})
 }
 
 func (p *RunFinished) decodeJSON(r *strictjson.Reader) error {
-	return r.Fields(func(k []byte) func(*strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
 		switch string(k) {
 		case "run_id":
-			return str(&p.RunID)
+			p.RunID, err = r.Str()
 		case "scope_key":
-			return str(&p.ScopeKey)
+			p.ScopeKey, err = r.Str()
 		case "status":
-			return str(&p.Status)
+			p.Status, err = r.Str()
 		case "stage":
-			return str(&p.Stage)
+			p.Stage, err = r.Str()
 		case "ended_at":
-			return str(&p.EndedAt)
+			p.EndedAt, err = r.Str()
 		case "duration_ms":
-			return num64(&p.DurationMS)
+			p.DurationMS, err = r.Int()
 		case "diagnostic":
-			return str(&p.Diagnostic)
+			p.Diagnostic, err = r.Str()
 		case "input_sha256":
-			return str(&p.InputSHA256)
+			p.InputSHA256, err = r.Str()
 		case "input_chars":
-			return num64(&p.InputChars)
+			p.InputChars, err = r.Int()
 		case "telemetry":
-			return func(r *strictjson.Reader) error {
-				t := &RunTelemetry{}
-				p.Telemetry = t
-				return r.Fields(func(k []byte) func(*strictjson.Reader) error {
-					switch string(k) {
-					case "query_class":
-						return str(&t.QueryClass)
-					case "result_count":
-						t.ResultCount = new(int)
-						return num(t.ResultCount)
-					case "receipt_id":
-						return str(&t.ReceiptID)
-					case "items":
-						t.Items = new(int64)
-						return num64(t.Items)
-					}
-					return nil
-				})
-			}
+			t := &RunTelemetry{}
+			p.Telemetry = t
+			err = r.Object(func(k []byte) (err error) {
+				switch string(k) {
+				case "query_class":
+					t.QueryClass, err = r.Str()
+				case "result_count":
+					n, err := r.GoInt()
+					t.ResultCount = &n
+					return err
+				case "receipt_id":
+					t.ReceiptID, err = r.Str()
+				case "items":
+					n, err := r.Int()
+					t.Items = &n
+					return err
+				default:
+					return r.UnknownKey(k)
+				}
+				return err
+			})
+		default:
+			return r.UnknownKey(k)
 		}
-		return nil
+		return err
 	})
 }

@@ -24,15 +24,28 @@ type Spec struct {
 	StreamPrefix string
 	payload      reflect.Type
 	moves        func() bool // movesOf[P]: asserted on demand, not at init
+	// newPayload is new(P) and isPayload tells a *P or P: known at
+	// registration, so building and checking a payload per event needs no
+	// reflection.
+	newPayload func() any
+	isPayload  func(any) bool
 }
 
 // NewPayload returns a pointer to a fresh zero payload of this type.
-func (s Spec) NewPayload() any { return reflect.New(s.payload).Interface() }
+func (s Spec) NewPayload() any { return s.newPayload() }
 
 // Moves reports whether this type's payload embeds a Transition (Moves
 // returns one for every decoded payload of the type), without decoding or
 // allocating one: folds ask it of every event they see.
 func (s Spec) Moves() bool { return s.moves != nil && s.moves() }
+
+func isPayloadOf[P any](p any) bool {
+	switch p.(type) {
+	case *P, P:
+		return true
+	}
+	return false
+}
 
 func movesOf[P any]() bool {
 	_, ok := any((*P)(nil)).(interface{ transition() Transition })
@@ -56,7 +69,8 @@ func register[P any](typ string, version int, streamPrefix string) {
 	if _, dup := registry[typ]; dup {
 		panic("events: duplicate registration of " + typ)
 	}
-	registry[typ] = Spec{Type: typ, SchemaVersion: version, StreamPrefix: streamPrefix, payload: reflect.TypeFor[P](), moves: movesOf[P]}
+	registry[typ] = Spec{Type: typ, SchemaVersion: version, StreamPrefix: streamPrefix, payload: reflect.TypeFor[P](), moves: movesOf[P],
+		newPayload: func() any { return new(P) }, isPayload: isPayloadOf[P]}
 }
 
 // Lookup returns the spec of a registered type.
@@ -169,7 +183,7 @@ func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 	if !ok {
 		return Envelope{}, &UnknownTypeError{Type: typ}
 	}
-	if reflect.TypeOf(p) != reflect.PointerTo(spec.payload) && reflect.TypeOf(p) != spec.payload {
+	if !spec.isPayload(p) {
 		return Envelope{}, fmt.Errorf("%s: payload is %T, want %v", typ, p, spec.payload)
 	}
 	var raw []byte

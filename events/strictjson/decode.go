@@ -245,7 +245,6 @@ func (l Limits) decode(data []byte, s *schema, v reflect.Value) error {
 		return &SizeError{Size: len(data), Max: l.bytes()}
 	}
 	d := decoder{data: data, maxDepth: l.depth()}
-	d.path = d.pathBuf[:0]
 	d.ws()
 	if d.pos >= len(data) {
 		return &SyntaxError{Offset: d.pos, Msg: "empty input"}
@@ -267,8 +266,7 @@ type decoder struct {
 	pos      int
 	depth    int
 	maxDepth int
-	path     []pathSeg // for messages only
-	pathBuf  [8]pathSeg
+	path     pathStack        // for messages only
 	sbuf     []byte           // scratch for unescaping
 	onKey    func(key []byte) // Reader.RawKeys: sees every key of checked-only values
 }
@@ -280,9 +278,39 @@ type pathSeg struct {
 	idx    int
 }
 
+// pathStack is where the decoder stands: its first segments held in
+// place, so that walking a document of the usual few levels allocates
+// nothing and a Reader holds no pointer into itself (one that did could
+// not stay on its caller's stack); deeper segments go to far.
+type pathStack struct {
+	n    int
+	near [8]pathSeg
+	far  []pathSeg
+}
+
+func (p *pathStack) push(s pathSeg) {
+	if p.n < len(p.near) {
+		p.near[p.n] = s
+	} else {
+		p.far = append(p.far[:p.n-len(p.near)], s)
+	}
+	p.n++
+}
+
+func (p *pathStack) pop() { p.n-- }
+
+// at is segment i, 0 <= i < n.
+func (p *pathStack) at(i int) *pathSeg {
+	if i < len(p.near) {
+		return &p.near[i]
+	}
+	return &p.far[i-len(p.near)]
+}
+
 func (d *decoder) pathString() string {
 	var b strings.Builder
-	for i, p := range d.path {
+	for i := range d.path.n {
+		p := d.path.at(i)
 		if p.isKey {
 			if i > 0 {
 				b.WriteByte('.')
@@ -840,11 +868,11 @@ func (d *decoder) members(dups bool, fn func(key []byte) error) error {
 		if d.pos >= len(d.data) {
 			return d.errf("unexpected end of input")
 		}
-		d.path = append(d.path, pathSeg{ks: ks, ke: ke, isKey: true})
+		d.path.push(pathSeg{ks: ks, ke: ke, isKey: true})
 		if err := fn(key); err != nil {
 			return err
 		}
-		d.path = d.path[:len(d.path)-1]
+		d.path.pop()
 		d.ws()
 		if d.pos >= len(d.data) {
 			return d.errf("unexpected end of input in object")
@@ -864,10 +892,9 @@ func (d *decoder) members(dups bool, fn func(key []byte) error) error {
 
 // parentPath is the path of the object whose key is last on the path.
 func (d *decoder) parentPath() string {
-	full := d.path
-	d.path = full[:len(full)-1]
+	d.path.n--
 	p := d.pathString()
-	d.path = full
+	d.path.n++
 	return p
 }
 
@@ -921,8 +948,9 @@ func (d *decoder) object(s *schema, v reflect.Value) error {
 
 // smallKeys is how many keys an object holds before its duplicate check
 // moves from comparing each new key with every earlier one (no allocation;
-// most objects are this small) to a set (linear in the number of keys).
-const smallKeys = 16
+// most objects are this small, a receipt.recorded payload's 18 keys among
+// them) to a set (linear in the number of keys).
+const smallKeys = 32
 
 // keySet finds a repeated key in one object. Keys are compared after
 // unescaping, so "a" and "\u0061" are the same key.
@@ -1002,9 +1030,10 @@ func (d *decoder) elements(fn func(i int) error) (int, error) {
 		d.depth--
 		return 0, nil
 	}
-	d.path = append(d.path, pathSeg{})
+	d.path.push(pathSeg{})
+	top := d.path.n - 1
 	for i := 0; ; i++ {
-		d.path[len(d.path)-1].idx = i
+		d.path.at(top).idx = i
 		d.ws()
 		if d.pos >= len(d.data) {
 			return i, d.errf("unexpected end of input")
@@ -1022,7 +1051,7 @@ func (d *decoder) elements(fn func(i int) error) (int, error) {
 		case ']':
 			d.pos++
 			d.depth--
-			d.path = d.path[:len(d.path)-1]
+			d.path.pop()
 			return i + 1, nil
 		default:
 			return i, d.errf("expected ',' or ']' in array")

@@ -278,59 +278,79 @@ func (r *Reader) End() error {
 // a key the caller does not declare, which is an *UnknownKeyError, as
 // Unmarshal reports it. Hand-written decoders are built from it and the
 // ...To readers.
+//
+// Fields hands the Reader to functions it cannot see, so a Reader it
+// walks lives on the heap, and each ...To builds a closure: a decoder run
+// per event reads with Object instead, calling the Reader's methods from a
+// function literal that captures it (Str, GoInt, UnknownKey), which keeps
+// the Reader on the caller's stack.
 func (r *Reader) Fields(field func(key []byte) func(*Reader) error) error {
 	return r.Object(func(key []byte) error {
 		if f := field(key); f != nil {
 			return f(r)
 		}
-		return &UnknownKeyError{Key: string(key), Path: r.d.parentPath()}
+		return r.UnknownKey(key)
 	})
+}
+
+// UnknownKey is the *UnknownKeyError for key, the key of the member an
+// Object callback stands at, as Fields and Unmarshal report it.
+func (r *Reader) UnknownKey(key []byte) error {
+	return &UnknownKeyError{Key: string(key), Path: r.d.parentPath()}
+}
+
+// Str reads a string and returns it unescaped, as a string of its own.
+func (r *Reader) Str() (string, error) {
+	b, err := r.String()
+	return string(b), err
+}
+
+// GoInt reads an integer that fits in an int, as Unmarshal reads one into
+// an int.
+func (r *Reader) GoInt() (int, error) {
+	n, err := r.Int()
+	if err == nil && int64(int(n)) != n {
+		return 0, r.fail(&TypeError{Path: r.d.pathString(), Want: "int", Got: "number " + strconv.FormatInt(n, 10)})
+	}
+	return int(n), err
 }
 
 // StringTo reads a string into dst.
 func StringTo(dst *string) func(*Reader) error {
-	return func(r *Reader) error {
-		b, err := r.String()
-		*dst = string(b)
+	return func(r *Reader) (err error) {
+		*dst, err = r.Str()
 		return err
 	}
 }
 
 // Int64To reads an integer into dst.
 func Int64To(dst *int64) func(*Reader) error {
-	return func(r *Reader) error {
-		n, err := r.Int()
-		*dst = n
+	return func(r *Reader) (err error) {
+		*dst, err = r.Int()
 		return err
 	}
 }
 
 // IntTo reads an integer that fits in an int into dst.
 func IntTo(dst *int) func(*Reader) error {
-	return func(r *Reader) error {
-		n, err := r.Int()
-		if err == nil && int64(int(n)) != n {
-			return r.fail(&TypeError{Path: r.d.pathString(), Want: "int", Got: "number " + strconv.FormatInt(n, 10)})
-		}
-		*dst = int(n)
+	return func(r *Reader) (err error) {
+		*dst, err = r.GoInt()
 		return err
 	}
 }
 
 // Uint64To reads a non-negative integer into dst.
 func Uint64To(dst *uint64) func(*Reader) error {
-	return func(r *Reader) error {
-		n, err := r.Uint()
-		*dst = n
+	return func(r *Reader) (err error) {
+		*dst, err = r.Uint()
 		return err
 	}
 }
 
 // BoolTo reads true or false into dst.
 func BoolTo(dst *bool) func(*Reader) error {
-	return func(r *Reader) error {
-		b, err := r.Bool()
-		*dst = b
+	return func(r *Reader) (err error) {
+		*dst, err = r.Bool()
 		return err
 	}
 }
