@@ -172,3 +172,33 @@ func FuzzPayloadDecoders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecoders(t, data) })
 }
+
+// TestDecodeFastAllocations: the hand-written decoders allocate the
+// payload's strings and nested values and nothing else (no Reader, path,
+// key set or closure per member), and a payload is built without
+// reflection. Counted, not timed.
+func TestDecodeFastAllocations(t *testing.T) {
+	rc, items := 3, int64(2)
+	cases := []struct {
+		typ  string
+		p    any
+		want float64 // strings with a value (of 2 bytes or more: Go shares 1-byte strings), nested structs, pointers
+	}{
+		{TypeRunStarted, &RunStarted{RunID: "rrr", ScopeKey: "sss", Command: "ccc", Stage: "xxx", PID: 1, StartedAt: "ttt"}, 5},
+		{TypeRunFinished, &RunFinished{RunID: "rrr", Status: "sss", Telemetry: &RunTelemetry{QueryClass: "qqq", ResultCount: &rc, Items: &items}}, 6},
+		{TypeReceiptRecorded, &ReceiptRecorded{HarnessID: "hhh", ReceiptID: "rrr", AdapterVersion: "aaa", BridgeFingerprint: "bbb", StoreID: "sss",
+			ProjectRootFingerprint: "ppp", WorkerKeyFingerprint: "www", State: "sss", QueryClass: "qqq", SelectedMemoryIDsSHA256: "mmm", Status: "sss",
+			SHA256: "hhh", RecordedAt: "ttt", Session: &ReceiptSession{AgentProfile: "aaa"}, Path: "ppp"}, 16},
+	}
+	for _, c := range cases {
+		raw, _ := appendPayload(nil, c.p)
+		spec, _ := Lookup(c.typ)
+		v := spec.NewPayload()
+		if !decodeFast(raw, v) {
+			t.Fatalf("%s %s: not decoded", c.typ, raw)
+		}
+		if got := testing.AllocsPerRun(100, func() { decodeFast(raw, spec.NewPayload()) }); got != c.want+1 {
+			t.Errorf("%s: %v allocations, want %v (the payload and %v values)", c.typ, got, c.want+1, c.want)
+		}
+	}
+}

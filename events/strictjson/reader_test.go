@@ -3,7 +3,9 @@ package strictjson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -172,4 +174,74 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("Unmarshal %q, Reader %q", want, got)
 		}
 	})
+}
+
+// TestPathPastNear: paths deeper than the segments a decoder holds in
+// place (pathStack.near) name every level, through Unmarshal and the
+// Reader alike, and a duplicate among an object's first smallKeys keys
+// (compared, not hashed) is found as one past them is.
+func TestPathPastNear(t *testing.T) {
+	var deep, want strings.Builder
+	for i := range 11 {
+		fmt.Fprintf(&deep, `{"k%d":[`, i)
+		if i > 0 {
+			want.WriteByte('.')
+		}
+		fmt.Fprintf(&want, "k%d[0]", i)
+	}
+	deep.WriteString(`{"a":1,"a":2}`)
+	deep.WriteString(strings.Repeat("]}", 11))
+	var dk *DuplicateKeyError
+	if err := Valid([]byte(deep.String())); !errors.As(err, &dk) || dk.Path != want.String() {
+		t.Fatalf("Valid: %v, want the path %s", err, want.String())
+	}
+	r := NewReader([]byte(deep.String()), Limits{})
+	if err := r.Skip(); !errors.As(err, &dk) || dk.Path != want.String() {
+		t.Fatalf("Reader: %v, want the path %s", err, want.String())
+	}
+	// The same decoder walks on past a deep value: the path shrinks back.
+	clean := strings.Replace(deep.String(), `,"a":2`, "", 1)
+	r = NewReader([]byte(`{"x":`+clean+`,"y":{"b":1,"b":2}}`), Limits{})
+	if err := r.Skip(); !errors.As(err, &dk) || dk.Path != "y" {
+		t.Fatalf("after a deep value: %v, want the path y", err)
+	}
+	for _, n := range []int{2, 17, smallKeys, smallKeys + 1} {
+		var obj strings.Builder
+		obj.WriteByte('{')
+		for i := range n {
+			fmt.Fprintf(&obj, `"key%02d":%d,`, i, i)
+		}
+		obj.WriteString(`"key00":0}`)
+		if err := Valid([]byte(obj.String())); !errors.As(err, &dk) || dk.Key != "key00" {
+			t.Errorf("%d keys then a repeat: %v", n, err)
+		}
+	}
+}
+
+// TestReaderTypedMembers: Str, GoInt and UnknownKey, the calls the
+// hand-written decoders are made of.
+func TestReaderTypedMembers(t *testing.T) {
+	r := NewReader([]byte(`{"s":"a\u00e9","n":-7,"o":{"z":1}}`), Limits{})
+	var s string
+	var n int
+	err := r.Object(func(k []byte) (err error) {
+		switch string(k) {
+		case "s":
+			s, err = r.Str()
+		case "n":
+			n, err = r.GoInt()
+		case "o":
+			return r.Object(func(k []byte) error { return r.UnknownKey(k) })
+		}
+		return err
+	})
+	var uk *UnknownKeyError
+	if !errors.As(err, &uk) || uk.Key != "z" || uk.Path != "o" || s != "aé" || n != -7 {
+		t.Fatalf("got %q %d %v", s, n, err)
+	}
+	r = NewReader([]byte(`{"n":1.5}`), Limits{})
+	var te *TypeError
+	if err := r.Object(func([]byte) error { _, err := r.GoInt(); return err }); !errors.As(err, &te) || te.Path != "n" {
+		t.Fatalf("GoInt of 1.5: %v", err)
+	}
 }
