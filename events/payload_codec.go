@@ -158,11 +158,12 @@ func (p *RunFinished) appendJSON(b []byte) []byte {
 }
 
 // decodePayload reads r into p when p's type (matched exactly, as in
-// appendPayload) has a hand-written decoder. Each reads one object of
-// exactly the keys json.Marshal writes for the type, strings and integers
-// only, into the zero value p points to; an error means only that the fast
-// path does not apply (the caller decodes again by reflection, for the
-// exact result or error).
+// appendPayload) has a hand-written decoder: the hook's payloads, and
+// memory.captured, which every memory import and rebuild decodes once per
+// memory. Each reads one object of exactly the keys json.Marshal writes
+// for the type, each of its kind (null included in no kind), into the zero
+// value p points to; an error means only that the fast path does not apply
+// (the caller decodes again by reflection, for the exact result or error).
 func decodePayload(r *strictjson.Reader, p any) (bool, error) {
 	switch p := p.(type) {
 	case *PreflightSucceeded:
@@ -174,6 +175,8 @@ func decodePayload(r *strictjson.Reader, p any) (bool, error) {
 	case *RunStarted:
 		return true, p.decodeJSON(r)
 	case *RunFinished:
+		return true, p.decodeJSON(r)
+	case *MemoryCaptured:
 		return true, p.decodeJSON(r)
 	}
 	return false, nil
@@ -391,6 +394,68 @@ func (p *RunFinished) decodeJSON(r *strictjson.Reader) error {
 				}
 				return err
 			})
+		default:
+			return r.UnknownKey(k)
+		}
+		return err
+	})
+}
+
+func (p *MemoryCaptured) decodeJSON(r *strictjson.Reader) error {
+	return r.Object(func(k []byte) (err error) {
+		switch string(k) {
+		case "memory_id":
+			p.MemoryID, err = r.Str()
+		case "body_sha256":
+			p.BodySHA256, err = r.Str()
+		case "created_at":
+			p.CreatedAt, err = r.Str()
+		case "updated_at":
+			p.UpdatedAt, err = r.Str()
+		case "project":
+			p.Project, err = r.Str()
+		case "agent_profile":
+			p.AgentProfile, err = r.Str()
+		case "workflow_id":
+			p.WorkflowID, err = r.Str()
+		case "session_id":
+			p.SessionID, err = r.Str()
+		case "operation_id":
+			p.OperationID, err = r.Str()
+		case "scope":
+			p.Scope, err = r.Str()
+		case "ring":
+			p.Ring, err = r.Str()
+		case "event_type":
+			p.EventType, err = r.Str()
+		case "source_type":
+			p.SourceType, err = r.Str()
+		case "salience":
+			p.Salience, err = r.Float()
+		case "confidence":
+			p.Confidence, err = r.Float()
+		case "sensitivity":
+			p.Sensitivity, err = r.Str()
+		case "retention":
+			p.Retention, err = r.Str()
+		case "expires_at":
+			p.ExpiresAt, err = r.Str()
+		case "supersedes":
+			// [] is an empty slice, not nil, as json.Unmarshal leaves it.
+			p.Supersedes = []string{}
+			err = r.Array(func(int) error {
+				s, err := r.Str()
+				p.Supersedes = append(p.Supersedes, s)
+				return err
+			})
+		case "needs_review":
+			p.NeedsReview, err = r.Bool()
+		case "reviewed_at":
+			p.ReviewedAt, err = r.Str()
+		case "redacted":
+			p.Redacted, err = r.Bool()
+		case "origin":
+			p.Origin, err = r.Str()
 		default:
 			return r.UnknownKey(k)
 		}

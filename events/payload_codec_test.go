@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -15,6 +16,10 @@ import (
 // hookPayloads are the payload types a preflight appends; each must have a
 // hand-written encoder (payload_codec.go).
 var hookPayloads = []string{TypePreflightSucceeded, TypeReceiptRecorded, TypeReceiptPruned, TypeRunStarted, TypeRunFinished}
+
+// decodedPayloads are the payload types with a hand-written decoder: the
+// hook's, and memory.captured (memory import and rebuild).
+var decodedPayloads = append(slices.Clip(hookPayloads), TypeMemoryCaptured)
 
 // pieces are string fragments that exercise every escape rule of
 // json.Marshal.
@@ -39,6 +44,29 @@ func fill(r *rand.Rand, v reflect.Value) {
 			v.SetInt(r.Int64N(2000) - 1000)
 		default:
 			v.SetInt(r.Int64() - r.Int64())
+		}
+	case reflect.Float64:
+		switch r.IntN(4) {
+		case 0:
+			v.SetFloat(0)
+		case 1:
+			v.SetFloat(r.Float64())
+		case 2:
+			v.SetFloat(float64(r.IntN(5)) / 4)
+		default:
+			v.SetFloat((r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(600)-300)))
+		}
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	case reflect.Slice:
+		if r.IntN(3) == 0 {
+			v.SetZero()
+			return
+		}
+		n := r.IntN(4)
+		v.Set(reflect.MakeSlice(v.Type(), n, n))
+		for i := range n {
+			fill(r, v.Index(i))
 		}
 	case reflect.Pointer:
 		if r.IntN(3) == 0 {
@@ -87,7 +115,7 @@ func TestPayloadEncodersMatchEncodingJSON(t *testing.T) {
 		_, enc := appendPayload(nil, spec.NewPayload())
 		r := strictjson.NewReader([]byte(`{}`), strictjson.Limits{})
 		dec, _ := decodePayload(&r, spec.NewPayload())
-		if hook := slices.Contains(hookPayloads, typ); enc != hook || dec != hook {
+		if enc != slices.Contains(hookPayloads, typ) || dec != slices.Contains(decodedPayloads, typ) {
 			t.Errorf("%s: hand-written encoder %v, decoder %v", typ, enc, dec)
 		}
 	}
@@ -107,11 +135,12 @@ func FuzzPayloadEncoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b uint64) { checkPayloads(t, rand.New(rand.NewPCG(a, b))) })
 }
 
-// checkDecoders: for each hook payload type, whatever decodeFast accepts
-// strictjson.Unmarshal and json.Unmarshal accept with the same value.
+// checkDecoders: for each payload type with a hand-written decoder,
+// whatever decodeFast accepts strictjson.Unmarshal and json.Unmarshal
+// accept with the same value.
 func checkDecoders(t *testing.T, data []byte) (accepted int) {
 	t.Helper()
-	for _, typ := range hookPayloads {
+	for _, typ := range decodedPayloads {
 		spec, _ := Lookup(typ)
 		fast := spec.NewPayload()
 		if !decodeFast(data, fast) {
@@ -129,17 +158,20 @@ func checkDecoders(t *testing.T, data []byte) (accepted int) {
 	return accepted
 }
 
-// TestPayloadDecoders: every encoding of a hook payload with valid UTF-8
-// strings takes the fast path (else it would not be fast) and decodes to
-// the value encoded; other shapes fall back.
+// TestPayloadDecoders: every encoding of a payload with a hand-written
+// decoder, with valid UTF-8 strings, takes the fast path (else it would
+// not be fast) and decodes to the value encoded; other shapes fall back.
 func TestPayloadDecoders(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for range 2000 {
-		for _, typ := range hookPayloads {
+		for _, typ := range decodedPayloads {
 			spec, _ := Lookup(typ)
 			p := spec.NewPayload()
 			fill(r, reflect.ValueOf(p).Elem())
-			raw, _ := appendPayload(nil, p)
+			raw, ok := appendPayload(nil, p)
+			if !ok {
+				raw, _ = json.Marshal(p)
+			}
 			want := spec.NewPayload()
 			if err := json.Unmarshal(raw, want); err != nil {
 				t.Fatal(err)
@@ -158,7 +190,8 @@ func TestPayloadDecoders(t *testing.T) {
 		}
 	}
 	for _, in := range []string{`null`, `{"run_id":null}`, `{"RUN_ID":"x"}`, `{"run_id":"x","run_id":"y"}`, `{"pid":1.0}`, `{"pid":1e3}`,
-		`{"telemetry":null}`, `{"session":{"agent_profile":1}}`, `{"x":1}`, `{} x`, `[]`, `{"duration_ms":9223372036854775808}`} {
+		`{"telemetry":null}`, `{"session":{"agent_profile":1}}`, `{"x":1}`, `{} x`, `[]`, `{"duration_ms":9223372036854775808}`,
+		`{"salience":null}`, `{"salience":1e400}`, `{"salience":"1"}`, `{"supersedes":null}`, `{"supersedes":["a",1]}`, `{"redacted":null}`, `{"redacted":0}`} {
 		if n := checkDecoders(t, []byte(in)); n != 0 {
 			t.Errorf("%s: taken by the fast path", in)
 		}
@@ -167,7 +200,8 @@ func TestPayloadDecoders(t *testing.T) {
 
 func FuzzPayloadDecoders(f *testing.F) {
 	for _, s := range []string{`{}`, `{"run_id":"r","pid":3,"telemetry":{"result_count":0}}`, `{"session":{"agent_profile":"a\u00e9"},"path":"p"}`,
-		`{"from":"a","to":"b","task_hint_chars":-1}`, `{"reason":"\ud800"}`} {
+		`{"from":"a","to":"b","task_hint_chars":-1}`, `{"reason":"\ud800"}`,
+		`{"memory_id":"m","salience":-0.0,"confidence":1e-320,"supersedes":[],"needs_review":false}`, `{"supersedes":["a","\u0062"],"redacted":true,"salience":2.5E+3}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecoders(t, data) })

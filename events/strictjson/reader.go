@@ -1,6 +1,9 @@
 package strictjson
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // Reader walks one JSON document a value at a time with the checks of
 // Unmarshal (size, syntax, UTF-8, depth, duplicate keys, no trailing data)
@@ -185,7 +188,7 @@ func (r *Reader) String() ([]byte, error) {
 
 // Uint reads a non-negative integer literal that fits in a uint64.
 func (r *Reader) Uint() (uint64, error) {
-	num, isInt, err := r.number()
+	num, isInt, err := r.number("integer")
 	if err != nil {
 		return 0, err
 	}
@@ -199,7 +202,7 @@ func (r *Reader) Uint() (uint64, error) {
 // Int reads an integer literal that fits in an int64 (no fraction, no
 // exponent), as Unmarshal reads one into an int64.
 func (r *Reader) Int() (int64, error) {
-	num, isInt, err := r.number()
+	num, isInt, err := r.number("integer")
 	if err != nil {
 		return 0, err
 	}
@@ -210,15 +213,30 @@ func (r *Reader) Int() (int64, error) {
 	return n, nil
 }
 
-// number reads a number literal for Uint and Int: its bytes and whether
-// it has neither fraction nor exponent.
-func (r *Reader) number() (num []byte, isInt bool, err error) {
+// Float reads a number whose value is finite as a float64, as Unmarshal
+// reads one into a float64.
+func (r *Reader) Float() (float64, error) {
+	num, _, err := r.number("number")
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, r.fail(&TypeError{Path: r.d.pathString(), Want: "number", Got: "number " + string(num)})
+	}
+	return f, nil
+}
+
+// number reads a number literal for Uint, Int and Float (want names the
+// kind for a value of another kind): its bytes and whether it has neither
+// fraction nor exponent.
+func (r *Reader) number(want string) (num []byte, isInt bool, err error) {
 	if err := r.start(); err != nil {
 		return nil, false, err
 	}
 	d := &r.d
 	if c := d.data[d.pos]; c != '-' && (c < '0' || c > '9') {
-		return nil, false, r.wrongKind("integer")
+		return nil, false, r.wrongKind(want)
 	}
 	start := d.pos
 	if isInt, err = d.number(); err != nil {
