@@ -16,6 +16,11 @@ import (
 // slices it returns alias the document or a scratch buffer and are valid
 // until the next call. After an error every later call returns the same
 // error.
+//
+// A Reader is a value that holds no pointer into itself: a local one
+// stays on its caller's stack (no allocation per document) as long as it
+// is used through its methods and never passed to a function value, as
+// Fields does (see there).
 type Reader struct {
 	d     decoder
 	err   error
