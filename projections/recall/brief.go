@@ -263,23 +263,119 @@ type startEntry struct {
 	id                       []byte
 }
 
-// startupRecall reads each visible group's pre-sorted 's' list up to the
-// candidate limit (skipping expired entries), merges the lists in the
-// published order, scores the first limit×128 (clamped) as they come and
-// keeps the best. The entries carry every factor of the startup score, so
-// no hot record is read; records are read for the winners only.
+// startupRecall ranks the startup brief's candidates: the first limit×128
+// (clamped) non-expired entries of the visible groups' pre-sorted 's'
+// lists, merged in the published order, scored, the best limit kept. The
+// entries carry every factor of the startup score, so no hot record is
+// read; records are read for the winners only.
+//
+// It reads only the entries that can be candidates: each group's list is
+// merged into the candidates of the groups before it as it is read, and
+// the read stops once limit×128 candidates precede the next entry (the
+// first group is read up to the limit, each later one only as far as it
+// enters the merged prefix). Scoring then skips math.Exp for an entry
+// whose score with recency 1 (its upper bound: rounding is monotone)
+// cannot enter the top, and stops once no later entry can: the list is in
+// ring class then salience order, so an entry bounds every later one of
+// its class by its salience with confidence, recency and authority 1, and
+// the first entry of each later class bounds that class.
 func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Time) ([]ranked, error) {
-	limitC := candidateCap(limit)
-	nowUS := now.UnixMicro()
-	groups := q.f.groups
-	for len(q.s.starts) < len(groups) {
-		q.s.starts = append(q.s.starts, nil)
+	cands, err := q.startCandidates(candidateCap(limit), now.UnixMicro())
+	if err != nil {
+		return nil, err
 	}
-	lists := q.s.starts[:len(groups)]
-	for gi, g := range groups {
-		list := lists[gi][:0]
+	nowUS := now.UnixMicro()
+	// later[c] bounds the score of every candidate of the classes after c:
+	// a class's highest salience is its first entry's.
+	var first [3]int
+	for c := range first {
+		first[c] = len(cands)
+	}
+	for i := len(cands) - 1; i >= 0; i-- {
+		first[cands[i].class] = i
+	}
+	var later [3]float64
+	later[2] = math.Inf(-1)
+	for c := 1; c >= 0; c-- {
+		later[c] = later[c+1]
+		if first[c+1] < len(cands) {
+			later[c] = max(later[c], startBound(&cands[first[c+1]]))
+		}
+	}
+	var excluded map[uint32]bool
+	top := make([]ranked, 0, limit)
+	for {
+		top = top[:0]
+		for i := range cands {
+			e := &cands[i]
+			if excluded[e.doc] {
+				continue
+			}
+			f := factors{textual: 0.1, sal: e.sal, conf: e.conf, recency: 1, auth: authorityValue(e.auth), startBonus: startBonus(e.ring)}
+			if len(top) == limit {
+				if max(startBound(e), later[e.class]) < top[limit-1].score {
+					break // neither this entry nor any later one can enter
+				}
+				if !beats(top, limit, f.score(), e.id) {
+					continue
+				}
+			}
+			f.recency = recency(e.created, nowUS)
+			sc := f.score()
+			if !beats(top, limit, sc, e.id) {
+				continue
+			}
+			top = insertTop(top, ranked{doc: e.doc, id: e.id, score: sc, fact: f}, limit)
+		}
+		ok, err := q.confirmTop(bodies, top, s.visible, &excluded)
+		if err != nil || ok {
+			return top, err
+		}
+	}
+}
+
+// startBonus is the startup score's ring bonus.
+func startBonus(ring byte) float64 {
+	switch ring {
+	case ringScar:
+		return 0.20
+	case ringHeartwood:
+		return 0.15
+	}
+	return 0
+}
+
+// classBonus is the highest ring bonus of a ring class.
+var classBonus = [3]float64{0.20, 0.15, 0}
+
+// startBound bounds the startup score of e and of every entry after it in
+// its class (salience at most e's; confidence, recency and authority at
+// most 1), computed as factors.score computes, so that float rounding
+// keeps it an upper bound. A salience of -0 sorts before every other (its
+// key is ^bits), so it bounds nothing after it.
+func startBound(e *startEntry) float64 {
+	sal := e.sal
+	if math.Signbit(sal) {
+		sal = 1
+	}
+	f := factors{textual: 0.1, sal: sal, conf: 1, recency: 1, auth: 1, startBonus: classBonus[e.class]}
+	return f.score()
+}
+
+// startCandidates returns the first limit non-expired entries of the
+// visible groups' 's' lists in the published order. Each group's list is
+// merged into the candidates so far while it is read, and its read stops
+// at the first entry that limit candidates precede: a group reads only
+// the entries that can be candidates (and one more).
+func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error) {
+	cur, out := q.s.starts[0][:0], q.s.starts[1][:0]
+	defer func() { q.s.starts[0], q.s.starts[1] = cur, out }()
+	seen := 0
+	for _, g := range q.f.groups {
+		out = out[:0]
+		i, read := 0, false
 		err := q.kv.ForEach(q.s.prefix(pStart, g), func(k, v []byte) error {
-			if len(list)&1023 == 1023 {
+			if seen++; seen&1023 == 0 {
 				if err := q.ctx.Err(); err != nil {
 					return err
 				}
@@ -295,61 +391,35 @@ func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Tim
 				expires: int64(binary.BigEndian.Uint64(v[7:])),
 				id:      k[startFixed:],
 			}
+			if e.class > 2 {
+				return errors.New("recall: malformed startup entry")
+			}
 			if e.flags&fExpires != 0 && e.expires <= nowUS {
 				return nil
 			}
-			list = append(list, e)
-			if len(list) == limitC {
+			read = true
+			for i < len(cur) && len(out) < limit && startBefore(&cur[i], &e) {
+				out = append(out, cur[i])
+				i++
+			}
+			if len(out) == limit {
 				return errStop
 			}
+			out = append(out, e)
 			return nil
 		})
-		lists[gi] = list
 		if err != nil && err != errStop {
 			return nil, err
 		}
-	}
-	var excluded map[uint32]bool
-	top := make([]ranked, 0, limit)
-	pos := slices.Grow(q.s.pos[:0], len(lists))[:len(lists)]
-	q.s.pos = pos
-	for {
-		top = top[:0]
-		clear(pos)
-		for n := 0; n < limitC; n++ {
-			// k-way merge: the next entry in the published order.
-			best := -1
-			for i, l := range lists {
-				if pos[i] < len(l) && (best < 0 || startBefore(&l[pos[i]], &lists[best][pos[best]])) {
-					best = i
-				}
-			}
-			if best < 0 {
-				break
-			}
-			e := &lists[best][pos[best]]
-			pos[best]++
-			if excluded[e.doc] {
-				continue
-			}
-			f := factors{textual: 0.1, sal: e.sal, conf: e.conf, recency: recency(e.created, nowUS), auth: authorityValue(e.auth)}
-			switch e.ring {
-			case ringScar:
-				f.startBonus = 0.20
-			case ringHeartwood:
-				f.startBonus = 0.15
-			}
-			sc := f.score()
-			if !beats(top, limit, sc, e.id) {
-				continue
-			}
-			top = insertTop(top, ranked{doc: e.doc, id: e.id, score: sc, fact: f}, limit)
+		if !read {
+			continue // nothing of this group: the candidates are unchanged
 		}
-		ok, err := q.confirmTop(bodies, top, s.visible, &excluded)
-		if err != nil || ok {
-			return top, err
+		for ; i < len(cur) && len(out) < limit; i++ {
+			out = append(out, cur[i])
 		}
+		cur, out = out, cur
 	}
+	return cur, nil
 }
 
 // startBefore is the order of 's' keys after the group: ring class, then

@@ -60,7 +60,7 @@ type scratch struct {
 	cands    []posting
 	heap     boundHeap
 	text     []byte
-	starts   [][]startEntry
+	starts   [2][]startEntry // the startup candidates, double-buffered
 	pos      []int
 }
 
@@ -72,7 +72,7 @@ func (s *scratch) release() {
 	clear(s.counts)
 	clear(s.probes[:cap(s.probes)]) // blocks alias the finished transaction's pages
 	for i := range s.starts {
-		clear(s.starts[i]) // ids alias pages of the finished transaction
+		clear(s.starts[i][:cap(s.starts[i])]) // ids alias pages of the finished transaction
 		s.starts[i] = s.starts[i][:0]
 	}
 	scratchPool.Put(s)
