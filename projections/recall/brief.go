@@ -254,13 +254,15 @@ func (q *searcher) hintRecall(bodies Bodies, hint string, s Scope, limit int, no
 }
 
 // startEntry is a decoded 's' entry; id aliases the key (valid during the
-// read transaction).
+// read transaction). bound is its startup score with recency 1, rest the
+// largest bound from it to the end of the candidates.
 type startEntry struct {
 	class, ring, auth, flags byte
 	sal, conf                float64
 	created, expires         int64
 	doc                      uint32
 	id                       []byte
+	bound, rest              float64
 }
 
 // startupRecall ranks the startup brief's candidates: the first limit×128
@@ -269,38 +271,25 @@ type startEntry struct {
 // entries carry every factor of the startup score, so no hot record is
 // read; records are read for the winners only.
 //
-// It reads only the entries that can be candidates: each group's list is
-// merged into the candidates of the groups before it as it is read, and
-// the read stops once limit×128 candidates precede the next entry (the
-// first group is read up to the limit, each later one only as far as it
-// enters the merged prefix). Scoring then skips math.Exp for an entry
-// whose score with recency 1 (its upper bound: rounding is monotone)
-// cannot enter the top, and stops once no later entry can: the list is in
-// ring class then salience order, so an entry bounds every later one of
-// its class by its salience with confidence, recency and authority 1, and
-// the first entry of each later class bounds that class.
+// It reads only the entries that can be candidates (startCandidates) and
+// scores lazily: an entry's score with recency 1 bounds its score from
+// above (each operation of factors.score rounds monotonically), so an
+// entry whose bound cannot enter the top skips math.Exp, and the walk
+// stops once the largest bound of the entries left is below the last
+// kept score.
 func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Time) ([]ranked, error) {
-	cands, err := q.startCandidates(candidateCap(limit), now.UnixMicro())
+	nowUS := now.UnixMicro()
+	cands, err := q.startCandidates(candidateCap(limit), nowUS)
 	if err != nil {
 		return nil, err
 	}
-	nowUS := now.UnixMicro()
-	// later[c] bounds the score of every candidate of the classes after c:
-	// a class's highest salience is its first entry's.
-	var first [3]int
-	for c := range first {
-		first[c] = len(cands)
-	}
+	rest := math.Inf(-1)
 	for i := len(cands) - 1; i >= 0; i-- {
-		first[cands[i].class] = i
-	}
-	var later [3]float64
-	later[2] = math.Inf(-1)
-	for c := 1; c >= 0; c-- {
-		later[c] = later[c+1]
-		if first[c+1] < len(cands) {
-			later[c] = max(later[c], startBound(&cands[first[c+1]]))
-		}
+		e := &cands[i]
+		f := startFactors(e, 1)
+		e.bound = f.score()
+		rest = max(rest, e.bound)
+		e.rest = rest
 	}
 	var excluded map[uint32]bool
 	top := make([]ranked, 0, limit)
@@ -308,19 +297,13 @@ func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Tim
 		top = top[:0]
 		for i := range cands {
 			e := &cands[i]
-			if excluded[e.doc] {
+			if len(top) == limit && e.rest < top[limit-1].score {
+				break // no entry left can enter
+			}
+			if excluded[e.doc] || !beats(top, limit, e.bound, e.id) {
 				continue
 			}
-			f := factors{textual: 0.1, sal: e.sal, conf: e.conf, recency: 1, auth: authorityValue(e.auth), startBonus: startBonus(e.ring)}
-			if len(top) == limit {
-				if max(startBound(e), later[e.class]) < top[limit-1].score {
-					break // neither this entry nor any later one can enter
-				}
-				if !beats(top, limit, f.score(), e.id) {
-					continue
-				}
-			}
-			f.recency = recency(e.created, nowUS)
+			f := startFactors(e, recency(e.created, nowUS))
 			sc := f.score()
 			if !beats(top, limit, sc, e.id) {
 				continue
@@ -334,32 +317,16 @@ func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Tim
 	}
 }
 
-// startBonus is the startup score's ring bonus.
-func startBonus(ring byte) float64 {
-	switch ring {
+// startFactors are the startup score's factors of e at the given recency.
+func startFactors(e *startEntry, recency float64) factors {
+	f := factors{textual: 0.1, sal: e.sal, conf: e.conf, recency: recency, auth: authorityValue(e.auth)}
+	switch e.ring {
 	case ringScar:
-		return 0.20
+		f.startBonus = 0.20
 	case ringHeartwood:
-		return 0.15
+		f.startBonus = 0.15
 	}
-	return 0
-}
-
-// classBonus is the highest ring bonus of a ring class.
-var classBonus = [3]float64{0.20, 0.15, 0}
-
-// startBound bounds the startup score of e and of every entry after it in
-// its class (salience at most e's; confidence, recency and authority at
-// most 1), computed as factors.score computes, so that float rounding
-// keeps it an upper bound. A salience of -0 sorts before every other (its
-// key is ^bits), so it bounds nothing after it.
-func startBound(e *startEntry) float64 {
-	sal := e.sal
-	if math.Signbit(sal) {
-		sal = 1
-	}
-	f := factors{textual: 0.1, sal: sal, conf: 1, recency: 1, auth: 1, startBonus: classBonus[e.class]}
-	return f.score()
+	return f
 }
 
 // startCandidates returns the first limit non-expired entries of the
@@ -390,9 +357,6 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 				created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
 				expires: int64(binary.BigEndian.Uint64(v[7:])),
 				id:      k[startFixed:],
-			}
-			if e.class > 2 {
-				return errors.New("recall: malformed startup entry")
 			}
 			if e.flags&fExpires != 0 && e.expires <= nowUS {
 				return nil

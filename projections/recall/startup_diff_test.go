@@ -146,6 +146,11 @@ func newStartupCase(t *testing.T, seed uint64, n int) *startupCase {
 			t.Fatal(err)
 		}
 		p, body := r.Split(events.OriginRemember, "nonce")
+		if rng.IntN(10) == 0 {
+			// -0 passes the event's validation (an imported ledger may
+			// hold it); Record.Validate normalizes it away.
+			p.Salience = math.Copysign(0, -1)
+		}
 		fx.bodies[p.BodySHA256] = body
 		fx.apply(events.MemoryStream(r.ID), events.TypeMemoryCaptured, &p)
 		live = append(live, r.ID)
@@ -154,7 +159,9 @@ func newStartupCase(t *testing.T, seed uint64, n int) *startupCase {
 		id := live[rng.IntN(len(live))]
 		switch rng.IntN(3) {
 		case 0:
-			fx.supersede(id, live[rng.IntN(len(live))])
+			if by := live[rng.IntN(len(live))]; by != id {
+				fx.supersede(id, by)
+			}
 		case 1:
 			if BodyDigest(fx.kv, id) != "" {
 				fx.forget(id, events.ForgetRedact)
@@ -278,23 +285,4 @@ func FuzzStartupEarlyStop(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, n uint16) {
 		newStartupCase(t, seed, int(n%800)).check(t)
 	})
-}
-
-// TestStartBound: the bound of an entry is its class's bonus with its
-// salience and confidence, recency and authority 1, except for a salience
-// of -0, whose key sorts before every other salience of its class.
-func TestStartBound(t *testing.T) {
-	for _, c := range []struct {
-		e    startEntry
-		want float64
-	}{
-		{startEntry{class: 0, sal: 0.5, conf: 0.1}, 0.025 + 0.125 + 0.25 + 0.2 + 0.05 + 0.20},
-		{startEntry{class: 1, sal: 1, conf: 0}, 0.025 + 0.25 + 0.25 + 0.2 + 0.05 + 0.15},
-		{startEntry{class: 2, sal: 0}, 0.025 + 0 + 0.25 + 0.2 + 0.05},
-		{startEntry{class: 2, sal: math.Copysign(0, -1)}, 0.025 + 0.25 + 0.25 + 0.2 + 0.05},
-	} {
-		if got := startBound(&c.e); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("%+v: bound %v, want %v", c.e, got, c.want)
-		}
-	}
 }
