@@ -253,16 +253,17 @@ func (q *searcher) hintRecall(bodies Bodies, hint string, s Scope, limit int, no
 	return q.rank(bodies, cands, &pq, limit, now, s.visible)
 }
 
-// startEntry is a decoded 's' entry; id aliases the key (valid during the
-// read transaction). bound is its startup score with recency 1, rest the
+// startEntry is a decoded 's' entry, without pointers (a thousand of them
+// are copied and allocated per brief): its id is ids[id:id+idLen] of the
+// query's scratch. bound is its startup score with recency 1, rest the
 // largest bound from it to the end of the candidates.
 type startEntry struct {
-	class, ring, auth, flags byte
-	sal, conf                float64
-	created, expires         int64
-	doc                      uint32
-	id                       []byte
-	bound, rest              float64
+	class, ring, auth byte
+	idLen             uint16
+	doc, id           uint32
+	sal, conf         float64
+	created           int64
+	bound, rest       float64
 }
 
 // startupRecall ranks the startup brief's candidates: the first limit×128
@@ -300,15 +301,16 @@ func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Tim
 			if len(top) == limit && e.rest < top[limit-1].score {
 				break // no entry left can enter
 			}
-			if excluded[e.doc] || !beats(top, limit, e.bound, e.id) {
+			id := q.s.startID(e)
+			if excluded[e.doc] || !beats(top, limit, e.bound, id) {
 				continue
 			}
 			f := startFactors(e, recency(e.created, nowUS))
 			sc := f.score()
-			if !beats(top, limit, sc, e.id) {
+			if !beats(top, limit, sc, id) {
 				continue
 			}
-			top = insertTop(top, ranked{doc: e.doc, id: e.id, score: sc, fact: f}, limit)
+			top = insertTop(top, ranked{doc: e.doc, id: id, score: sc, fact: f}, limit)
 		}
 		ok, err := q.confirmTop(bodies, top, s.visible, &excluded)
 		if err != nil || ok {
@@ -337,8 +339,13 @@ func startFactors(e *startEntry, recency float64) factors {
 func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error) {
 	cur, out := q.s.starts[0][:0], q.s.starts[1][:0]
 	defer func() { q.s.starts[0], q.s.starts[1] = cur, out }()
+	ids := q.s.startIDs[:0]
+	defer func() { q.s.startIDs = ids }()
 	seen := 0
 	for _, g := range q.f.groups {
+		if cap(out) < limit {
+			out = make([]startEntry, 0, limit) // once per buffer: growing would copy it again and again
+		}
 		out = out[:0]
 		i, read := 0, false
 		err := q.kv.ForEach(q.s.prefix(pStart, g), func(k, v []byte) error {
@@ -350,19 +357,23 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 			if len(k) <= startFixed || len(v) != startValueLen {
 				return errors.New("recall: malformed startup entry")
 			}
+			if v[5]&fExpires != 0 && int64(binary.BigEndian.Uint64(v[7:])) <= nowUS {
+				return nil
+			}
+			id := k[startFixed:]
+			if len(id) > math.MaxUint16 {
+				return errors.New("recall: malformed startup entry")
+			}
 			e := startEntry{
-				class: k[9], flags: v[5], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
+				class: k[9], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
 				sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
 				conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
 				created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
-				expires: int64(binary.BigEndian.Uint64(v[7:])),
-				id:      k[startFixed:],
+				id:      uint32(len(ids)), idLen: uint16(len(id)),
 			}
-			if e.flags&fExpires != 0 && e.expires <= nowUS {
-				return nil
-			}
+			ids = append(ids, id...)
 			read = true
-			for i < len(cur) && len(out) < limit && startBefore(&cur[i], &e) {
+			for i < len(cur) && len(out) < limit && startBefore(&cur[i], &e, ids) {
 				out = append(out, cur[i])
 				i++
 			}
@@ -387,8 +398,8 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 }
 
 // startBefore is the order of 's' keys after the group: ring class, then
-// salience, confidence and created_at descending, then id.
-func startBefore(a, b *startEntry) bool {
+// salience, confidence and created_at descending, then id (in ids).
+func startBefore(a, b *startEntry, ids []byte) bool {
 	switch {
 	case a.class != b.class:
 		return a.class < b.class
@@ -399,7 +410,7 @@ func startBefore(a, b *startEntry) bool {
 	case a.created != b.created:
 		return a.created > b.created
 	}
-	return bytes.Compare(a.id, b.id) < 0
+	return bytes.Compare(ids[a.id:a.id+uint32(a.idLen)], ids[b.id:b.id+uint32(b.idLen)]) < 0
 }
 
 // briefWriter renders the context as published: only safe lines, in rank

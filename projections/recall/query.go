@@ -61,6 +61,7 @@ type scratch struct {
 	heap     boundHeap
 	text     []byte
 	starts   [2][]startEntry // the startup candidates, double-buffered
+	startIDs []byte          // their ids
 	pos      []int
 }
 
@@ -71,11 +72,12 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func (s *scratch) release() {
 	clear(s.counts)
 	clear(s.probes[:cap(s.probes)]) // blocks alias the finished transaction's pages
-	for i := range s.starts {
-		clear(s.starts[i][:cap(s.starts[i])]) // ids alias pages of the finished transaction
-		s.starts[i] = s.starts[i][:0]
-	}
 	scratchPool.Put(s)
+}
+
+// startID is the id of a startup candidate.
+func (s *scratch) startID(e *startEntry) []byte {
+	return s.startIDs[e.id : e.id+uint32(e.idLen) : e.id+uint32(e.idLen)]
 }
 
 // prefix builds a ForEach prefix of p and tok.

@@ -15,19 +15,43 @@ import (
 	"github.com/tree-ring/tree-ring/events/memory"
 )
 
+// fullEntry is a decoded 's' entry as the full scan kept it.
+type fullEntry struct {
+	class, ring, auth, flags byte
+	sal, conf                float64
+	created, expires         int64
+	doc                      uint32
+	id                       []byte
+}
+
+// fullBefore is the published order, as the full scan compared entries.
+func fullBefore(a, b *fullEntry) bool {
+	switch {
+	case a.class != b.class:
+		return a.class < b.class
+	case a.sal != b.sal:
+		return a.sal > b.sal
+	case a.conf != b.conf:
+		return a.conf > b.conf
+	case a.created != b.created:
+		return a.created > b.created
+	}
+	return string(a.id) < string(b.id)
+}
+
 // fullStartCandidates and fullStartupRecall are the startup ranking as it
 // was before the early stop: every group's list read up to the candidate
 // limit, a k-way merge, every candidate scored. They are the reference of
 // TestStartupEarlyStopIsFullScan.
-func (q *searcher) fullStartCandidates(limitC int, nowUS int64) ([]startEntry, error) {
-	lists := make([][]startEntry, len(q.f.groups))
+func (q *searcher) fullStartCandidates(limitC int, nowUS int64) ([]fullEntry, error) {
+	lists := make([][]fullEntry, len(q.f.groups))
 	for gi, g := range q.f.groups {
-		var list []startEntry
+		var list []fullEntry
 		err := q.kv.ForEach(q.s.prefix(pStart, g), func(k, v []byte) error {
 			if len(k) <= startFixed || len(v) != startValueLen {
 				return errors.New("recall: malformed startup entry")
 			}
-			e := startEntry{
+			e := fullEntry{
 				class: k[9], flags: v[5], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
 				sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
 				conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
@@ -49,12 +73,12 @@ func (q *searcher) fullStartCandidates(limitC int, nowUS int64) ([]startEntry, e
 			return nil, err
 		}
 	}
-	var out []startEntry
+	var out []fullEntry
 	pos := make([]int, len(lists))
 	for len(out) < limitC {
 		best := -1
 		for i, l := range lists {
-			if pos[i] < len(l) && (best < 0 || startBefore(&l[pos[i]], &lists[best][pos[best]])) {
+			if pos[i] < len(l) && (best < 0 || fullBefore(&l[pos[i]], &lists[best][pos[best]])) {
 				best = i
 			}
 		}
@@ -219,7 +243,7 @@ func (c *startupCase) candidates(t *testing.T, sc Scope, limitC int, at time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.EqualFunc(got, want, func(a, b startEntry) bool { return a.doc == b.doc && string(a.id) == string(b.id) }) {
+	if !slices.EqualFunc(got, want, func(a startEntry, b fullEntry) bool { return a.doc == b.doc && string(q.s.startID(&a)) == string(b.id) }) {
 		t.Fatalf("scope %+v cap %d now %v: %d candidates, want %d", sc, limitC, at, len(got), len(want))
 	}
 }
