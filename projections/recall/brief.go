@@ -332,23 +332,24 @@ func startFactors(e *startEntry, recency float64) factors {
 }
 
 // startCandidates returns the first limit non-expired entries of the
-// visible groups' 's' lists in the published order. Each group's list is
-// merged into the candidates so far while it is read, and its read stops
-// at the first entry that limit candidates precede: a group reads only
-// the entries that can be candidates (and one more).
+// visible groups' 's' lists in the published order. A group's list is read
+// while counting the candidates so far that precede each entry, and the
+// read stops at the first entry that limit candidates precede: a group
+// reads only the entries that can be candidates (and one more). What it
+// read is then merged in, runs of the candidates so far copied whole.
 func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error) {
-	cur, out := q.s.starts[0][:0], q.s.starts[1][:0]
-	defer func() { q.s.starts[0], q.s.starts[1] = cur, out }()
-	ids := q.s.startIDs[:0]
-	defer func() { q.s.startIDs = ids }()
+	s := q.s
+	cur, out, add := s.starts[0][:0], s.starts[1][:0], s.starts[2][:0]
+	ids, at := s.startIDs[:0], s.startAt[:0]
+	defer func() { s.starts, s.startIDs, s.startAt = [3][]startEntry{cur, out, add}, ids, at }()
+	if cap(ids) < limit*32 {
+		ids = make([]byte, 0, limit*40) // memory ids are about 32 bytes
+	}
 	seen := 0
 	for _, g := range q.f.groups {
-		if cap(out) < limit {
-			out = make([]startEntry, 0, limit) // once per buffer: growing would copy it again and again
-		}
-		out = out[:0]
-		i, read := 0, false
-		err := q.kv.ForEach(q.s.prefix(pStart, g), func(k, v []byte) error {
+		add, at = add[:0], at[:0]
+		i := 0 // the candidates so far before the entry read
+		err := q.kv.ForEach(s.prefix(pStart, g), func(k, v []byte) error {
 			if seen++; seen&1023 == 0 {
 				if err := q.ctx.Err(); err != nil {
 					return err
@@ -372,26 +373,31 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 				id:      uint32(len(ids)), idLen: uint16(len(id)),
 			}
 			ids = append(ids, id...)
-			read = true
-			for i < len(cur) && len(out) < limit && startBefore(&cur[i], &e, ids) {
-				out = append(out, cur[i])
+			for i < len(cur) && i+len(add) < limit && startBefore(&cur[i], &e, ids) {
 				i++
 			}
-			if len(out) == limit {
+			if i+len(add) == limit {
 				return errStop
 			}
-			out = append(out, e)
+			add, at = append(add, e), append(at, i)
 			return nil
 		})
 		if err != nil && err != errStop {
 			return nil, err
 		}
-		if !read {
-			continue // nothing of this group: the candidates are unchanged
+		if len(add) == 0 {
+			continue // nothing of this group is a candidate
 		}
-		for ; i < len(cur) && len(out) < limit; i++ {
-			out = append(out, cur[i])
+		if cap(out) < limit {
+			out = make([]startEntry, 0, limit) // once per buffer: growing would copy it again and again
 		}
+		out = out[:0]
+		prev := 0
+		for j := range add {
+			out = append(append(out, cur[prev:at[j]]...), add[j])
+			prev = at[j]
+		}
+		out = append(out, cur[prev:min(len(cur), prev+limit-len(out))]...)
 		cur, out = out, cur
 	}
 	return cur, nil

@@ -60,7 +60,8 @@ type scratch struct {
 	cands    []posting
 	heap     boundHeap
 	text     []byte
-	starts   [2][]startEntry // the startup candidates, double-buffered
+	starts   [3][]startEntry // the startup candidates (double-buffered) and a group's
+	startAt  []int           // where each of a group's entries goes among them
 	startIDs []byte          // their ids
 	pos      []int
 }
