@@ -347,6 +347,14 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 	}
 	seen := 0
 	for _, g := range q.f.groups {
+		// Each buffer is allocated once (the scratch keeps them): growing
+		// would copy it again and again.
+		if cap(add) < limit {
+			add = make([]startEntry, 0, limit)
+		}
+		if cap(at) < limit {
+			at = make([]int, 0, limit)
+		}
 		add, at = add[:0], at[:0]
 		i := 0 // the candidates so far before the entry read
 		err := q.kv.ForEach(s.prefix(pStart, g), func(k, v []byte) error {
@@ -385,11 +393,14 @@ func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error)
 		if err != nil && err != errStop {
 			return nil, err
 		}
-		if len(add) == 0 {
+		switch {
+		case len(add) == 0:
 			continue // nothing of this group is a candidate
-		}
-		if cap(out) < limit {
-			out = make([]startEntry, 0, limit) // once per buffer: growing would copy it again and again
+		case len(cur) == 0:
+			cur, add = add, cur // the first group with candidates: they are the candidates
+			continue
+		case cap(out) < limit:
+			out = make([]startEntry, 0, limit)
 		}
 		out = out[:0]
 		prev := 0
