@@ -331,6 +331,21 @@ func startFactors(e *startEntry, recency float64) factors {
 	return f
 }
 
+// startRead is the state of startCandidates, kept in the query's scratch
+// so that one closure serves every group without moving each variable it
+// captures to the heap. The buffers are allocated once (growing would copy
+// them again and again) and reused by the scratch's next query.
+type startRead struct {
+	cur, out, add []startEntry // the candidates so far, the merge's output, a group's entries
+	at            []int        // where each of add goes among cur
+	ids           []byte       // the ids of every entry read
+	i, seen       int          // the candidates of cur before the entry read; entries read
+	limit         int
+	nowUS         int64
+	ctx           context.Context
+	visit         func(k, v []byte) error
+}
+
 // startCandidates returns the first limit non-expired entries of the
 // visible groups' 's' lists in the published order. A group's list is read
 // while counting the candidates so far that precede each entry, and the
@@ -338,80 +353,76 @@ func startFactors(e *startEntry, recency float64) factors {
 // reads only the entries that can be candidates (and one more). What it
 // read is then merged in, runs of the candidates so far copied whole.
 func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error) {
-	s := q.s
-	cur, out, add := s.starts[0][:0], s.starts[1][:0], s.starts[2][:0]
-	ids, at := s.startIDs[:0], s.startAt[:0]
-	defer func() { s.starts, s.startIDs, s.startAt = [3][]startEntry{cur, out, add}, ids, at }()
-	if cap(ids) < limit*32 {
-		ids = make([]byte, 0, limit*40) // memory ids are about 32 bytes
+	r := &q.s.start
+	r.cur, r.ids, r.seen, r.limit, r.nowUS, r.ctx = r.cur[:0], r.ids[:0], 0, limit, nowUS, q.ctx
+	defer func() { r.ctx = nil }()
+	if cap(r.ids) < limit*32 {
+		r.ids = make([]byte, 0, limit*40) // memory ids are about 32 bytes
 	}
-	seen := 0
+	if r.visit == nil {
+		r.visit = r.entry
+	}
 	for _, g := range q.f.groups {
-		// Each buffer is allocated once (the scratch keeps them): growing
-		// would copy it again and again.
-		if cap(add) < limit {
-			add = make([]startEntry, 0, limit)
+		if cap(r.add) < limit {
+			r.add, r.at = make([]startEntry, 0, limit), make([]int, 0, limit)
 		}
-		if cap(at) < limit {
-			at = make([]int, 0, limit)
-		}
-		add, at = add[:0], at[:0]
-		i := 0 // the candidates so far before the entry read
-		err := q.kv.ForEach(s.prefix(pStart, g), func(k, v []byte) error {
-			if seen++; seen&1023 == 0 {
-				if err := q.ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if len(k) <= startFixed || len(v) != startValueLen {
-				return errors.New("recall: malformed startup entry")
-			}
-			if v[5]&fExpires != 0 && int64(binary.BigEndian.Uint64(v[7:])) <= nowUS {
-				return nil
-			}
-			id := k[startFixed:]
-			if len(id) > math.MaxUint16 {
-				return errors.New("recall: malformed startup entry")
-			}
-			e := startEntry{
-				class: k[9], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
-				sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
-				conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
-				created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
-				id:      uint32(len(ids)), idLen: uint16(len(id)),
-			}
-			ids = append(ids, id...)
-			for i < len(cur) && i+len(add) < limit && startBefore(&cur[i], &e, ids) {
-				i++
-			}
-			if i+len(add) == limit {
-				return errStop
-			}
-			add, at = append(add, e), append(at, i)
-			return nil
-		})
-		if err != nil && err != errStop {
+		r.add, r.at, r.i = r.add[:0], r.at[:0], 0
+		if err := q.kv.ForEach(q.s.prefix(pStart, g), r.visit); err != nil && err != errStop {
 			return nil, err
 		}
 		switch {
-		case len(add) == 0:
+		case len(r.add) == 0:
 			continue // nothing of this group is a candidate
-		case len(cur) == 0:
-			cur, add = add, cur // the first group with candidates: they are the candidates
+		case len(r.cur) == 0:
+			r.cur, r.add = r.add, r.cur // the first group with candidates: they are the candidates
 			continue
-		case cap(out) < limit:
-			out = make([]startEntry, 0, limit)
+		case cap(r.out) < limit:
+			r.out = make([]startEntry, 0, limit)
 		}
-		out = out[:0]
-		prev := 0
-		for j := range add {
-			out = append(append(out, cur[prev:at[j]]...), add[j])
-			prev = at[j]
+		out, cur, prev := r.out[:0], r.cur, 0
+		for j := range r.add {
+			out = append(append(out, cur[prev:r.at[j]]...), r.add[j])
+			prev = r.at[j]
 		}
 		out = append(out, cur[prev:min(len(cur), prev+limit-len(out))]...)
-		cur, out = out, cur
+		r.cur, r.out = out, cur
 	}
-	return cur, nil
+	return r.cur, nil
+}
+
+// entry reads one 's' entry of the group being read.
+func (r *startRead) entry(k, v []byte) error {
+	if r.seen++; r.seen&1023 == 0 {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(k) <= startFixed || len(v) != startValueLen {
+		return errors.New("recall: malformed startup entry")
+	}
+	if v[5]&fExpires != 0 && int64(binary.BigEndian.Uint64(v[7:])) <= r.nowUS {
+		return nil
+	}
+	id := k[startFixed:]
+	if len(id) > math.MaxUint16 {
+		return errors.New("recall: malformed startup entry")
+	}
+	e := startEntry{
+		class: k[9], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
+		sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
+		conf:    math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
+		created: int64(^binary.BigEndian.Uint64(k[26:]) ^ 1<<63),
+		id:      uint32(len(r.ids)), idLen: uint16(len(id)),
+	}
+	r.ids = append(r.ids, id...)
+	for r.i < len(r.cur) && r.i+len(r.add) < r.limit && startBefore(&r.cur[r.i], &e, r.ids) {
+		r.i++
+	}
+	if r.i+len(r.add) == r.limit {
+		return errStop
+	}
+	r.add, r.at = append(r.add, e), append(r.at, r.i)
+	return nil
 }
 
 // startBefore is the order of 's' keys after the group: ring class, then

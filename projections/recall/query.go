@@ -60,9 +60,7 @@ type scratch struct {
 	cands    []posting
 	heap     boundHeap
 	text     []byte
-	starts   [3][]startEntry // the startup candidates (double-buffered) and a group's
-	startAt  []int           // where each of a group's entries goes among them
-	startIDs []byte          // their ids
+	start    startRead
 	pos      []int
 }
 
@@ -78,7 +76,7 @@ func (s *scratch) release() {
 
 // startID is the id of a startup candidate.
 func (s *scratch) startID(e *startEntry) []byte {
-	return s.startIDs[e.id : e.id+uint32(e.idLen) : e.id+uint32(e.idLen)]
+	return s.start.ids[e.id : e.id+uint32(e.idLen) : e.id+uint32(e.idLen)]
 }
 
 // prefix builds a ForEach prefix of p and tok.
