@@ -36,7 +36,10 @@ import (
 // size the ledger; TREE_RING_BENCH_CGO=1 builds with the toolchain's
 // default cgo setting instead of a static release build;
 // TREE_RING_BENCH_CALLGRIND=DIR keeps the callgrind profiles there (and
-// the symbols in the binaries).
+// the symbols in the binaries); TREE_RING_BENCH_KEEP=DIR builds the
+// binaries and the projects in fresh directories under DIR and keeps them
+// (their paths are logged), so that the hook and the floor program can be
+// rerun by hand on the same ledger (strace, perf, /usr/bin/time).
 
 // benchBuild is how both binaries are built: a release build (static,
 // no symbol tables). TREE_RING_BENCH_CGO=1 keeps the toolchain's default
@@ -60,7 +63,7 @@ func benchBuild(out string) *exec.Cmd {
 // rebuild cheap).
 func benchBinaries(b *testing.B) (bin, empty, floor string) {
 	b.Helper()
-	dir := b.TempDir()
+	dir := benchTempDir(b)
 	bin, empty, floor = filepath.Join(dir, "tree-ring"), filepath.Join(dir, "empty"), filepath.Join(dir, "floor")
 	if out, err := benchBuild(bin).CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v %s", err, out)
@@ -82,6 +85,21 @@ func benchBinaries(b *testing.B) (bin, empty, floor string) {
 	return bin, empty, floor
 }
 
+// benchTempDir is b.TempDir(), or a new directory under
+// TREE_RING_BENCH_KEEP that outlives the benchmark.
+func benchTempDir(b *testing.B) string {
+	b.Helper()
+	keep := os.Getenv("TREE_RING_BENCH_KEEP")
+	if keep == "" {
+		return b.TempDir()
+	}
+	dir, err := os.MkdirTemp(keep, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
 func benchRun(b *testing.B, dir, stdin, name string, args ...string) []byte {
 	b.Helper()
 	cmd := exec.Command(name, args...)
@@ -100,7 +118,7 @@ func benchRun(b *testing.B, dir, stdin, name string, args ...string) []byte {
 // a .codex marker and returns the project root.
 func benchProjectDir(b *testing.B, name string) string {
 	b.Helper()
-	base, err := filepath.EvalSymlinks(b.TempDir())
+	base, err := filepath.EvalSymlinks(benchTempDir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -276,6 +294,9 @@ func BenchmarkHookSessionStart(b *testing.B) {
 		return p
 	}
 	other, floorDir := install(empty), install(floor)
+	if os.Getenv("TREE_RING_BENCH_KEEP") != "" {
+		b.Logf("kept: binaries in %s; hook project %q, floor program's %q, empty program's %q", filepath.Dir(bin), dir, floorDir, other)
+	}
 	var hooks struct {
 		Hooks map[string][]struct {
 			Hooks []struct{ Command string } `json:"hooks"`
