@@ -153,29 +153,6 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	return kv.Put([]byte("h/"+id), appendReceiptProof(nil, &proof))
 }
 
-// plainPayload is the value e's validation decoded when e carries it
-// (events.VerifiedPayload: an event built by events.Factory or imported),
-// else decodes a payload that was validated strictly on append (plain
-// decoding is several times faster, and this fold runs on the hook path);
-// another schema version goes through events.DecodePayload.
-func plainPayload(e *events.Envelope) (any, error) {
-	if v, ok := events.VerifiedPayload(e); ok {
-		return v, nil
-	}
-	spec, ok := events.Lookup(e.Type)
-	if !ok {
-		return nil, &events.UnknownTypeError{Type: e.Type}
-	}
-	if e.SchemaVersion != spec.SchemaVersion {
-		return events.DecodePayload(e)
-	}
-	p := spec.NewPayload()
-	if err := events.UnmarshalPayload(e.Payload, p); err != nil {
-		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
-	}
-	return p, nil
-}
-
 func (p *ReceiptProof) prove(at, id string) {
 	if p.NewestAt == "" || !laterThan(p.NewestAt, at) {
 		p.NewestAt, p.NewestID = at, id

@@ -82,9 +82,9 @@ type RunRecord struct {
 
 // Apply implements Projection.
 func (Runs) Apply(kv KV, _ Bodies, e *events.Envelope) error {
-	v, err := runPayload(e)
+	v, err := plainPayload(e)
 	if err != nil {
-		return err
+		return fmt.Errorf("runs: %w", err)
 	}
 	switch p := v.(type) {
 	case *events.RunStarted:
@@ -104,29 +104,6 @@ func (Runs) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return runInterrupted(kv, p)
 	}
 	return fmt.Errorf("runs: unexpected payload %T", v)
-}
-
-// runPayload is e's payload value: the one DecodeEnvelope decoded for an
-// imported event (events.VerifiedPayload, read only here), else decoded
-// now. Stored payloads were strictly decoded and checked on append (and
-// are again by verify); the fold only needs the values.
-func runPayload(e *events.Envelope) (any, error) {
-	if v, ok := events.VerifiedPayload(e); ok {
-		return v, nil
-	}
-	spec, ok := events.Lookup(e.Type)
-	if !ok {
-		return nil, &events.UnknownTypeError{Type: e.Type}
-	}
-	raw, err := events.CurrentPayload(e)
-	if err != nil {
-		return nil, err
-	}
-	v := spec.NewPayload()
-	if err := events.UnmarshalPayload(raw, v); err != nil {
-		return nil, fmt.Errorf("runs: %s payload: %w", e.Type, err)
-	}
-	return v, nil
 }
 
 // onStream requires a run event to sit on the stream of its own run id.
