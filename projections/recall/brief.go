@@ -266,6 +266,13 @@ type startEntry struct {
 	bound, rest       float64
 }
 
+// idIn is e's id in ids, capped so that an append to it cannot write over
+// the next id.
+func (e *startEntry) idIn(ids []byte) []byte {
+	end := e.id + uint32(e.idLen)
+	return ids[e.id:end:end]
+}
+
 // startupRecall ranks the startup brief's candidates: the first limit×128
 // (clamped) non-expired entries of the visible groups' pre-sorted 's'
 // lists, merged in the published order, scored, the best limit kept. The
@@ -438,7 +445,7 @@ func startBefore(a, b *startEntry, ids []byte) bool {
 	case a.created != b.created:
 		return a.created > b.created
 	}
-	return bytes.Compare(ids[a.id:a.id+uint32(a.idLen)], ids[b.id:b.id+uint32(b.idLen)]) < 0
+	return bytes.Compare(a.idIn(ids), b.idIn(ids)) < 0
 }
 
 // briefWriter renders the context as published: only safe lines, in rank

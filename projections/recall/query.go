@@ -76,7 +76,7 @@ func (s *scratch) release() {
 
 // startID is the id of a startup candidate.
 func (s *scratch) startID(e *startEntry) []byte {
-	return s.start.ids[e.id : e.id+uint32(e.idLen) : e.id+uint32(e.idLen)]
+	return e.idIn(s.start.ids)
 }
 
 // prefix builds a ForEach prefix of p and tok.
