@@ -157,7 +157,7 @@ func (s *Store) committed(commitStart time.Time) {
 			next = min(next, budget/k)
 		}
 	} else {
-		next = min(budget/(1+k), budget)
+		next = budget / (1 + k) // k >= 0: at most the budget
 	}
 	sl.work = time.Duration(max(next, minWorkShare*budget))
 }
