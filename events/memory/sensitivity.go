@@ -118,10 +118,11 @@ func lazy(src string) *lazyRegexp { return &lazyRegexp{src: src} }
 
 // MatchString reports whether s has a match.
 func (l *lazyRegexp) MatchString(s string) bool {
-	if m := l.get(); m.match != nil {
+	m := l.get()
+	if m.match != nil {
 		return m.match(s)
 	}
-	return len(l.get().findAll(s)) > 0
+	return len(m.findAll(s)) > 0
 }
 
 // FindAllSubmatchIndex returns the index pairs of every match of s and of
