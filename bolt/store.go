@@ -430,10 +430,7 @@ func (s *Store) empty() bool {
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }
 
 func streamKey(stream string, version uint64) []byte {
-	k := make([]byte, 0, len(stream)+9)
-	k = append(k, stream...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, version)
+	return appendStreamKey(make([]byte, 0, len(stream)+9), stream, version)
 }
 
 // head is the value of heads[stream]: version and last position.
