@@ -337,12 +337,11 @@ func (w *indexWriter) flushStreams(b *bbolt.Bucket, a *valueArena) error {
 			// The stream's last block has room: rewrite it with the new
 			// positions appended.
 			key = appendStreamKey(key[:0], name, first)
-			k := key
-			old := b.Get(k)
+			old := b.Get(key)
 			if old == nil {
 				return fmt.Errorf("%w: stream %s is at version %d but has no block at version %d", errBlock, name, r.base, first)
 			}
-			_, _, ps, err := decodeStreamBlock(k, old)
+			_, _, ps, err := decodeStreamBlock(key, old)
 			if err != nil {
 				return err
 			}
