@@ -555,30 +555,39 @@ const arenaSlab = 64 << 10
 // concurrent use.
 type valueArena struct{ slab []byte }
 
-// encode appends e's stored form to the arena and returns it.
-func (a *valueArena) encode(e *events.Envelope) []byte {
-	n := e.EncodedSizeBound()
+// room makes the slab hold n more bytes (a fresh slab when it lacks them)
+// and returns where they start; false, the slab unchanged, for a value
+// too large to share one.
+func (a *valueArena) room(n int) (start int, ok bool) {
 	if n > arenaSlab/16 {
-		return e.Encode()
+		return 0, false
 	}
 	if len(a.slab)+n > cap(a.slab) {
 		a.slab = make([]byte, 0, arenaSlab)
 	}
-	start := len(a.slab)
+	return len(a.slab), true
+}
+
+// encode appends e's stored form to the arena and returns it.
+func (a *valueArena) encode(e *events.Envelope) []byte {
+	start, ok := a.room(e.EncodedSizeBound())
+	if !ok {
+		return e.Encode()
+	}
 	a.slab = e.AppendEncode(a.slab)
 	return a.slab[start:len(a.slab):len(a.slab)]
 }
 
 func (a *valueArena) copy(v []byte) []byte {
-	if a == nil || len(v) == 0 || len(v) > arenaSlab/16 {
+	if a == nil || len(v) == 0 {
 		return append([]byte(nil), v...)
 	}
-	if len(a.slab)+len(v) > cap(a.slab) {
-		a.slab = make([]byte, 0, arenaSlab)
+	start, ok := a.room(len(v))
+	if !ok {
+		return append([]byte(nil), v...)
 	}
-	n := len(a.slab)
 	a.slab = append(a.slab, v...)
-	return a.slab[n:len(a.slab):len(a.slab)]
+	return a.slab[start:len(a.slab):len(a.slab)]
 }
 func (k *bucketKV) Delete(key []byte) error { return k.b.Delete(key) }
 func (k *bucketKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {

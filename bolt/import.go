@@ -254,21 +254,17 @@ func IsConflict(err error) bool {
 // when e was not read from its stored form.
 func (a *valueArena) reseal(e *events.Envelope, version, position uint64, prev string, scratch []byte) ([]byte, []byte) {
 	n := e.EncodedSizeBound()
-	if n > arenaSlab/16 {
-		out, scratch, ok := e.ResealStored(version, position, prev, scratch, make([]byte, 0, n))
-		if !ok {
-			return nil, scratch
-		}
-		return out, scratch
+	start, inSlab := a.room(n)
+	dst := a.slab
+	if !inSlab {
+		dst = make([]byte, 0, n)
 	}
-	if len(a.slab)+n > cap(a.slab) {
-		a.slab = make([]byte, 0, arenaSlab)
-	}
-	start := len(a.slab)
-	out, scratch, ok := e.ResealStored(version, position, prev, scratch, a.slab)
+	out, scratch, ok := e.ResealStored(version, position, prev, scratch, dst)
 	if !ok {
 		return nil, scratch
 	}
-	a.slab = out
+	if inSlab {
+		a.slab = out
+	}
 	return out[start:len(out):len(out)], scratch
 }

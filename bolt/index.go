@@ -381,13 +381,10 @@ func appendStreamKey(k []byte, stream string, version uint64) []byte {
 // alloc returns an empty slice with room for n bytes, carved from the
 // arena's slab (see valueArena) when n is small.
 func (a *valueArena) alloc(n int) []byte {
-	if n > arenaSlab/16 {
+	start, ok := a.room(n)
+	if !ok {
 		return make([]byte, 0, n)
 	}
-	if len(a.slab)+n > cap(a.slab) {
-		a.slab = make([]byte, 0, arenaSlab)
-	}
-	start := len(a.slab)
 	a.slab = a.slab[:start+n]
 	return a.slab[start : start : start+n]
 }
