@@ -208,8 +208,11 @@ func (e *Envelope) SealWith(prev string, scratch []byte) []byte {
 // exported ledger imported in order into an empty one keeps every chain
 // value, so each event is hashed once, when its line is checked.
 func (e *Envelope) CarriesSeal(version, position uint64, prev string) bool {
-	v := e.asVerified()
-	return v != nil && v.e.Version == version && v.e.Position == position && v.e.PrevHash == prev
+	// The chain values first: a Factory's envelope, verified at version 0,
+	// fails there, before the field by field comparison.
+	v := e.verified
+	return v != nil && v.e.Version == version && v.e.Position == position && v.e.PrevHash == prev &&
+		e.asVerified() != nil
 }
 
 // asVerified returns what DecodeEnvelope verified of e if e still holds
