@@ -179,10 +179,14 @@ func (e *Envelope) hashWith(scratch []byte) (string, []byte) {
 // hexHash is hashWith without the string.
 func (e *Envelope) hexHash(scratch []byte) ([64]byte, []byte) {
 	scratch = e.appendCanonical(scratch[:0])
-	sum := sha256.Sum256(scratch)
-	var h [64]byte
+	return hexSum(scratch), scratch
+}
+
+// hexSum is the hex SHA-256 of canonical bytes: an envelope's hash.
+func hexSum(canon []byte) (h [64]byte) {
+	sum := sha256.Sum256(canon)
 	hex.Encode(h[:], sum[:])
-	return h, scratch
+	return h
 }
 
 // Seal sets PrevHash and Hash. The store calls it with the chain head.
@@ -259,9 +263,7 @@ func (e *Envelope) ResealStored(version, position uint64, prev string, scratch, 
 
 	e.Version, e.Position, e.PrevHash = version, position, prev
 	scratch = e.appendCanonicalFrom(scratch[:0], line[idStart:idStart+26], line[atStart:atEnd])
-	sum := sha256.Sum256(scratch)
-	var h [64]byte
-	hex.Encode(h[:], sum[:])
+	h := hexSum(scratch)
 	e.Hash = string(h[:])
 
 	dst = append(dst, line[:versionStart]...)
