@@ -344,20 +344,16 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd.args == "" && fs.NArg() > 0 && isGroup(cmd.name) {
 		return unknownSubcommand(cmd, fs.Arg(0))
 	}
-	if cmd.instant {
-		// It reads no project: the working directory is not looked up
-		// (which copies the environment, about 0.05 M instructions with
-		// the walk up to the root) and need not exist.
-		if err := g.setupLog(); err != nil {
+	// An instant command reads no project: the working directory is not
+	// looked up (which copies the environment, about 0.05 M instructions
+	// with the walk up to the root) and need not exist.
+	if !cmd.instant {
+		discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
+		if err != nil {
 			return err
 		}
-		return cmd.run(ctx, g, o, fs.Args())
+		g.discovered = discovered
 	}
-	discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
-	if err != nil {
-		return err
-	}
-	g.discovered = discovered
 	if err := g.setupLog(); err != nil {
 		return err
 	}
