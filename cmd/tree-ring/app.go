@@ -329,12 +329,12 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd.companion != nil {
 		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
 	}
-	o := cmd.newOpts()
 	g.lockTimeoutSet = pre.Changed("lock-timeout")
-	fs := newFlagSet(cmd, g, o, globals)
 	if *help {
 		return printCommandHelp(g, cmd)
 	}
+	o := cmd.newOpts()
+	fs := newFlagSet(cmd, g, o, globals)
 	if err := fs.Parse(rest[words:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
