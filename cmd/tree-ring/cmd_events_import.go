@@ -264,11 +264,11 @@ func decodeChunks(sc *bufio.Scanner) ([]*lineChunk, int) {
 		}()
 	}
 	var chunks []*lineChunk
-	cur := newLineChunk()
+	var cur *lineChunk // made at its first line: the last send needs no next
 	send := func() {
 		chunks = append(chunks, cur)
 		jobs <- cur
-		cur = newLineChunk()
+		cur = nil
 	}
 	line := 0
 	for !failed.Load() && sc.Scan() {
@@ -277,14 +277,17 @@ func decodeChunks(sc *bufio.Scanner) ([]*lineChunk, int) {
 		if len(b) == 0 {
 			continue
 		}
-		if len(cur.buf)+len(b) > cap(cur.buf) {
+		if cur != nil && len(cur.buf)+len(b) > cap(cur.buf) {
 			send()
+		}
+		if cur == nil {
+			cur = newLineChunk()
 		}
 		cur.buf = append(cur.buf, b...)
 		cur.ends = append(cur.ends, len(cur.buf))
 		cur.nums = append(cur.nums, line)
 	}
-	if len(cur.ends) > 0 {
+	if cur != nil {
 		send()
 	}
 	close(jobs)
