@@ -164,7 +164,8 @@ func Payload[P any](e *Envelope) (*P, error) {
 
 // Factory mints envelopes with an injected clock and id source, so tests
 // are deterministic. The zero value is not usable: cmd builds one on the
-// wall clock and ulid.Make, tests on events/eventstest.
+// wall clock and its own ULID source (cmd/tree-ring/ids.go), tests on
+// events/eventstest.
 // A Factory is safe for concurrent use if its Now and NewID are.
 type Factory struct {
 	Now   func() time.Time
