@@ -6,7 +6,6 @@ package fsm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -172,29 +171,29 @@ func Decide(cur State, t string) (State, error) {
 	}
 	m := machines.Get().(*lfsm.FSM)
 	m.SetState(string(cur))
+	// looplab returns its errors as plain values, never wrapped.
 	err := m.Event(context.Background(), t)
-	var inv lfsm.InvalidEventError
-	var unk lfsm.UnknownEventError
-	var nt lfsm.NoTransitionError
-	switch {
-	case err == nil:
+	switch e := err.(type) {
+	case nil:
 		to := State(m.Current())
 		machines.Put(m)
 		return to, nil
-	case errors.As(err, &nt) && nt.Err == nil:
-		machines.Put(m)
-		return cur, nil
-	case errors.As(err, &inv):
+	case lfsm.NoTransitionError:
+		if e.Err == nil { // an allowed self-loop
+			machines.Put(m)
+			return cur, nil
+		}
+	case lfsm.InvalidEventError:
 		machines.Put(m)
 		return cur, &IllegalTransitionError{From: cur, Transition: t}
-	case errors.As(err, &unk):
+	case lfsm.UnknownEventError:
 		machines.Put(m)
 		return cur, &UnknownTransitionError{Transition: t}
-	default:
-		// Not expected without callbacks; the machine is dropped rather
-		// than reused in a state we did not put it in.
-		return cur, fmt.Errorf("decide %s from %s: %w", t, cur, err)
 	}
+	// Not expected without callbacks (InTransitionError, InternalError...):
+	// the machine is dropped rather than reused in a state we did not put
+	// it in.
+	return cur, fmt.Errorf("decide %s from %s: %w", t, cur, err)
 }
 
 // machines holds looplab machines built from Table(). A looplab FSM is
