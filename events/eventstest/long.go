@@ -6,23 +6,16 @@ import (
 	"testing"
 )
 
-// LongEnv is the repository's one switch for long suites (the fault
-// matrix, large ledgers): they run only with TREE_RING_LONG=1, so that the
-// default `go test ./...` stays short; .ci/acceptance sets it
+// LongEnv is the repository's one switch for long suites (the whole fault
+// matrix): they run only with TREE_RING_LONG=1, so that the default
+// `go test ./...` stays short; .ci/acceptance sets it
 // (docs/reliability.md, "Long suites").
 const LongEnv = "TREE_RING_LONG"
 
 // LongSuites reports whether this run asks for the long suites
-// (TREE_RING_LONG=1), for a test that runs a sample without it.
+// (TREE_RING_LONG=1, exactly). A long test skips, or runs only a sample,
+// without it, and says so.
 func LongSuites() bool { return os.Getenv(LongEnv) == "1" }
-
-// Long skips t unless TREE_RING_LONG=1. what says what makes it long.
-func Long(t testing.TB, what string) {
-	t.Helper()
-	if !LongSuites() {
-		t.Skipf("%s; %s=1 runs it", what, LongEnv)
-	}
-}
 
 // Progress reports how far a long suite has got: with -v as a log line of
 // t, otherwise on stderr, which go test shows as it comes when it runs in
