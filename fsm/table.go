@@ -199,8 +199,9 @@ func Decide(cur State, t string) (State, error) {
 // machines holds looplab machines built from Table(). A looplab FSM is
 // stateful (SetState, then Event: two locked steps, not one), so each
 // Decide takes a machine for itself and returns it afterwards; a process
-// builds one machine per goroutine deciding at the same time (a hook: one),
-// not one per call (about 11 µs and 30 allocations each, docs/fsm.md).
+// builds one machine per goroutine deciding at the same time (a hook: one;
+// a GC may drop an idle one, and the next call builds it again), not one
+// per call (10–40 µs and 30 allocations each, docs/fsm.md).
 // Without callbacks a machine is never left "in transition" (looplab issue
 // #115): Event returns with the transition done or refused, and SetState
 // overwrites whatever the previous caller left.
