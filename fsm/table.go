@@ -6,7 +6,6 @@ package fsm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -104,11 +103,11 @@ func selfLoops(t string) lfsm.Events {
 	return out
 }
 
-// Table is the one transition table. Each row: a transition, the states it
-// may leave, the state it enters. A row whose sources include its
-// destination is an allowed no-op there (Decide returns the same state).
-// docs/fsm.md explains every row; fsm_test.go pins every cell. Callers
-// must not modify it.
+// Table is the one transition table, in looplab's form: the rows Decide's
+// machines are built from. Each row: a transition, the states it may leave,
+// the state it enters. A row whose sources include its destination is an
+// allowed no-op there (Decide returns the same state). docs/fsm.md explains
+// every row; table_test.go pins every cell. Callers must not modify it.
 func Table() lfsm.Events { return table() }
 
 // table is built on first use, so that a command that decides no state
@@ -162,103 +161,51 @@ func (e *UnknownStateError) Error() string { return fmt.Sprintf("unknown state %
 // against today's table). Writers should pass the state at their instant
 // (see StateAt), so that a receipt's expiry is taken into account.
 //
-// The answer for each of the table's (state, transition) cells comes from
-// a lookup built once from Table() by looplab's own rule (a row maps each
-// of its sources to its destination; TestDecideIsLooplab holds every cell,
-// and names outside the table, to decideLooplab); building a looplab
-// machine per call cost a hook about 0.16 M instructions. A name outside
-// the table is decided by looplab itself.
+// looplab decides every call: a machine built from Table() is set to cur
+// and sent t (Event with context.Background()), and its answer and error
+// are translated to this package's. Decide is safe for concurrent use (see
+// machines).
 func Decide(cur State, t string) (State, error) {
-	si := stateIndex(cur)
-	if si < 0 {
-		return cur, &UnknownStateError{State: cur}
-	}
-	ti := transitionIndex(t)
-	if ti < 0 {
-		return decideLooplab(cur, t)
-	}
-	if d := decisions()[si][ti]; d >= 0 {
-		return States[d], nil
-	}
-	return cur, &IllegalTransitionError{From: cur, Transition: t}
-}
-
-func transitionIndex(t string) int {
-	for i, v := range Transitions {
-		if v == t {
-			return i
-		}
-	}
-	return -1
-}
-
-// decisions[state][transition] is the index in States of the state the
-// transition enters, or -1 where it is refused (indexes of States and
-// Transitions: nine and fifteen, which TestEveryCell pins). Built on first
-// use; read only afterwards, so safe for concurrent use.
-var decisions = sync.OnceValue(func() *[9][15]int8 {
-	var d [9][15]int8
-	for i := range d {
-		for j := range d[i] {
-			d[i][j] = -1
-		}
-	}
-	// Rows in order, a later row for the same (name, source) replacing an
-	// earlier one, as lfsm.NewFSM fills its transition map.
-	for _, row := range Table() {
-		ti, di := transitionIndex(row.Name), stateIndex(State(row.Dst))
-		for _, s := range row.Src {
-			if si := stateIndex(State(s)); si >= 0 && ti >= 0 && di >= 0 {
-				d[si][ti] = int8(di)
-			}
-		}
-	}
-	return &d
-})
-
-// decideLooplab decides t in cur on a fresh looplab machine built from
-// Table() and context.Background(), so that no shared machine can be left
-// "in transition" (looplab/fsm issue #115). It is the definition Decide's
-// lookup is tested against, and decides names outside the table.
-func decideLooplab(cur State, t string) (State, error) {
 	if !Valid(cur) {
 		return cur, &UnknownStateError{State: cur}
 	}
-	m := lfsm.NewFSM(string(cur), Table(), nil)
+	m := machines.Get().(*lfsm.FSM)
+	m.SetState(string(cur))
+	// looplab returns its errors as plain values, never wrapped.
 	err := m.Event(context.Background(), t)
-	var inv lfsm.InvalidEventError
-	var unk lfsm.UnknownEventError
-	var nt lfsm.NoTransitionError
-	switch {
-	case err == nil:
-		return State(m.Current()), nil
-	case errors.As(err, &nt) && nt.Err == nil:
-		return cur, nil
-	case errors.As(err, &inv):
+	switch e := err.(type) {
+	case nil:
+		to := State(m.Current())
+		machines.Put(m)
+		return to, nil
+	case lfsm.NoTransitionError:
+		if e.Err == nil { // an allowed self-loop
+			machines.Put(m)
+			return cur, nil
+		}
+	case lfsm.InvalidEventError:
+		machines.Put(m)
 		return cur, &IllegalTransitionError{From: cur, Transition: t}
-	case errors.As(err, &unk):
+	case lfsm.UnknownEventError:
+		machines.Put(m)
 		return cur, &UnknownTransitionError{Transition: t}
-	default:
-		return cur, fmt.Errorf("decide %s from %s: %w", t, cur, err)
 	}
+	// Not expected without callbacks (InTransitionError, InternalError...):
+	// the machine is dropped rather than reused in a state we did not put
+	// it in.
+	return cur, fmt.Errorf("decide %s from %s: %w", t, cur, err)
 }
 
-// Idempotent reports whether t is an allowed no-op in cur (the table lists
-// cur as both a source and the destination of t), for example prove while
-// already active.
-func Idempotent(cur State, t string) bool {
-	for _, row := range Table() {
-		if row.Name != t || row.Dst != string(cur) {
-			continue
-		}
-		for _, s := range row.Src {
-			if s == string(cur) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// machines holds looplab machines built from Table(). A looplab FSM is
+// stateful (SetState, then Event: two locked steps, not one), so each
+// Decide takes a machine for itself and returns it afterwards; a process
+// builds one machine per goroutine deciding at the same time (a hook: one;
+// a GC may drop an idle one, and the next call builds it again), not one
+// per call (10–40 µs and 30 allocations each, docs/fsm.md).
+// Without callbacks a machine is never left "in transition" (looplab issue
+// #115): Event returns with the transition done or refused, and SetState
+// overwrites whatever the previous caller left.
+var machines = sync.Pool{New: func() any { return lfsm.NewFSM(string(Initial), Table(), nil) }}
 
 // Edge is one allowed cell of the table: From --Transition--> To.
 type Edge struct {

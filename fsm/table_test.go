@@ -1,11 +1,15 @@
 package fsm
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	lfsm "github.com/looplab/fsm"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -57,11 +61,7 @@ func TestEveryCell(t *testing.T) {
 				t.Errorf("%s from %s: want %s, got error %v", tr, cur, dst, err)
 			case allowed && got != dst:
 				t.Errorf("%s from %s: want %s, got %s", tr, cur, dst, got)
-			case allowed:
-				if Idempotent(cur, tr) != (dst == cur) {
-					t.Errorf("Idempotent(%s, %s) = %v", cur, tr, !(dst == cur))
-				}
-			default:
+			case !allowed:
 				var ill *IllegalTransitionError
 				if !errors.As(err, &ill) || ill.From != cur || ill.Transition != tr {
 					t.Errorf("%s from %s: want *IllegalTransitionError, got %s, %v", tr, cur, got, err)
@@ -69,22 +69,25 @@ func TestEveryCell(t *testing.T) {
 				if got != cur {
 					t.Errorf("%s from %s refused but returned %s, want the unchanged state", tr, cur, got)
 				}
-				if Idempotent(cur, tr) {
-					t.Errorf("Idempotent(%s, %s) is true for a refused cell", cur, tr)
-				}
 			}
 		}
 	}
 	if cells != 9*15 {
 		t.Fatalf("visited %d cells", cells)
 	}
-	// Edges lists exactly the allowed cells.
+	// Edges (what the diagrams draw) lists exactly the allowed cells, each
+	// as Decide answers it.
 	n := 0
 	for _, tr := range Transitions {
 		n += len(strings.Fields(matrix[tr]))
 	}
 	if len(Edges()) != n {
 		t.Errorf("Edges() has %d cells, matrix %d", len(Edges()), n)
+	}
+	for _, e := range Edges() {
+		if got, err := Decide(e.From, e.Transition); err != nil || got != e.To {
+			t.Errorf("edge %s --%s--> %s, Decide gives %s, %v", e.From, e.Transition, e.To, got, err)
+		}
 	}
 }
 
@@ -186,20 +189,77 @@ func TestTransitionOf(t *testing.T) {
 	}
 }
 
-// Decide's lookup answers exactly as a fresh looplab machine built from
-// the table: every (state, transition) cell, names outside the table and
-// states outside the nine, the same state and the same error.
-func TestDecideIsLooplab(t *testing.T) {
-	names := append([]string{"", "teleport", "Prove", "prove ", "expire\x00"}, Transitions...)
-	states := append([]State{"", "activ", "Active"}, States...)
+// oracle decides from the hand-written matrix alone: the answer Decide
+// (looplab) must give for every cell, every name outside the table and
+// every state outside the nine.
+func oracle(cur State, t string) (State, error) {
+	if !Valid(cur) {
+		return cur, &UnknownStateError{State: cur}
+	}
+	cells, ok := matrix[t]
+	if !ok {
+		return cur, &UnknownTransitionError{Transition: t}
+	}
+	for _, cell := range strings.Fields(cells) {
+		if s, d, _ := strings.Cut(cell, ">"); abbrev[s] == cur {
+			return abbrev[d], nil
+		}
+	}
+	return cur, &IllegalTransitionError{From: cur, Transition: t}
+}
+
+// sameAnswer compares two answers: the same state, the same error type and text.
+func sameAnswer(got State, err error, want State, wantErr error) bool {
+	return got == want && fmt.Sprintf("%T %v", err, err) == fmt.Sprintf("%T %v", wantErr, wantErr)
+}
+
+var oddNames = []string{"", "teleport", "Prove", "prove ", "expire\x00", "detect\n"}
+var oddStates = []State{"", "activ", "Active", "active ", "unsupported\x00"}
+
+// Decide answers as the hand oracle does: all 135 cells, names outside the
+// table and states outside the nine, the same state and the same error;
+// and as a fresh looplab machine per call does (so that reusing machines
+// changes nothing).
+func TestDecideIsTheOracle(t *testing.T) {
+	names := append(append([]string{}, oddNames...), Transitions...)
+	states := append(append([]State{}, oddStates...), States...)
 	for _, cur := range states {
 		for _, tr := range names {
 			got, err := Decide(cur, tr)
-			want, wantErr := decideLooplab(cur, tr)
-			if got != want || fmt.Sprintf("%T %v", err, err) != fmt.Sprintf("%T %v", wantErr, wantErr) {
-				t.Errorf("Decide(%q, %q) = %q, %v; looplab %q, %v", cur, tr, got, err, want, wantErr)
+			if want, wantErr := oracle(cur, tr); !sameAnswer(got, err, want, wantErr) {
+				t.Errorf("Decide(%q, %q) = %q, %v; oracle %q, %v", cur, tr, got, err, want, wantErr)
+			}
+			if want, wantErr := decideFresh(cur, tr); !sameAnswer(got, err, want, wantErr) {
+				t.Errorf("Decide(%q, %q) = %q, %v; fresh machine %q, %v", cur, tr, got, err, want, wantErr)
 			}
 		}
+	}
+}
+
+// Decide is safe for concurrent use: goroutines deciding interleaved cells
+// (allowed, refused, unknown) each get the oracle's answer. Under -race this
+// also holds the machines' reuse free of data races.
+func TestDecideConcurrent(t *testing.T) {
+	names := append(append([]string{}, oddNames...), Transitions...)
+	states := append(append([]State{}, oddStates...), States...)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2_000 {
+				cur, tr := states[(i*7+g)%len(states)], names[(i*11+g*3)%len(names)]
+				got, err := Decide(cur, tr)
+				if want, wantErr := oracle(cur, tr); !sameAnswer(got, err, want, wantErr) {
+					errs <- fmt.Sprintf("goroutine %d: Decide(%q, %q) = %q, %v; oracle %q, %v", g, cur, tr, got, err, want, wantErr)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 
@@ -208,26 +268,107 @@ func FuzzDecide(f *testing.F) {
 	f.Add("activ", "teleport")
 	f.Fuzz(func(t *testing.T, cur, tr string) {
 		got, err := Decide(State(cur), tr)
-		want, wantErr := decideLooplab(State(cur), tr)
-		if got != want || fmt.Sprintf("%T %v", err, err) != fmt.Sprintf("%T %v", wantErr, wantErr) {
-			t.Fatalf("Decide(%q, %q) = %q, %v; looplab %q, %v", cur, tr, got, err, want, wantErr)
+		if want, wantErr := oracle(State(cur), tr); !sameAnswer(got, err, want, wantErr) {
+			t.Fatalf("Decide(%q, %q) = %q, %v; oracle %q, %v", cur, tr, got, err, want, wantErr)
 		}
 	})
 }
 
+// decideFresh decides on a machine of its own, built for this call: what
+// Decide did before machines were reused, kept to compare with and to
+// measure.
+func decideFresh(cur State, t string) (State, error) {
+	if !Valid(cur) {
+		return cur, &UnknownStateError{State: cur}
+	}
+	m := lfsm.NewFSM(string(cur), Table(), nil)
+	err := m.Event(context.Background(), t)
+	var inv lfsm.InvalidEventError
+	var unk lfsm.UnknownEventError
+	var nt lfsm.NoTransitionError
+	switch {
+	case err == nil:
+		return State(m.Current()), nil
+	case errors.As(err, &nt) && nt.Err == nil:
+		return cur, nil
+	case errors.As(err, &inv):
+		return cur, &IllegalTransitionError{From: cur, Transition: t}
+	case errors.As(err, &unk):
+		return cur, &UnknownTransitionError{Transition: t}
+	}
+	return cur, fmt.Errorf("decide %s from %s: %w", t, cur, err)
+}
+
+// decideTable is the precomputed [9][15] lookup Decide used before looplab
+// decided every call, kept only to measure against (BenchmarkDecide) and
+// held to the oracle like Decide.
+func decideTable(cur State, t string) (State, error) {
+	si := stateIndex(cur)
+	if si < 0 {
+		return cur, &UnknownStateError{State: cur}
+	}
+	ti := slices.Index(Transitions, t)
+	if ti < 0 {
+		return cur, &UnknownTransitionError{Transition: t}
+	}
+	if d := decisions()[si][ti]; d >= 0 {
+		return States[d], nil
+	}
+	return cur, &IllegalTransitionError{From: cur, Transition: t}
+}
+
+var decisions = sync.OnceValue(func() *[9][15]int8 {
+	var d [9][15]int8
+	for i := range d {
+		for j := range d[i] {
+			d[i][j] = -1
+		}
+	}
+	for _, row := range Table() {
+		ti, di := slices.Index(Transitions, row.Name), stateIndex(State(row.Dst))
+		for _, s := range row.Src {
+			d[stateIndex(State(s))][ti] = int8(di)
+		}
+	}
+	return &d
+})
+
+func TestDecideTableIsTheOracle(t *testing.T) {
+	for _, cur := range append(append([]State{}, oddStates...), States...) {
+		for _, tr := range append(append([]string{}, oddNames...), Transitions...) {
+			got, err := decideTable(cur, tr)
+			if want, wantErr := oracle(cur, tr); !sameAnswer(got, err, want, wantErr) {
+				t.Errorf("decideTable(%q, %q) = %q, %v; oracle %q, %v", cur, tr, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// BenchmarkDecide: Decide (a reused looplab machine) against the old
+// precomputed table and a fresh machine per call, on an allowed and a
+// refused cell (looplab tells a refused name from an unknown one by a walk
+// over its transitions).
 func BenchmarkDecide(b *testing.B) {
-	b.Run("lookup", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := Decide(ConfiguredAwaitingProof, Prove); err != nil {
-				b.Fatal(err)
+	impls := []struct {
+		name   string
+		decide func(State, string) (State, error)
+	}{{"looplab", Decide}, {"table", decideTable}, {"fresh", decideFresh}}
+	for _, im := range impls {
+		b.Run(im.name+"/allowed", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := im.decide(ConfiguredAwaitingProof, Prove); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("looplab", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := decideLooplab(ConfiguredAwaitingProof, Prove); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(im.name+"/refused", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := im.decide(Unsupported, Prove); err == nil {
+					b.Fatal("allowed")
+				}
 			}
-		}
-	})
+		})
+	}
 }
