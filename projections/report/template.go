@@ -21,7 +21,7 @@ h3{font-size:1.05rem;margin:20px 0 6px}
 h4{font-size:1rem;margin:14px 0 4px}
 p{margin:4px 0}
 code{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.9em}
-table{border-collapse:collapse;font-size:.85rem;background:#fff}
+table{border-collapse:collapse;font-size:.85rem;background:#fff;margin:6px 0}
 caption{text-align:left;font-weight:600;padding:2px 0}
 th,td{border:1px solid #d0d0d0;padding:3px 6px;text-align:left;vertical-align:top;white-space:nowrap}
 td.r{white-space:normal;min-width:16em}
@@ -170,7 +170,7 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 </div>
 </div>
 <table>
-<caption>Runs that did not succeed, newest first{{if .Runs.Omitted}} ({{.Runs.Omitted}} older not shown){{end}}</caption>
+<caption>Runs that did not succeed (still running, failed, aborted, interrupted), newest first{{if .Runs.Omitted}} ({{.Runs.Omitted}} older not shown){{end}}</caption>
 <thead><tr><th scope="col">started</th><th scope="col">command</th><th scope="col">harness</th><th scope="col">outcome</th><th scope="col">stage</th><th scope="col">diagnostic</th></tr></thead>
 <tbody>
 {{- range .Runs.Troubled}}
