@@ -97,7 +97,7 @@ type receiptsView struct {
 
 type receiptRow struct {
 	Day, Harness, Worker, Classes string
-	Count, Results                int
+	Count, Unsuccessful, Results  int
 }
 
 // viewReceipts groups the receipts in the window by day, harness and
@@ -120,6 +120,9 @@ func viewReceipts(s Store, prefix string) receiptsView {
 			groups[k], classes[k] = g, map[string]int{}
 		}
 		g.Count++
+		if r.Status != events.ReceiptStatusSuccess {
+			g.Unsuccessful++
+		}
 		g.Results += r.Results
 		classes[k][r.QueryClass]++
 		perDay[k.day]++

@@ -47,6 +47,7 @@ func sample() Store {
 			{Harness: "claude-code", Worker: "0357e5c60835aaaa", At: at(25 * time.Hour), QueryClass: "task_hint", Results: 3, Status: "success"},
 			{Harness: "claude-code", Worker: "00d1b3837000bbbb", At: at(25 * time.Hour), QueryClass: "task_hint", Results: 2, Status: "success"},
 			{Harness: "codex", Worker: "fb66b9aeb663cccc", At: at(2 * time.Hour), QueryClass: "startup_fallback", Results: 1, Status: "success"},
+			{Harness: "codex", Worker: "fb66b9aeb663cccc", At: at(2*time.Hour + time.Minute), QueryClass: "startup_fallback", Status: "failed"},
 			{Harness: "codex", Worker: "fb66b9aeb663cccc", At: at(80 * time.Hour), QueryClass: "startup_fallback", Results: 1, Status: "success"},
 		},
 		Runs: []Run{
@@ -71,8 +72,10 @@ func TestStorePageGolden(t *testing.T) {
 		`<article id="h-claude-code">`, `<article id="h-codex">`,
 		// The derived expiry is a change of its own.
 		`<td class="n">derived</td>`,
-		// 5 receipts, one of them after At: 4 in the window.
-		"4 receipts in the window; newest: 2026-11-02T13:00:00Z (1d 23h before 2026-11-04T12:00:00Z)",
+		// 6 receipts, one of them after At: 5 in the window, one of
+		// them not successful.
+		`<td class="n">2</td><td class="n">1</td><td>startup_fallback 2</td>`,
+		"5 receipts in the window; newest: 2026-11-02T13:00:00Z (1d 23h before 2026-11-04T12:00:00Z)",
 		"Diagnostics: bridge_mismatch 1, duplicate 1.",
 		"verified: 40 events in 7 streams, 4 projections match",
 	} {

@@ -115,12 +115,12 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 <div class="side">
 <table>
 <caption>State changes of {{.ID}}</caption>
-<thead><tr><th scope="col">position</th><th scope="col">time</th><th scope="col">event</th><th scope="col">from</th><th scope="col">to</th><th scope="col">reason</th></tr></thead>
+<thead><tr><th scope="col">position</th><th scope="col">time</th><th scope="col">event</th><th scope="col">transition</th><th scope="col">from</th><th scope="col">to</th><th scope="col">reason</th></tr></thead>
 <tbody>
 {{- range .Changes}}
-<tr><td class="n">{{.Position}}</td><td>{{.Time}}</td><td><code>{{.Event}}</code></td><td style="background:{{.From.Fill}};color:{{.From.Ink}}">{{.From.Name}}</td><td style="background:{{.To.Fill}};color:{{.To.Ink}}">{{.To.Name}}</td><td class="r">{{.Reason}}</td></tr>
+<tr><td class="n">{{.Position}}</td><td>{{.Time}}</td><td><code>{{.Event}}</code></td><td>{{.Transition}}</td><td style="background:{{.From.Fill}};color:{{.From.Ink}}">{{.From.Name}}</td><td style="background:{{.To.Fill}};color:{{.To.Ink}}">{{.To.Name}}</td><td class="r">{{.Reason}}</td></tr>
 {{- else}}
-<tr><td colspan="6" class="muted">No state change in the window.</td></tr>
+<tr><td colspan="7" class="muted">No state change in the window.</td></tr>
 {{- end}}
 </tbody>
 </table>
@@ -137,12 +137,12 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 <div class="side">
 <table>
 <caption>Receipts per day per worker</caption>
-<thead><tr><th scope="col">day</th><th scope="col">harness</th><th scope="col">worker</th><th scope="col">receipts</th><th scope="col">query classes</th><th scope="col">results</th></tr></thead>
+<thead><tr><th scope="col">day</th><th scope="col">harness</th><th scope="col">worker</th><th scope="col">receipts</th><th scope="col">not successful</th><th scope="col">query classes</th><th scope="col">results</th></tr></thead>
 <tbody>
 {{- range .Receipts.Rows}}
-<tr><td>{{.Day}}</td><td>{{.Harness}}</td><td><code>{{.Worker}}</code></td><td class="n">{{.Count}}</td><td>{{.Classes}}</td><td class="n">{{.Results}}</td></tr>
+<tr><td>{{.Day}}</td><td>{{.Harness}}</td><td><code>{{.Worker}}</code></td><td class="n">{{.Count}}</td><td class="n">{{.Unsuccessful}}</td><td>{{.Classes}}</td><td class="n">{{.Results}}</td></tr>
 {{- else}}
-<tr><td colspan="6" class="muted">No receipt in the window.</td></tr>
+<tr><td colspan="7" class="muted">No receipt in the window.</td></tr>
 {{- end}}
 </tbody>
 </table>

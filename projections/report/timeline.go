@@ -53,8 +53,8 @@ type mark struct {
 }
 
 type changeRow struct {
-	Position, Time, Event, Reason string
-	From, To                      swatch
+	Position, Time, Event, Transition, Reason string
+	From, To                                  swatch
 }
 
 // segment is one stretch of a state.
@@ -159,7 +159,8 @@ func markOf(s *Step, x, w float64, long bool) mark {
 }
 
 func changeOf(s *Step) changeRow {
-	r := changeRow{Position: "derived", Time: stamp(s.At), Event: "(expiry)", Reason: s.Reason, From: swatchOf(s.From), To: swatchOf(s.To)}
+	r := changeRow{Position: "derived", Time: stamp(s.At), Event: "(expiry)", Transition: s.Transition, Reason: s.Reason,
+		From: swatchOf(s.From), To: swatchOf(s.To)}
 	if !s.Derived {
 		r.Position, r.Event = strconv.FormatUint(s.Position, 10), s.Type
 	}
