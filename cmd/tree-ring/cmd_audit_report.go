@@ -30,7 +30,7 @@ type auditReportOptions struct {
 func (o *auditReportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HTML, "html", "", "write the report to this file (required; refused if it exists, unless --force)")
 	fs.StringVar(&o.At, "at", "", "the instant to replay at, RFC3339 (default now)")
-	fs.StringVar(&o.Since, "since", "", "draw timelines, receipts and runs from this instant, RFC3339 (default: the first event)")
+	fs.StringVar(&o.Since, "since", "", "draw timelines, receipts and runs from this instant, RFC3339 (default: the first harness event)")
 	fs.BoolVar(&o.Force, "force", false, "replace an existing --html file")
 }
 
@@ -75,8 +75,23 @@ func runAuditReport(ctx context.Context, g *Globals, o *auditReportOptions, args
 	if !v.OK {
 		return &bolt.VerifyError{Detail: "report written to " + o.HTML + ", but the store failed verification: " + v.Failure}
 	}
-	fmt.Fprintf(g.Stdout, "wrote %s: %s at %s\n", o.HTML, plural(len(s.Harnesses), "harness timeline"), at.Format(humanTime))
-	return nil
+	return reportWritten(g, o.HTML, at, len(s.Harnesses), plural(len(s.Harnesses), "harness timeline"))
+}
+
+// reportWritten says what was written: one line, or with --json the
+// object {"ok", "html", "at", "count"} (count: harness timelines, or
+// stores for the fleet report).
+func reportWritten(g *Globals, file string, at time.Time, n int, what string) error {
+	if g.JSON {
+		return writeJSON(g.Stdout, struct {
+			OK    bool      `json:"ok"`
+			HTML  string    `json:"html"`
+			At    time.Time `json:"at"`
+			Count int       `json:"count"`
+		}{true, file, at, n})
+	}
+	_, err := fmt.Fprintf(g.Stdout, "wrote %s: %s at %s\n", file, what, at.Format(humanTime))
+	return err
 }
 
 // reportWindow checks the flags both reports share: --html given and

@@ -130,6 +130,14 @@ func TestAuditReportFileRules(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(file)); len(ents) != 1 {
 		t.Fatalf("temporary files left beside the report: %v", ents)
 	}
+	js := oneObject(t, p.ok("", "--json", "audit", "report", "--html", file+".json"))
+	// Two timelines: agent-zero (needs-plugin) and claude-code.
+	if js["ok"] != true || js["html"] != file+".json" || js["count"] != float64(2) {
+		t.Fatalf("--json: %v", js)
+	}
+	if err := os.Remove(file + ".json"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string

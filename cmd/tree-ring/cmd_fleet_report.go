@@ -73,8 +73,7 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 	if firstBad != "" {
 		return &bolt.VerifyError{Detail: "report written to " + o.HTML + ", but a replica failed verification: " + firstBad}
 	}
-	fmt.Fprintf(g.Stdout, "wrote %s: %s at %s\n", o.HTML, plural(len(ids), "store"), at.Format(humanTime))
-	return nil
+	return reportWritten(g, o.HTML, at, len(ids), plural(len(ids), "store"))
 }
 
 // replicaReport verifies one replica as fleet verify does and gathers its
