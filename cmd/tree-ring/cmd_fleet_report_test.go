@@ -49,7 +49,7 @@ func TestFleetReport(t *testing.T) {
 		}
 	}
 	matrix := section(t, string(b), `<section id="matrix">`, "</section>")
-	if n := strings.Count(matrix, `<td class="ok">verified: `); n != 2 {
+	if n := strings.Count(matrix, `<td class="w ok">verified: `); n != 2 {
 		t.Errorf("%d stores verified in the matrix, want 2", n)
 	}
 	if bytes.Contains(b, []byte(dir)) {

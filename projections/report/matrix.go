@@ -1,9 +1,8 @@
 package report
 
-import "sort"
-
-// The fleet's matrix: one row per store, one column per harness any store
-// knows, the state at the instant in each cell.
+// The fleet's matrix: one row per store (in the order FleetPage sorted
+// them, by store id), one column per harness any store knows, the state
+// at the instant in each cell.
 
 type matrixView struct {
 	Harnesses []string
@@ -43,6 +42,5 @@ func matrixOf(f Fleet) matrixView {
 		}
 		m.Rows = append(m.Rows, r)
 	}
-	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].StoreID < m.Rows[j].StoreID })
 	return m
 }

@@ -12,6 +12,8 @@ package report
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -101,6 +103,9 @@ func StorePage(s Store, generated time.Time) ([]byte, error) {
 // section.
 func FleetPage(f Fleet, generated time.Time) ([]byte, error) {
 	v := pageView{Title: "tree-ring fleet report", Generated: stamp(generated), At: stamp(f.At), Fleet: true}
+	// Sections follow the matrix: store id order.
+	f.Stores = slices.Clone(f.Stores)
+	slices.SortStableFunc(f.Stores, func(a, b Store) int { return strings.Compare(a.ID, b.ID) })
 	for _, s := range f.Stores {
 		v.Stores = append(v.Stores, viewStore(s, "store-"+s.ID+"-"))
 	}

@@ -25,11 +25,13 @@ table{border-collapse:collapse;font-size:.85rem;background:#fff;margin:6px 0}
 caption{text-align:left;font-weight:600;padding:2px 0}
 th,td{border:1px solid #d0d0d0;padding:3px 6px;text-align:left;vertical-align:top;white-space:nowrap}
 td.r{white-space:normal;min-width:16em}
+td.w{white-space:normal}
 th{background:#f0f0f0}
 td.n{text-align:right}
 .pair{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 .pair figure{flex:1 1 640px;margin:0;min-width:0}
-.pair .side{flex:1 1 640px;min-width:0;overflow-x:auto}
+.pair .side{flex:1 1 640px;min-width:0}
+.side{overflow-x:auto}
 svg.chart{width:100%;max-width:960px;height:auto;background:#fff;border:1px solid #e0e0e0}
 svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 .state{display:inline-block;padding:0 6px;border-radius:3px;font-weight:600}
@@ -49,6 +51,7 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 {{- if .Fleet}}
 <section id="matrix">
 <h2>Stores × harnesses at {{.At}}</h2>
+<div class="side">
 <table>
 <caption>State of each harness at {{.At}} per store; the store links to its section</caption>
 <thead><tr><th scope="col">store</th><th scope="col">project root</th>{{range .Matrix.Harnesses}}<th scope="col">{{.}}</th>{{end}}<th scope="col">verification</th><th scope="col">replica</th><th scope="col">last event</th></tr></thead>
@@ -56,10 +59,11 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 {{- range .Matrix.Rows}}
 <tr><th scope="row"><a href="#{{.Anchor}}">{{.StoreID}}</a></th><td><code>{{.RootFingerprint}}</code></td>
 {{- range .Cells}}{{if .Known}}<td style="background:{{.Swatch.Fill}};color:{{.Swatch.Ink}}">{{.Swatch.Name}}</td>{{else}}<td class="muted">-</td>{{end}}{{end -}}
-<td class="{{if .OK}}ok{{else}}bad{{end}}">{{.Verified}}</td><td>{{.Replica}}</td><td>{{.LastEvent}}</td></tr>
+<td class="w {{if .OK}}ok{{else}}bad{{end}}">{{.Verified}}</td><td class="w">{{.Replica}}</td><td>{{.LastEvent}}</td></tr>
 {{- end}}
 </tbody>
 </table>
+</div>
 </section>
 {{- end}}
 {{- range .Stores}}
@@ -76,9 +80,11 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 <tr><th scope="row">replica</th><td>{{.Replica}}</td></tr>
 {{- end}}
 <tr><th scope="row">verification</th><td class="{{if .Verification.OK}}ok{{else}}bad{{end}}">{{.VerifiedText}}</td></tr>
+{{- if .Verification.OK}}
 <tr><th scope="row">chain head</th><td><code>{{.Verification.ChainHead}}</code></td></tr>
 <tr><th scope="row">events</th><td>{{.Verification.Events}} in {{.Verification.Streams}} streams</td></tr>
 <tr><th scope="row">projections matching a re-fold</th><td>{{range $i, $p := .Verification.Projections}}{{if $i}}, {{end}}{{$p}}{{end}}</td></tr>
+{{- end}}
 {{- if .Verification.ReceiptFiles}}
 <tr><th scope="row">receipt files</th><td>{{.Verification.ReceiptFiles}}</td></tr>
 {{- end}}
