@@ -24,7 +24,7 @@ code{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.9em}
 table{border-collapse:collapse;font-size:.85rem;background:#fff;margin:6px 0}
 caption{text-align:left;font-weight:600;padding:2px 0}
 th,td{border:1px solid #d0d0d0;padding:3px 6px;text-align:left;vertical-align:top;white-space:nowrap}
-td.r{white-space:normal;min-width:16em}
+td.r{white-space:normal;min-width:10em}
 td.w{white-space:normal}
 th{background:#f0f0f0}
 td.n{text-align:right}
