@@ -12,6 +12,7 @@ package report
 
 import (
 	"bytes"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +115,8 @@ func FleetPage(f Fleet, generated time.Time) ([]byte, error) {
 }
 
 func render(v pageView) ([]byte, error) {
+	v.Legend = states()
+	escapeAll(reflect.ValueOf(&v).Elem())
 	var b bytes.Buffer
 	if err := page.Execute(&b, v); err != nil {
 		return nil, err

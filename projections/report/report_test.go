@@ -176,9 +176,13 @@ func TestPageEscapes(t *testing.T) {
 	s := sample()
 	s.Harnesses[0].Steps[2].Reason = `<script>alert(1)</script>`
 	s.Harnesses[0].Name = `<b onload=x>`
+	s.Verification.Projections = []string{`<i>`, "runs"}
 	b, err := StorePage(s, at(0))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.Verification.Projections[0] != `<i>` {
+		t.Fatal("rendering escaped the caller's values in place")
 	}
 	if bytes.Contains(b, []byte("<script>")) || bytes.Contains(b, []byte("<b onload")) {
 		t.Fatal("markup from values reached the page")

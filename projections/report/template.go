@@ -1,11 +1,43 @@
 package report
 
-import "html/template"
+import (
+	"html"
+	"reflect"
+	"text/template"
+)
 
 // page is the one template of both reports. No script, no external URL,
 // no web font: the fonts are the reader's own, the pictures inline SVG,
 // and every picture has a table of the same facts beside it.
-var page = template.Must(template.New("page").Funcs(template.FuncMap{"states": states}).Parse(pageHTML))
+//
+// It is a text/template over a view whose every string escapeAll has
+// HTML-escaped: html/template would escape per context, but it links
+// regexp into every start of tree-ring, every hook included
+// (cmd/tree-ring/startup_imports_test.go). The view's strings only ever
+// land in text and in quoted attributes, where html.EscapeString is the
+// escaping needed.
+var page = template.Must(template.New("page").Parse(pageHTML))
+
+// escapeAll HTML-escapes every string reachable from v, a settable value:
+// one place, so that a new field cannot miss it. Slices are copied first,
+// never escaped in the caller's backing array.
+func escapeAll(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(html.EscapeString(v.String()))
+	case reflect.Struct:
+		for i := range v.NumField() {
+			escapeAll(v.Field(i))
+		}
+	case reflect.Slice:
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		v.Set(c)
+		for i := range c.Len() {
+			escapeAll(c.Index(i))
+		}
+	}
+}
 
 const pageHTML = `<!DOCTYPE html>
 <html lang="en">
@@ -46,7 +78,7 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 <header>
 <h1>{{.Title}}</h1>
 <p>States at <strong>{{.At}}</strong>; generated {{.Generated}}. The page needs no script; every chart has a table of the same facts beside it.</p>
-<p class="legend">States: {{range states}}<span class="state" style="background:{{.Fill}};color:{{.Ink}}">{{.Name}}</span>{{end}}</p>
+<p class="legend">States: {{range .Legend}}<span class="state" style="background:{{.Fill}};color:{{.Ink}}">{{.Name}}</span>{{end}}</p>
 </header>
 {{- if .Fleet}}
 <section id="matrix">

@@ -15,6 +15,7 @@ import (
 
 type pageView struct {
 	Title, Generated, At string
+	Legend               []swatch
 	Fleet                bool
 	Matrix               matrixView
 	Stores               []storeView
