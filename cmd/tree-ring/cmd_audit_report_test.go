@@ -397,3 +397,47 @@ func section(t *testing.T, dom, begin, end string) string {
 	}
 	return dom[i : i+j]
 }
+
+// --at replays at an earlier instant and --since starts the window: the
+// page before the drift shows Codex active, and a window opening after
+// the last receipt holds no receipt and only the later changes.
+func TestAuditReportWindow(t *testing.T) {
+	p := reportProject(t)
+	var rep struct {
+		Harnesses []struct {
+			HarnessID string `json:"harness_id"`
+			Steps     []struct {
+				Type       string    `json:"type"`
+				RecordedAt time.Time `json:"recorded_at"`
+			}
+		} `json:"harnesses"`
+	}
+	if err := json.Unmarshal([]byte(p.ok("", "--json", "audit", "replay", "--harness", "codex")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var drift time.Time
+	for _, s := range rep.Harnesses[0].Steps {
+		if s.Type == "bridge.drift_detected" {
+			drift = s.RecordedAt
+		}
+	}
+	if drift.IsZero() {
+		t.Fatal("codex recorded no drift")
+	}
+	before := drift.Add(-time.Second).Format(time.RFC3339)
+	_, b := auditReport(t, p, "--at", before, "--since", before)
+	codex := section(t, string(b), `<article id="h-codex">`, "</article>")
+	for _, want := range []string{`State: <span class="state" style="background:#2e7d32;color:#ffffff">active</span>`, "No state change in the window."} {
+		if !strings.Contains(codex, want) {
+			t.Errorf("codex before the drift lacks %q:\n%s", want, codex)
+		}
+	}
+	if !bytes.Contains(b, []byte("0 receipts in the window; newest: -.")) {
+		t.Error("the window after the last receipt still counts receipts")
+	}
+	_, b = auditReport(t, p, "--since", before)
+	codex = section(t, string(b), `<article id="h-codex">`, "</article>")
+	if strings.Count(codex, "<tr><td class=\"n\">") != 1 || !strings.Contains(codex, "<code>bridge.drift_detected</code>") {
+		t.Errorf("the window from before the drift should hold the drift alone:\n%s", codex)
+	}
+}
