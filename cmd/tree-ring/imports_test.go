@@ -42,6 +42,7 @@ var forbiddenImports = []importRule{
 	{"bolt", "fsm", "storage knows no state machine"},
 	{"projections", "adapters", "projections store their own and events' structs, never an adapter's wire type"},
 	{"projections", "bolt", "a projection is a pure fold over a KV, never the store"},
+	{"projections/report", "projections", "the report renders plain values: cmd gathers them from the read models"},
 	{"adapters", "projections", "adapters and read models are siblings: cmd passes what a plan needs as values"},
 	{"adapters", "bolt", "adapters decide; cmd opens the store and applies"},
 }
@@ -198,6 +199,9 @@ func TestImportViolations(t *testing.T) {
 		{"a subpackage edge counts", []listedPackage{
 			{ImportPath: m("projections/recall"), Imports: []string{m("adapters/preflight")}},
 		}, []string{"projections/recall imports adapters/preflight: projections store their own and events' structs, never an adapter's wire type"}},
+		{"the report imports a read model", []listedPackage{
+			{ImportPath: m("projections/report"), Imports: []string{m("events"), m("fsm"), m("projections")}},
+		}, []string{"projections/report imports projections: the report renders plain values: cmd gathers them from the read models"}},
 		{"activation imports projections", []listedPackage{
 			{ImportPath: m("adapters/activation"), Imports: []string{m("projections")}},
 		}, []string{"adapters/activation imports projections: adapters and read models are siblings: cmd passes what a plan needs as values"}},
