@@ -138,7 +138,7 @@ PROMPTS = ["how do i {0}", "how do i use the {0}", "what is the way to {0}?", "i
 
 
 def make_queries(mems, n, rng):
-    pool = [w for m in mems for w in set(WORD.findall(m["summary"].lower())) - STOP]
+    pool = [w for m in mems for w in sorted(set(WORD.findall(m["summary"].lower())) - STOP)]
     qs = []
     for target in rng.sample(range(len(mems)), n):
         m = mems[target]
@@ -196,7 +196,7 @@ def bm25_rankings(mems, queries, k1=1.5, b=0.75):
     out = []
     for q in queries:
         sc = {}
-        for t in set(TOKEN.findall(q.lower())):
+        for t in sorted(set(TOKEN.findall(q.lower()))):
             if t not in df:
                 continue
             idf = math.log(1 + (N - df[t] + 0.5) / (df[t] + 0.5))
@@ -277,7 +277,7 @@ def run(args):
     work = args.out or tempfile.mkdtemp(prefix="recallbench-")
     os.makedirs(work, exist_ok=True)
     styles = [("keywords", "keywords", False), ("keywords-dated", "keywords", True), ("prompt", "prompt", False)]
-    print(f"corpus: Python {sys.version.split()[0]} standard-library docstrings; {len(mems)} memories, "
+    print(f"corpus: Python {sys.version.split()[0]} standard-library docstrings and Debian package synopses; {len(mems)} memories, "
           f"{len(queries)} queries per style, one relevant memory each\n")
     print("| style | system | R@5 | R@10 | MRR@10 | nDCG@10 |")
     print("|---|---|---|---|---|---|")
@@ -312,9 +312,12 @@ def fixture(args):
     out = {"memories": [{k: m[k] for k in ("id", "summary", "details", "tags", "ref", "age_minutes")} for m in mems],
            "queries": [{"target": mems[q["target"]]["id"], "keywords": q["keywords"], "prompt": q["prompt"]}
                        for q in queries]}
-    with open(args.fixture, "w") as f:
-        json.dump(out, f, indent=0, sort_keys=True)
-        f.write("\n")
+    with open(args.fixture, "w") as f:  # one memory or query a line: small diffs
+        for i, k in enumerate(("memories", "queries")):
+            f.write(("{" if i == 0 else ",\n") + json.dumps(k) + ": [\n")
+            f.write(",\n".join(json.dumps(x, sort_keys=True) for x in out[k]))
+            f.write("\n]")
+        f.write("}\n")
 
 
 if __name__ == "__main__":
