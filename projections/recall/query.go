@@ -256,11 +256,13 @@ func (q *searcher) search(pq *parsedQuery, next uint32) ([]posting, error) {
 		if len(cands) == queryCandidates {
 			break
 		}
-		err := q.eachPosting(pq.keys[ki].hash, func(p posting) (bool, error) {
-			if seen.has(p.doc) {
+		err := q.eachPosting(pq.keys[ki].hash, func(e []byte) (bool, error) {
+			doc := binary.BigEndian.Uint32(e)
+			if seen.has(doc) {
 				return true, nil
 			}
-			seen.set(p.doc)
+			seen.set(doc)
+			p := decodePosting(e)
 			if !q.f.valueOK(&p) {
 				return true, nil
 			}
@@ -315,8 +317,25 @@ func (q *searcher) matches(pq *parsedQuery, cands []posting) error {
 			blocks, last = blocks+1, r
 		}
 	}
+	if err := q.matchKeys(pq, cands, blocks, false, 0); err != nil {
+		return err
+	}
+	all := uint32(math.MaxUint32) // the tokens every candidate has as a word
+	for i := range cands {
+		all &= cands[i].whole
+	}
+	return q.matchKeys(pq, cands, blocks, true, all)
+}
+
+// matchKeys sets the matches of the whole-word keys, or of the sub-word
+// keys of tokens not in skip (a stem adds nothing to a word match, so a
+// candidate with the word is not checked for its stem either).
+func (q *searcher) matchKeys(pq *parsedQuery, cands []posting, blocks int, sub bool, skip uint32) error {
 	for _, ki := range q.s.order {
 		k := &pq.keys[ki]
+		if k.sub != sub || skip&(1<<k.tok) != 0 {
+			continue
+		}
 		useSet := int(k.df) <= blocks<<blockShift
 		if useSet {
 			b, err := q.postingSet(q.s.bits[:0], k.hash)
@@ -329,7 +348,7 @@ func (q *searcher) matches(pq *parsedQuery, cands []posting) error {
 		bit := uint32(1) << k.tok
 		for i := range cands {
 			p := &cands[i]
-			if useSet && !q.s.bits.has(p.doc) || !useSet && !q.inBlock(&pb, p.doc) {
+			if p.whole&bit != 0 || useSet && !q.s.bits.has(p.doc) || !useSet && !q.inBlock(&pb, p.doc) {
 				continue
 			}
 			if k.sub {
@@ -397,22 +416,23 @@ func (b bitmap) has(doc uint32) bool {
 
 // postingSet reads a token's postings into the bitmap b (empty, reused).
 func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
-	err := q.eachPosting(tok, func(p posting) (bool, error) {
-		i := int(p.doc >> 6)
+	err := q.eachPosting(tok, func(e []byte) (bool, error) {
+		doc := binary.BigEndian.Uint32(e)
+		i := int(doc >> 6)
 		if i >= len(b) {
 			n := len(b)
 			b = slices.Grow(b, i+1-n)[:i+1]
 			clear(b[n:])
 		}
-		b[i] |= 1 << (p.doc & 63)
+		b[i] |= 1 << (doc & 63)
 		return true, nil
 	})
 	return b, err
 }
 
-// eachPosting calls fn with a token's postings, newest first, until fn
-// returns false.
-func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) error {
+// eachPosting calls fn with a token's encoded postings (aliasing the
+// read transaction's pages), newest first, until fn returns false.
+func (q *searcher) eachPosting(tok uint64, fn func(e []byte) (bool, error)) error {
 	seen := 0
 	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(_, v []byte) error {
 		if len(v)%postingLen != 0 {
@@ -424,7 +444,7 @@ func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) err
 					return err
 				}
 			}
-			more, err := fn(decodePosting(v[i:]))
+			more, err := fn(v[i : i+postingLen])
 			if err != nil {
 				return err
 			}
@@ -456,9 +476,17 @@ func (q *searcher) inBlock(pb *probeBlock, doc uint32) bool {
 		q.s.key = binary.BigEndian.AppendUint32(k, ^r)
 		pb.block, pb.rng, pb.read = q.kv.Get(q.s.key), r, true
 	}
-	for i := 0; i+postingLen <= len(pb.block); i += postingLen {
-		if binary.BigEndian.Uint32(pb.block[i:]) == doc {
+	// A block's postings are sorted by doc, descending: binary search.
+	lo, hi := 0, len(pb.block)/postingLen
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch d := binary.BigEndian.Uint32(pb.block[m*postingLen:]); {
+		case d == doc:
 			return true
+		case d > doc:
+			lo = m + 1
+		default:
+			hi = m
 		}
 	}
 	return false

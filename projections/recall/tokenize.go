@@ -218,7 +218,7 @@ func stem(dst, tok []byte) []byte {
 		dst = undouble(dst[:len(dst)-3])
 	case ends("ed"):
 		dst = undouble(dst[:len(dst)-2])
-	case ends("e"): // "create", "creating": "creat"
+	case ends("e") && len(dst) > minStemWord: // "create", "creating": "creat"; "note" stays
 		dst = dst[:len(dst)-1]
 	}
 	if len(dst) > stemLen {

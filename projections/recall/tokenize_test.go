@@ -81,10 +81,10 @@ func TestParseQuery(t *testing.T) {
 
 func TestStem(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"fonts", "font"}, {"font", "font"}, {"libraries", "library"}, {"classes", "class"}, {"boxes", "box"},
+		{"fonts", "font"}, {"font", "font"}, {"libraries", "library"}, {"classes", "class"}, {"indexes", "index"},
 		{"bindings", "bind"}, {"binding", "bind"}, {"wrapped", "wrap"}, {"wrapping", "wrap"}, {"create", "creat"},
 		{"creating", "creat"}, {"allocations", "allocat"}, {"allocate", "allocat"}, {"programming", "program"},
-		{"status", "status"}, {"analysis", "analysi"}, {"uses", "use"}, {"feed", "feed"}, {"éléphants", "éléph"},
+		{"status", "status"}, {"analysis", "analysi"}, {"uses", "use"}, {"feed", "feed"}, {"note", "note"}, {"notes", "note"}, {"éléphants", "éléph"},
 	} {
 		if got := string(stem(nil, []byte(c.in))); got != c.want {
 			t.Errorf("stem(%q) = %q, want %q", c.in, got, c.want)
