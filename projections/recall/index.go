@@ -17,7 +17,7 @@
 //	'#' "layout"                  -> Version (4), written with the first doc
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, text signature, id, tokens (see hot)
+//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
 //	'n' token(8)                  -> posting count(4)
@@ -160,8 +160,6 @@ const (
 	hotFixed = 104
 	tokLen   = 8
 )
-
-func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body) }
 
 func (h *hot) encode() []byte {
 	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))

@@ -548,29 +548,14 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	if err := checkLayout(kv); err != nil {
 		return nil, err
 	}
-	flt := filter{
-		sensitive: f.IncludeSensitive, scope: -1, now: now.UnixMicro(),
-		proj: identHash('p', f.Project), agent: identHash('a', f.AgentProfile), wf: identHash('w', f.WorkflowID), sess: identHash('x', f.SessionID),
-	}
-	if f.Scope != "" {
-		if flt.scope = slices.Index(events.MemoryScopes, f.Scope); flt.scope < 0 {
-			return nil, errors.New("invalid scope")
-		}
-	}
-	flt.exact = flt.proj|flt.agent|flt.wf|flt.sess != 0 || flt.scope >= 0
-	if flt.proj != 0 && flt.agent|flt.wf|flt.sess == 0 && flt.scope < 0 {
-		flt.shared = groupHash(gShared, flt.proj, 0)
+	flt, err := f.filter(now)
+	if err != nil {
+		return nil, err
 	}
 	s := getScratch()
 	defer s.release()
 	qs := &searcher{ctx: ctx, kv: kv, s: s, f: &flt}
-	exact := func(c *coldView) bool { // hashes matched; confirm the strings
-		return (f.Project == "" || string(c.bytes(cProject)) == f.Project) &&
-			(f.AgentProfile == "" || string(c.bytes(cAgentProfile)) == f.AgentProfile) &&
-			(f.WorkflowID == "" || string(c.bytes(cWorkflowID)) == f.WorkflowID) &&
-			(f.SessionID == "" || string(c.bytes(cSessionID)) == f.SessionID)
-	}
-	top, err := qs.run(bodies, &pq, limit, 0, now, exact)
+	top, err := qs.run(bodies, &pq, limit, 0, now, f.exact)
 	if err != nil {
 		return nil, err
 	}
@@ -586,6 +571,33 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 		}
 	}
 	return out, nil
+}
+
+// filter is the index filter of f: identity hashes, scope, expiry at now.
+func (f *Filter) filter(now time.Time) (filter, error) {
+	flt := filter{
+		sensitive: f.IncludeSensitive, scope: -1, now: now.UnixMicro(),
+		proj: identHash('p', f.Project), agent: identHash('a', f.AgentProfile), wf: identHash('w', f.WorkflowID), sess: identHash('x', f.SessionID),
+	}
+	if f.Scope != "" {
+		if flt.scope = slices.Index(events.MemoryScopes, f.Scope); flt.scope < 0 {
+			return filter{}, errors.New("invalid scope")
+		}
+	}
+	flt.exact = flt.proj|flt.agent|flt.wf|flt.sess != 0 || flt.scope >= 0
+	if flt.proj != 0 && flt.agent|flt.wf|flt.sess == 0 && flt.scope < 0 {
+		flt.shared = groupHash(gShared, flt.proj, 0)
+	}
+	return flt, nil
+}
+
+// exact confirms a result's identities on their strings (the index
+// matched hashes).
+func (f *Filter) exact(c *coldView) bool {
+	return (f.Project == "" || string(c.bytes(cProject)) == f.Project) &&
+		(f.AgentProfile == "" || string(c.bytes(cAgentProfile)) == f.AgentProfile) &&
+		(f.WorkflowID == "" || string(c.bytes(cWorkflowID)) == f.WorkflowID) &&
+		(f.SessionID == "" || string(c.bytes(cSessionID)) == f.SessionID)
 }
 
 // ranked is a scored memory. id, and after confirmation cv and body,
@@ -717,18 +729,6 @@ type boundHeap []posting
 func (h boundHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
-	}
-}
-
-func (h *boundHeap) push(p posting) {
-	*h = append(*h, p)
-	for i := len(*h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if (*h)[parent].bound >= (*h)[i].bound {
-			return
-		}
-		(*h)[parent], (*h)[i] = (*h)[i], (*h)[parent]
-		i = parent
 	}
 }
 

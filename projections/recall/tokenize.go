@@ -203,16 +203,8 @@ func stem(dst, tok []byte) []byte {
 	if len(tok) < minStemWord {
 		return nil
 	}
-	dst = append(dst, tok...)
-	ends := func(suf string) bool { return len(dst)-len(suf) >= minStem && string(dst[len(dst)-len(suf):]) == suf }
-	switch { // plural
-	case ends("ies"):
-		dst = append(dst[:len(dst)-3], 'y')
-	case ends("sses"), ends("xes"), ends("ches"), ends("shes"):
-		dst = dst[:len(dst)-2]
-	case ends("s") && !ends("ss") && !ends("us") && !ends("is"):
-		dst = dst[:len(dst)-1]
-	}
+	dst = singular(append(dst, tok...))
+	ends := func(suf string) bool { return endsIn(dst, suf) }
 	switch { // -ing, -ed, then a doubled final consonant ("wrapped": "wrap")
 	case ends("ing"):
 		dst = undouble(dst[:len(dst)-3])
@@ -229,6 +221,24 @@ func stem(dst, tok []byte) []byte {
 		dst = dst[:cut]
 	}
 	return dst
+}
+
+// endsIn reports whether b ends in suf with at least minStem bytes before.
+func endsIn(b []byte, suf string) bool {
+	return len(b)-len(suf) >= minStem && string(b[len(b)-len(suf):]) == suf
+}
+
+// singular drops an English plural ending of b.
+func singular(b []byte) []byte {
+	switch {
+	case endsIn(b, "ies"):
+		return append(b[:len(b)-3], 'y')
+	case endsIn(b, "sses"), endsIn(b, "xes"), endsIn(b, "ches"), endsIn(b, "shes"):
+		return b[:len(b)-2]
+	case endsIn(b, "s") && !endsIn(b, "ss") && !endsIn(b, "us") && !endsIn(b, "is"):
+		return b[:len(b)-1]
+	}
+	return b
 }
 
 // undouble drops the last letter of a doubled final consonant other than
