@@ -603,10 +603,19 @@ func stats(kv KV) (live, words uint64) {
 
 func addStat(kv KV, live, words int64) error {
 	l, w := stats(kv)
-	if err := kv.Put(keyLive, binary.BigEndian.AppendUint64(nil, uint64(int64(l)+live))); err != nil {
+	if err := putStat(kv, keyLive, int64(l)+live); err != nil {
 		return err
 	}
-	return kv.Put(keyWords, binary.BigEndian.AppendUint64(nil, uint64(int64(w)+words)))
+	return putStat(kv, keyWords, int64(w)+words)
+}
+
+// putStat stores a counter; zero is no key, as in a re-fold that never
+// indexed the memories that were removed (a redacted or deleted body).
+func putStat(kv KV, k []byte, v int64) error {
+	if v <= 0 {
+		return kv.Delete(k)
+	}
+	return kv.Put(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
 }
 
 // count reads a token's posting count.

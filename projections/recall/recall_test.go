@@ -430,6 +430,30 @@ func TestClaims(t *testing.T) {
 // TestFoldIsDeterministicAndSurvivesDeletedBodies re-folds the log into a
 // fresh KV with the bodies as they are after the forgets (deleted bodies are
 // absent), as `audit verify` and `projections rebuild` do, and compares.
+// When every indexed memory is gone, the re-fold, which never indexed
+// them, has no word counters: neither has the live fold.
+func TestFoldWithEveryMemoryForgotten(t *testing.T) {
+	for _, mode := range []string{events.ForgetRedact, events.ForgetDelete} {
+		fx := newFixture(t)
+		a := fx.capture(mem{project: "proj", summary: "only memory"})
+		fx.forget(a.ID, mode)
+		again := newMemKV()
+		for i := range fx.log {
+			if err := Apply(again, fx.bodies, &fx.log[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(again.m) != len(fx.kv.m) || fx.kv.Get(keyLive) != nil || fx.kv.Get(keyWords) != nil {
+			t.Fatalf("%s: re-fold has %d keys, live %d", mode, len(again.m), len(fx.kv.m))
+		}
+		for k, v := range fx.kv.m {
+			if string(again.m[k]) != string(v) {
+				t.Fatalf("%s: key %q differs", mode, k)
+			}
+		}
+	}
+}
+
 func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 	fx := newFixture(t)
 	invisible(fx)
