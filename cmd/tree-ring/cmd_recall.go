@@ -29,7 +29,7 @@ func (o *recallOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func init() {
-	register("recall", "QUERY", "search memories: exact filters, AND cascade then OR fallback, published scoring", runRecall)
+	register("recall", "QUERY", "search memories: exact filters, ranked OR retrieval (BM25 weights, stems, bounded priors)", runRecall)
 }
 
 func runRecall(ctx context.Context, g *Globals, o *recallOptions, args []string) error {
@@ -79,8 +79,8 @@ func runRecall(ctx context.Context, g *Globals, o *recallOptions, args []string)
 		fmt.Fprintf(w, "%s [%s] %s score=%.3f\n", r.Memory.ID, r.Memory.Ring, r.Memory.Summary, r.Score)
 		if o.Explain {
 			k := r.Ranking
-			fmt.Fprintf(w, "  textual_match=%.3f salience=%.3f confidence=%.3f recency=%.3f source_authority=%.3f ring_boost=%.3f\n",
-				k["textual_match"], k["salience"], k["confidence"], k["recency"], k["source_authority"], k["ring_boost"])
+			fmt.Fprintf(w, "  textual_match=%.3f (whole_word=%.3f sub_word=%.3f length_norm=%.3f) prior=%.3f (salience=%.3f confidence=%.3f recency=%.3f source_authority=%.3f ring_boost=%.3f)\n",
+				k["textual_match"], k["whole_word"], k["sub_word"], k["length_norm"], k["prior"], k["salience"], k["confidence"], k["recency"], k["source_authority"], k["ring_boost"])
 		}
 	}
 	return w.Flush()

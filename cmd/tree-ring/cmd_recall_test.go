@@ -27,10 +27,10 @@ func TestRecallOutputs(t *testing.T) {
 		t.Fatalf("json: %v %s", err, raw)
 	}
 	raw = c.ok("--json", "recall", "cache", "--explain")
-	if err := json.Unmarshal([]byte(raw), &rs); err != nil || len(rs) != 2 || len(rs[0].Ranking) != 6 || rs[0].Ranking["ring_boost"] != 0 {
+	if err := json.Unmarshal([]byte(raw), &rs); err != nil || len(rs) != 2 || len(rs[0].Ranking) != 10 || rs[0].Ranking["ring_boost"] != 0 || rs[0].Ranking["whole_word"] != 1 {
 		t.Fatalf("explain: %v %s", err, raw)
 	}
-	if out := c.ok("recall", "cache", "--explain"); !strings.Contains(out, "\n  textual_match=1.000 salience=0.900 confidence=0.500 recency=1.000 source_authority=0.400 ring_boost=0.000\n") {
+	if out := c.ok("recall", "cache", "--explain"); !strings.Contains(out, "\n  textual_match=0.414 (whole_word=1.000 sub_word=0.000 length_norm=0.414) prior=0.600 (salience=0.900 confidence=0.500 recency=1.000 source_authority=0.400 ring_boost=0.000)\n") {
 		t.Fatalf("human explain: %q", out)
 	}
 	// No match is not an error.

@@ -99,14 +99,14 @@ func SafeQuery(hint string) (string, string) {
 // only for q.AgentProfile; workflow scope only for q.WorkflowID; session
 // scope only for q.SessionID. Only normal sensitivity, never superseded,
 // redacted or expired at now. All of it is applied before the candidate
-// limit (1,024 for 8 results).
+// limit (startup: 1,024 for 8 results; hint: queryCandidates).
 //
 // Startup brief: candidates in the published order (scar, heartwood, other;
 // salience, confidence, created_at descending; id), scored
 // 0.025 + 0.25·salience + 0.25·confidence + 0.20·recency +
-// 0.05·source_authority + {scar 0.20 | heartwood 0.15}. Task hint: the AND
-// cascade and OR fallback of Recall, scored by the published formula. Both:
-// score descending, then id; top Limit. Then, in rank order, a memory is
+// 0.05·source_authority + {scar 0.20 | heartwood 0.15}, score descending,
+// then id. Task hint: Recall's ranking, over the memories that match at
+// least hintMinShare of the hint's weight. Both: top Limit. Then, in rank order, a memory is
 // rendered as "- [id] summary (source: ref)\n" only if its id, summary and
 // ref are safe, and skipped (not truncated) when its line does not fit the
 // remaining budget; a later, smaller one can still fit. A memory whose
@@ -241,16 +241,18 @@ func (s Scope) visible(c *coldView) bool {
 	return isShared(string(c.bytes(cScope)))
 }
 
+// hintMinShare is the part of a task hint's weight (parsedQuery.share) a
+// memory must match to be a hint result: a memory matching only "the" or
+// "use" of a prompt is no answer to it, and its slot is better left to the
+// startup brief's fill.
+const hintMinShare = 0.15
+
 func (q *searcher) hintRecall(bodies Bodies, hint string, s Scope, limit int, now time.Time) ([]ranked, error) {
 	pq := parseQuery(hint)
-	if len(pq.terms) == 0 {
+	if pq.toks == 0 {
 		return nil, nil
 	}
-	cands, err := q.cascade(&pq, candidateCap(limit))
-	if err != nil {
-		return nil, err
-	}
-	return q.rank(bodies, cands, &pq, limit, now, s.visible)
+	return q.run(bodies, &pq, limit, hintMinShare, now, s.visible)
 }
 
 // startEntry is a decoded 's' entry, without pointers (a thousand of them

@@ -55,7 +55,10 @@ func TestHintHitsComeFirstThenTheStartupRanking(t *testing.T) {
 		fx.capture(mem{id: fmt.Sprintf("mem_filler_%d", i), project: "proj", summary: fmt.Sprintf("Unrelated lesson %d", i), sal: 0.6})
 	}
 	hint := fx.brief(BriefQuery{Scope: me, TaskHint: "flaky test"})
-	wantHits := []string{"mem_flaky_scar", "mem_flaky_a", "mem_flaky_b"}
+	// All three have both words: the scar's priors put it first; of the
+	// other two, whose priors are near-equal, the shorter (a more focused
+	// match) comes first.
+	wantHits := []string{"mem_flaky_scar", "mem_flaky_b", "mem_flaky_a"}
 	if hint.QueryClass != QueryClassTaskHint || hint.ResultCount != MaxBriefResults || !slices.Equal(hint.MemoryIDs[:3], wantHits) {
 		t.Fatalf("hint: %s %v", hint.QueryClass, hint.MemoryIDs)
 	}
@@ -71,8 +74,13 @@ func TestHintHitsComeFirstThenTheStartupRanking(t *testing.T) {
 		t.Fatalf("fill %v, want %v (startup %v)", hint.MemoryIDs[3:], want, startup)
 	}
 	assertNoRepeats(t, hint)
-	// A smaller limit is filled the same way.
+	// A smaller limit is filled the same way; "seeding" matches "seed" as
+	// a sub-word, after the whole-word match.
 	two := fx.brief(BriefQuery{Scope: me, TaskHint: "needs seed", Limit: 2})
+	if !slices.Equal(two.MemoryIDs, []string{"mem_flaky_a", "mem_scar_migrations"}) || two.QueryClass != QueryClassTaskHint {
+		t.Fatalf("limit 2: %s %v", two.QueryClass, two.MemoryIDs)
+	}
+	two = fx.brief(BriefQuery{Scope: me, TaskHint: "needs fixed", Limit: 2})
 	if !slices.Equal(two.MemoryIDs, []string{"mem_flaky_a", "mem_flaky_scar"}) || two.QueryClass != QueryClassTaskHint {
 		t.Fatalf("limit 2: %s %v", two.QueryClass, two.MemoryIDs)
 	}

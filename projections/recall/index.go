@@ -15,20 +15,27 @@
 //
 //	'#' "next"                    -> next doc
 //	'#' "layout"                  -> Version (4), written with the first doc
+//	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, text signature, id, tokens (see hot)
+//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
 //	'n' token(8)                  -> posting count(4)
+//
+// A token is a word's hash or a stem's (stemHash: a word whose stem
+// differs from it is also posted under its stem, the sub-word match).
+//
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
-// A posting (20 bytes) is doc(4) flags(1) group(8) and a rounded-up copy
+// A posting (22 bytes) is doc(4) flags(1) group(8), a rounded-up copy
 // of the memory's static score factors: salience and confidence in
 // 1/255 steps (1 each), ring and authority (1), created_at in minutes
-// since 1970 (4). Queries rank from these upper bounds, then from the hot
-// record's exact factors and text signature (signature.go), and read a
-// memory's body only when it can still enter the results.
+// since 1970 (4), and the memory's number of distinct words (2, BM25's
+// document length). Queries compute the textual score from postings alone
+// and the priors' upper bounds from these copies; they read a hot record
+// only when the memory can still enter the results, a body only for a
+// result.
 //
 // A token's postings are grouped in blocks by doc range, newest range
 // first, so a prefix walk visits memories newest first. A capture updates
@@ -77,8 +84,8 @@ type (
 const Name = "recall"
 
 // Version changes whenever the fold or the key layout changes (2: binary
-// cold records).
-const Version = 2
+// cold records; 3: stem postings, word counts, no text signature).
+const Version = 3
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -97,7 +104,7 @@ const (
 
 // Posting blocks.
 const (
-	postingLen = 20 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4)
+	postingLen = 22 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
 	blockShift = 6  // a block holds the postings of 64 consecutive docs
 	pCount     = 'n'
 )
@@ -105,6 +112,8 @@ const (
 var (
 	keyNext   = []byte("#next")
 	keyLayout = []byte("#layout")
+	keyLive   = []byte("#live")
+	keyWords  = []byte("#words")
 )
 
 // ErrStaleIndex is returned by the queries when the index was built by a
@@ -132,33 +141,31 @@ const (
 
 // hot is the part of a memory that queries read per candidate.
 //
-//	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6..8 zero,
+//	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6 words (uint16),
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 text signature (128, see signature.go),
-//	232 id, then the token hashes (8 each)
+//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
 type hot struct {
 	flags, ring, scope, auth byte
+	words                    uint16 // distinct words indexed; 0 when not indexed
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
-	// body (32 bytes), sig (sigBytes or empty: no text indexed), id and
-	// toks alias the stored value once decoded.
-	body, sig, id []byte
-	toks          []byte // token entries; aliases the stored value
+	// body (32 bytes), id and toks alias the stored value once decoded.
+	body, id []byte
+	toks     []byte // token entries; aliases the stored value
 }
 
 const (
-	hotFixed = 104 + sigBytes
+	hotFixed = 104
 	tokLen   = 8
 )
-
-func (h *hot) bodyDigest() string { return hex.EncodeToString(h.body) }
 
 func (h *hot) encode() []byte {
 	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
 	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
 	binary.BigEndian.PutUint16(b[4:], uint16(len(h.id)))
+	binary.BigEndian.PutUint16(b[6:], h.words)
 	binary.BigEndian.PutUint64(b[8:], math.Float64bits(h.sal))
 	binary.BigEndian.PutUint64(b[16:], math.Float64bits(h.conf))
 	binary.BigEndian.PutUint64(b[24:], uint64(h.created))
@@ -168,7 +175,6 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
 	copy(b[72:], h.body)
-	copy(b[104:], h.sig)
 	b = append(b, h.id...)
 	return append(b, h.toks...)
 }
@@ -182,7 +188,7 @@ func decodeHot(b []byte) (hot, bool) {
 		return hot{}, false
 	}
 	h := hot{
-		flags: b[0], ring: b[1], scope: b[2], auth: b[3],
+		flags: b[0], ring: b[1], scope: b[2], auth: b[3], words: binary.BigEndian.Uint16(b[6:]),
 		sal:     math.Float64frombits(binary.BigEndian.Uint64(b[8:])),
 		conf:    math.Float64frombits(binary.BigEndian.Uint64(b[16:])),
 		created: int64(binary.BigEndian.Uint64(b[24:])),
@@ -194,7 +200,7 @@ func decodeHot(b []byte) (hot, bool) {
 		id:      b[hotFixed:idEnd],
 		toks:    b[idEnd:],
 	}
-	h.body, h.sig = b[72:104], b[104:hotFixed]
+	h.body = b[72:104]
 	return h, true
 }
 
@@ -493,9 +499,7 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 				if err != nil {
 					return fmt.Errorf("recall: %s: %w", p.MemoryID, err)
 				}
-				toks = bodyTokens(&b)
-				sig := textSignature(lowerText(nil, &b))
-				h.sig = sig[:]
+				toks, h.words = bodyTokens(&b)
 			}
 		}
 		// A body deleted later (forget --mode delete) is absent on a
@@ -509,17 +513,29 @@ func applyCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 	return putState(kv, docBytes(doc), &h, &c)
 }
 
-// bodyTokens returns the sorted distinct token hashes of the indexed text:
-// summary, details, tags and source ref (the published FTS columns).
-func bodyTokens(b *memory.BodyView) []uint64 {
-	var toks []uint64
-	add := func(h uint64) { toks = append(toks, h) }
-	eachToken(b.Summary, add)
-	eachToken(b.Details, add)
-	b.EachTag(func(t []byte) { eachToken(t, add) })
-	eachToken(b.SourceRef, add)
+// bodyTokens returns the sorted distinct token hashes of the indexed text
+// (summary, details, tags and source ref, the published FTS columns; the
+// ref is scored like the rest), words and stems, and the number of
+// distinct words (capped at 65,535).
+func bodyTokens(b *memory.BodyView) ([]uint64, uint16) {
+	var words, stems []uint64
+	var buf, st []byte
+	add := func(tok []byte) {
+		words = append(words, tokenHash(string(tok)))
+		if st = stem(st[:0], tok); st != nil && string(st) != string(tok) {
+			stems = append(stems, stemHash(st))
+		}
+	}
+	buf = eachTokenText(b.Summary, buf, add)
+	buf = eachTokenText(b.Details, buf, add)
+	b.EachTag(func(t []byte) { buf = eachTokenText(t, buf, add) })
+	eachTokenText(b.SourceRef, buf, add)
+	slices.Sort(words)
+	words = slices.Compact(words)
+	n := uint16(min(len(words), math.MaxUint16))
+	toks := append(words, stems...)
 	slices.Sort(toks)
-	return slices.Compact(toks)
+	return slices.Compact(toks), n
 }
 
 func putState(kv KV, db []byte, h *hot, c *cold) error {
@@ -541,6 +557,11 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 		}
 		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
 	}
+	if len(toks) > 0 {
+		if err := addStat(kv, 1, int64(h.words)); err != nil {
+			return err
+		}
+	}
 	if g != 0 && h.flags&fSensitive == 0 {
 		return kv.Put(startKey(g, h), startValue(doc, h))
 	}
@@ -556,11 +577,45 @@ func deindex(kv KV, doc uint32, h *hot) error {
 			return err
 		}
 	}
-	h.toks, h.sig = nil, nil
+	if len(toks) > 0 {
+		if err := addStat(kv, -1, -int64(h.words)); err != nil {
+			return err
+		}
+	}
+	h.toks = nil
 	if g := h.group(); g != 0 {
 		return kv.Delete(startKey(g, h))
 	}
 	return nil
+}
+
+// stats reads the number of memories with postings and the sum of their
+// word counts.
+func stats(kv KV) (live, words uint64) {
+	if v := kv.Get(keyLive); len(v) == 8 {
+		live = binary.BigEndian.Uint64(v)
+	}
+	if v := kv.Get(keyWords); len(v) == 8 {
+		words = binary.BigEndian.Uint64(v)
+	}
+	return live, words
+}
+
+func addStat(kv KV, live, words int64) error {
+	l, w := stats(kv)
+	if err := putStat(kv, keyLive, int64(l)+live); err != nil {
+		return err
+	}
+	return putStat(kv, keyWords, int64(w)+words)
+}
+
+// putStat stores a counter; zero is no key, as in a re-fold that never
+// indexed the memories that were removed (a redacted or deleted body).
+func putStat(kv KV, k []byte, v int64) error {
+	if v <= 0 {
+		return kv.Delete(k)
+	}
+	return kv.Put(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
 }
 
 // count reads a token's posting count.
@@ -632,6 +687,7 @@ func encodePosting(doc uint32, flags byte, group uint64, h *hot) [postingLen]byt
 	e[14] = unitUp(h.conf)
 	e[15] = h.ring&7 | h.auth<<3
 	binary.BigEndian.PutUint32(e[16:], minuteUp(h.created))
+	binary.BigEndian.PutUint16(e[20:], h.words)
 	return e
 }
 

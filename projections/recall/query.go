@@ -2,6 +2,7 @@ package recall
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,8 +11,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
@@ -23,8 +22,14 @@ const DefaultLimit = 8
 // MaxLimit bounds an explicit recall's --limit.
 const MaxLimit = 1000
 
-// candidateCap is the published candidate limit, clamp(limit×128, 256, 2048).
+// candidateCap is the published candidate limit of the startup brief,
+// clamp(limit×128, 256, 2048).
 func candidateCap(limit int) int { return min(max(limit*128, 256), 2048) }
+
+// queryCandidates is the candidate limit of a search (explicit recall and
+// task hints). It does not depend on the limit, so the first 5 results
+// of --limit 10 are the results of --limit 5.
+const queryCandidates = 2048
 
 // Filter is the exact, conjunctive filter of an explicit recall (empty
 // fields match anything), as published for `tree-ring recall`.
@@ -39,8 +44,8 @@ type Filter struct {
 type Result struct {
 	Memory memory.Record `json:"memory"`
 	Score  float64       `json:"score"`
-	// Ranking holds the factors when explain is on: textual_match,
-	// salience, confidence, recency, source_authority, ring_boost.
+	// Ranking holds the parts of the score when explain is on (see
+	// factors.explain).
 	Ranking map[string]float64 `json:"ranking"`
 }
 
@@ -54,14 +59,12 @@ var errStop = errors.New("stop")
 type scratch struct {
 	pfx, key []byte // ForEach prefixes and Get keys: separate, a Get runs inside a walk
 	counts   map[uint64]uint32
-	sets     []bitmap
-	lists    [][]posting
-	probes   []probeBlock
+	seen     bitmap // docs already considered by a search
+	bits     bitmap // one posting list's docs
 	cands    []posting
+	order    []int
 	heap     boundHeap
-	text     []byte
 	start    startRead
-	pos      []int
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{counts: map[uint64]uint32{}} }}
@@ -70,7 +73,6 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func (s *scratch) release() {
 	clear(s.counts)
-	clear(s.probes[:cap(s.probes)]) // blocks alias the finished transaction's pages
 	scratchPool.Put(s)
 }
 
@@ -99,14 +101,18 @@ type posting struct {
 	sal, conf byte // rounded up, /255
 	ringAuth  byte
 	minute    uint32 // created_at, rounded up
-	bound     float64
-	refined   bool // bound: exact static factors and the signature's textual bound
+	words     uint16
+	// A search's: which query tokens the memory has as words (whole) and
+	// only by stem (sub), its textual factor, and its score's upper bound.
+	whole, sub uint32
+	textual    float64
+	bound      float64
 }
 
 func decodePosting(v []byte) posting {
 	return posting{
 		doc: binary.BigEndian.Uint32(v), flags: v[4], group: binary.BigEndian.Uint64(v[5:]),
-		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]),
+		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]), words: binary.BigEndian.Uint16(v[20:]),
 	}
 }
 
@@ -176,81 +182,229 @@ func (q *searcher) hotOf(doc uint32) (hot, error) {
 	return h, nil
 }
 
-// andCandidates appends to dst up to limit docs holding every token and
-// passing the filter, newest first. It walks the rarest token's posting
-// blocks and checks the other tokens in a bitmap of their postings when
-// their lists are short enough to read, otherwise in their posting block
-// of the candidate's doc range (one read per range: the walk goes newest
-// first); its cost follows the rarest list and the filter, not the size of
-// the index.
-func (q *searcher) andCandidates(dst []posting, toks []uint64, limit int) ([]posting, error) {
-	if len(toks) == 0 {
-		return dst, nil
-	}
-	rare := toks[0]
-	for _, t := range toks {
-		n := q.count(t)
-		if n == 0 {
-			return dst, nil
-		}
-		if n < q.count(rare) {
-			rare = t
-		}
-	}
-	sets := q.s.sets[:0]
-	probe := q.s.probes[:0]
-	for _, t := range toks {
-		switch {
-		case t == rare:
-		case q.count(t) <= bitmapMax(limit):
-			var b bitmap
-			if len(sets) < cap(sets) {
-				b = sets[:len(sets)+1][len(sets)]
-			}
-			b, err := q.postingSet(b[:0], t)
-			if err != nil {
-				return dst, err
-			}
-			sets = append(sets, b)
-		default:
-			probe = append(probe, probeBlock{tok: t})
+// BM25's parameters. The term frequency is 1: the index keeps which words
+// a memory has, not how often (memories are short).
+const (
+	bm25K1 = 1.5
+	bm25B  = 0.5
+)
+
+// subWeight is the weight of a stem (sub-word) match relative to a whole
+// word match of the same rarity.
+const subWeight = 0.75
+
+// priorWeight bounds the priors (salience, confidence, recency, source
+// authority, ring boost): together they move a score by at most 0.1, so
+// they reorder memories whose textual factors (0..1) are within 0.1 and
+// never a clearly better match.
+const priorWeight = 0.1
+
+// idf is BM25's inverse document frequency of a list of df postings among
+// n memories.
+func idf(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+
+// weigh reads the posting counts of the query's keys and sets its weights.
+func (q *searcher) weigh(pq *parsedQuery, live uint64) {
+	n := float64(live)
+	pq.w = make([]float64, pq.toks)
+	pq.ws = make([]float64, pq.toks)
+	subDF := make([]uint32, pq.toks)
+	pq.weight = 0
+	for i := range pq.keys {
+		k := &pq.keys[i]
+		k.df = q.count(k.hash)
+		if k.sub {
+			subDF[k.tok] += k.df
+		} else if k.df > 0 {
+			pq.w[k.tok] = idf(n, float64(k.df))
+			pq.weight += pq.w[k.tok]
 		}
 	}
-	q.s.sets, q.s.probes = sets, probe
-	start := len(dst)
-	err := q.eachPosting(rare, func(p posting) (bool, error) {
-		if !q.f.valueOK(&p) {
-			return true, nil
-		}
-		for _, b := range sets {
-			if !b.has(p.doc) {
-				return true, nil
+	pq.live, pq.unknown = n, 0
+	for t, df := range subDF {
+		if df > 0 {
+			pq.ws[t] = subWeight * idf(n, float64(df))
+			if pq.w[t] == 0 { // the token is only a sub-word: its stem's weight is its own
+				pq.weight += pq.ws[t]
 			}
 		}
-		for i := range probe {
-			if !q.inBlock(&probe[i], p.doc) {
-				return true, nil
-			}
+		if df == 0 && pq.w[t] == 0 {
+			pq.unknown++
 		}
-		if q.f.needsHot(&p) {
-			h, err := q.hotOf(p.doc)
-			if err != nil {
-				return false, err
-			}
-			if !q.f.accept(&h) {
-				return true, nil
-			}
-		}
-		dst = append(dst, p)
-		return len(dst)-start < limit, nil
-	})
-	return dst, err
+	}
 }
 
-// bitmapMax is the longest posting list read whole into a bitmap: reading
-// a posting costs a few nanoseconds, a hot-record lookup about a
-// microsecond, and a walk visits at least limit postings.
-func bitmapMax(limit int) uint32 { return uint32(32 * max(limit, 256)) }
+// search returns the candidates of a query (ranked OR retrieval): every
+// memory that passes the filter and has a query token as a word or a
+// stem, reading the rarest lists first, at most queryCandidates (newest
+// first within a list once the cap is near), each with its token matches
+// and textual factor. Rare tokens decide relevance; a list too common to
+// read whole is only probed for the candidates found.
+func (q *searcher) search(pq *parsedQuery, next uint32) ([]posting, error) {
+	order := q.s.order[:0]
+	for i := range pq.keys {
+		if pq.keys[i].df > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(pq.keys[a].df, pq.keys[b].df) })
+	q.s.order = order
+	seen := grow(q.s.seen, next)
+	q.s.seen = seen
+	cands := q.s.cands[:0]
+	for _, ki := range order {
+		if len(cands) == queryCandidates {
+			break
+		}
+		err := q.eachPosting(pq.keys[ki].hash, func(e []byte) (bool, error) {
+			doc := binary.BigEndian.Uint32(e)
+			if seen.has(doc) {
+				return true, nil
+			}
+			seen.set(doc)
+			p := decodePosting(e)
+			if !q.f.valueOK(&p) {
+				return true, nil
+			}
+			if q.f.needsHot(&p) {
+				h, err := q.hotOf(p.doc)
+				if err != nil {
+					return false, err
+				}
+				if !q.f.accept(&h) {
+					return true, nil
+				}
+			}
+			cands = append(cands, p)
+			return len(cands) < queryCandidates, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	q.s.cands = cands
+	slices.SortFunc(cands, func(a, b posting) int { return cmp.Compare(b.doc, a.doc) })
+	if err := q.matches(pq, cands); err != nil {
+		return nil, err
+	}
+	for i := range cands {
+		cands[i].textual = pq.textual(&cands[i])
+	}
+	return cands, nil
+}
+
+// grow returns b cleared, with room for docs below next.
+func grow(b bitmap, next uint32) bitmap {
+	n := int(next>>6) + 1
+	if cap(b) < n {
+		return make(bitmap, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+func (b bitmap) set(doc uint32) { b[doc>>6] |= 1 << (doc & 63) }
+
+// matches sets the token matches of cands (sorted by doc, descending).
+// A key's list is read into a bitmap when it has fewer blocks than the
+// candidates span; otherwise each candidate's block is probed (candidates
+// sorted by doc share blocks, so a block is read once).
+func (q *searcher) matches(pq *parsedQuery, cands []posting) error {
+	blocks, last := 0, uint32(math.MaxUint32)
+	for i := range cands {
+		if r := cands[i].doc >> blockShift; r != last {
+			blocks, last = blocks+1, r
+		}
+	}
+	if err := q.matchKeys(pq, cands, blocks, false, 0); err != nil {
+		return err
+	}
+	all := uint32(math.MaxUint32) // the tokens every candidate has as a word
+	for i := range cands {
+		all &= cands[i].whole
+	}
+	return q.matchKeys(pq, cands, blocks, true, all)
+}
+
+// matchKeys sets the matches of the whole-word keys, or of the sub-word
+// keys of tokens not in skip (a stem adds nothing to a word match, so a
+// candidate with the word is not checked for its stem either).
+func (q *searcher) matchKeys(pq *parsedQuery, cands []posting, blocks int, sub bool, skip uint32) error {
+	for _, ki := range q.s.order {
+		k := &pq.keys[ki]
+		if k.sub != sub || skip&(1<<k.tok) != 0 {
+			continue
+		}
+		useSet := int(k.df) <= blocks<<blockShift
+		if useSet {
+			b, err := q.postingSet(q.s.bits[:0], k.hash)
+			if err != nil {
+				return err
+			}
+			q.s.bits = b
+		}
+		pb := probeBlock{tok: k.hash}
+		bit := uint32(1) << k.tok
+		for i := range cands {
+			p := &cands[i]
+			if p.whole&bit != 0 || useSet && !q.s.bits.has(p.doc) || !useSet && !q.inBlock(&pb, p.doc) {
+				continue
+			}
+			if k.sub {
+				p.sub |= bit
+			} else {
+				p.whole |= bit
+			}
+		}
+	}
+	return nil
+}
+
+// matched is the weight of p's matched tokens: a whole word its IDF, a
+// token found only by stem its stem's (times subWeight).
+func (pq *parsedQuery) matched(p *posting) (whole, sub float64) {
+	for t := range pq.toks {
+		switch bit := uint32(1) << t; {
+		case p.whole&bit != 0:
+			whole += pq.w[t]
+		case p.sub&bit != 0:
+			sub += pq.ws[t]
+		}
+	}
+	return whole, sub
+}
+
+// lengthNorm is BM25's term-frequency factor at frequency 1 divided by its
+// maximum (k1+1): 1 for an empty memory, 1/(k1+1)·(k1+1)/(1+k1) = 0.4 at
+// the average length, less for longer ones.
+func lengthNorm(words uint16, avgWords float64) float64 {
+	l := 1 - bm25B
+	if avgWords > 0 {
+		l += bm25B * float64(words) / avgWords
+	}
+	return 1 / (1 + bm25K1*l)
+}
+
+// textual is p's textual factor: its BM25 score (tf 1, whole words by
+// IDF, stems by subWeight·IDF) over the largest possible, that of an
+// empty memory with every token the query has in the index; 0..1.
+func (pq *parsedQuery) textual(p *posting) float64 {
+	if pq.weight == 0 {
+		return 0
+	}
+	whole, sub := pq.matched(p)
+	return (whole + sub) / pq.weight * lengthNorm(p.words, pq.avgWords)
+}
+
+// share is the part of the query's weight p matched, regardless of
+// length, a token no memory has counting as if one had it (it may be the
+// word that matters, "frobnicator" in "how do i use the frobnicator": a
+// memory matching only "use" is no answer).
+func (pq *parsedQuery) share(p *posting) float64 {
+	whole, sub := pq.matched(p)
+	return (whole + sub) / (pq.weight + float64(pq.unknown)*idf(pq.live, 1))
+}
 
 // bitmap is a set of docs.
 type bitmap []uint64
@@ -262,22 +416,23 @@ func (b bitmap) has(doc uint32) bool {
 
 // postingSet reads a token's postings into the bitmap b (empty, reused).
 func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
-	err := q.eachPosting(tok, func(p posting) (bool, error) {
-		i := int(p.doc >> 6)
+	err := q.eachPosting(tok, func(e []byte) (bool, error) {
+		doc := binary.BigEndian.Uint32(e)
+		i := int(doc >> 6)
 		if i >= len(b) {
 			n := len(b)
 			b = slices.Grow(b, i+1-n)[:i+1]
 			clear(b[n:])
 		}
-		b[i] |= 1 << (p.doc & 63)
+		b[i] |= 1 << (doc & 63)
 		return true, nil
 	})
 	return b, err
 }
 
-// eachPosting calls fn with a token's postings, newest first, until fn
-// returns false.
-func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) error {
+// eachPosting calls fn with a token's encoded postings (aliasing the
+// read transaction's pages), newest first, until fn returns false.
+func (q *searcher) eachPosting(tok uint64, fn func(e []byte) (bool, error)) error {
 	seen := 0
 	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(_, v []byte) error {
 		if len(v)%postingLen != 0 {
@@ -289,7 +444,7 @@ func (q *searcher) eachPosting(tok uint64, fn func(p posting) (bool, error)) err
 					return err
 				}
 			}
-			more, err := fn(decodePosting(v[i:]))
+			more, err := fn(v[i : i+postingLen])
 			if err != nil {
 				return err
 			}
@@ -321,78 +476,60 @@ func (q *searcher) inBlock(pb *probeBlock, doc uint32) bool {
 		q.s.key = binary.BigEndian.AppendUint32(k, ^r)
 		pb.block, pb.rng, pb.read = q.kv.Get(q.s.key), r, true
 	}
-	for i := 0; i+postingLen <= len(pb.block); i += postingLen {
-		if binary.BigEndian.Uint32(pb.block[i:]) == doc {
+	// A block's postings are sorted by doc, descending: binary search.
+	lo, hi := 0, len(pb.block)/postingLen
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch d := binary.BigEndian.Uint32(pb.block[m*postingLen:]); {
+		case d == doc:
 			return true
+		case d > doc:
+			lo = m + 1
+		default:
+			hi = m
 		}
 	}
 	return false
 }
 
-// orCandidates returns up to limit docs matching any term (each term the
-// AND of its tokens), newest first. Each term contributes at most limit
-// docs, which contain the union's newest limit; the lists are merged.
-func (q *searcher) orCandidates(terms [][]uint64, limit int) ([]posting, error) {
-	lists := q.s.lists[:0]
-	for i, t := range terms {
-		var l []posting
-		if i < cap(q.s.lists) {
-			l = q.s.lists[:i+1][i][:0]
-		}
-		l, err := q.andCandidates(l, t, limit)
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, l)
+// run searches and ranks a parsed query; confirm (optional) re-checks a
+// winner's visibility on its strings; minShare drops candidates matching
+// less of the query's weight (the brief's floor; 0 keeps all).
+func (q *searcher) run(bodies Bodies, pq *parsedQuery, limit int, minShare float64, now time.Time, confirm func(*coldView) bool) ([]ranked, error) {
+	live, words := stats(q.kv)
+	if live == 0 {
+		return nil, nil
 	}
-	q.s.lists = lists
-	out := q.s.cands[:0]
-	pos := slices.Grow(q.s.pos[:0], len(lists))[:len(lists)]
-	clear(pos)
-	q.s.pos = pos
-	for len(out) < limit {
-		best := -1
-		for i, l := range lists {
-			if pos[i] < len(l) && (best < 0 || l[pos[i]].doc > lists[best][pos[best]].doc) {
-				best = i
+	q.weigh(pq, live)
+	var next uint32
+	if v := q.kv.Get(keyNext); len(v) == 4 {
+		next = binary.BigEndian.Uint32(v)
+	}
+	pq.avgWords = float64(words) / float64(live)
+	cands, err := q.search(pq, next)
+	if err != nil {
+		return nil, err
+	}
+	if minShare > 0 {
+		kept := cands[:0]
+		for i := range cands {
+			if pq.share(&cands[i]) >= minShare {
+				kept = append(kept, cands[i])
 			}
 		}
-		if best < 0 {
-			break
-		}
-		p := lists[best][pos[best]]
-		for i, l := range lists { // the same doc in other lists: skip it there
-			if pos[i] < len(l) && l[pos[i]].doc == p.doc {
-				pos[i]++
-			}
-		}
-		out = append(out, p)
+		cands = kept
 	}
-	q.s.cands = out
-	return out, nil
+	return q.rank(bodies, cands, pq, limit, now, confirm)
 }
 
-// cascade runs the AND searches in order and stops at the first non-empty
-// one; if all are empty it runs the OR fallback.
-func (q *searcher) cascade(pq *parsedQuery, limit int) ([]posting, error) {
-	for _, s := range pq.searches {
-		c, err := q.andCandidates(q.s.cands[:0], s, limit)
-		q.s.cands = c
-		if err != nil || len(c) > 0 {
-			return c, err
-		}
-	}
-	return q.orCandidates(pq.or, limit)
-}
-
-// Recall is the explicit recall of `tree-ring recall`: the AND cascade with
-// intent-term removal, then the OR fallback, over memories that pass the
-// exact filters, are not superseded, redacted or expired, and have normal
-// sensitivity unless f.IncludeSensitive; at most clamp(limit×128, 256,
-// 2048) candidates, newest first; scored by the published formula and
-// sorted by score, then id. An empty query or no match returns no results
-// and no error. Expiry is evaluated at now (the published explicit recall
-// leaves expired rows to `maintain`; we never return them).
+// Recall is the explicit recall of `tree-ring recall`: ranked OR retrieval
+// (search) over memories that pass the exact filters, are not superseded,
+// redacted or expired, and have normal sensitivity unless
+// f.IncludeSensitive; scored by factors.queryScore and sorted by score,
+// textual factor, created_at (newest first), then id. An empty query or no
+// match returns no results and no error. Expiry is evaluated at now (the
+// published explicit recall leaves expired rows to `maintain`; we never
+// return them).
 //
 // kv and bodies must come from one read snapshot; the results do not
 // reference them after return.
@@ -405,39 +542,20 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 		return nil, fmt.Errorf("limit must be between 1 and %d", MaxLimit)
 	}
 	pq := parseQuery(query)
-	if len(pq.terms) == 0 {
+	if pq.toks == 0 {
 		return nil, nil
 	}
 	if err := checkLayout(kv); err != nil {
 		return nil, err
 	}
-	flt := filter{
-		sensitive: f.IncludeSensitive, scope: -1, now: now.UnixMicro(),
-		proj: identHash('p', f.Project), agent: identHash('a', f.AgentProfile), wf: identHash('w', f.WorkflowID), sess: identHash('x', f.SessionID),
-	}
-	if f.Scope != "" {
-		if flt.scope = slices.Index(events.MemoryScopes, f.Scope); flt.scope < 0 {
-			return nil, errors.New("invalid scope")
-		}
-	}
-	flt.exact = flt.proj|flt.agent|flt.wf|flt.sess != 0 || flt.scope >= 0
-	if flt.proj != 0 && flt.agent|flt.wf|flt.sess == 0 && flt.scope < 0 {
-		flt.shared = groupHash(gShared, flt.proj, 0)
+	flt, err := f.filter(now)
+	if err != nil {
+		return nil, err
 	}
 	s := getScratch()
 	defer s.release()
 	qs := &searcher{ctx: ctx, kv: kv, s: s, f: &flt}
-	cands, err := qs.cascade(&pq, candidateCap(limit))
-	if err != nil {
-		return nil, err
-	}
-	exact := func(c *coldView) bool { // hashes matched; confirm the strings
-		return (f.Project == "" || string(c.bytes(cProject)) == f.Project) &&
-			(f.AgentProfile == "" || string(c.bytes(cAgentProfile)) == f.AgentProfile) &&
-			(f.WorkflowID == "" || string(c.bytes(cWorkflowID)) == f.WorkflowID) &&
-			(f.SessionID == "" || string(c.bytes(cSessionID)) == f.SessionID)
-	}
-	top, err := qs.rank(bodies, cands, &pq, limit, now, exact)
+	top, err := qs.run(bodies, &pq, limit, 0, now, f.exact)
 	if err != nil {
 		return nil, err
 	}
@@ -455,15 +573,43 @@ func Recall(ctx context.Context, kv KV, bodies Bodies, query string, f Filter, n
 	return out, nil
 }
 
+// filter is the index filter of f: identity hashes, scope, expiry at now.
+func (f *Filter) filter(now time.Time) (filter, error) {
+	flt := filter{
+		sensitive: f.IncludeSensitive, scope: -1, now: now.UnixMicro(),
+		proj: identHash('p', f.Project), agent: identHash('a', f.AgentProfile), wf: identHash('w', f.WorkflowID), sess: identHash('x', f.SessionID),
+	}
+	if f.Scope != "" {
+		if flt.scope = slices.Index(events.MemoryScopes, f.Scope); flt.scope < 0 {
+			return filter{}, errors.New("invalid scope")
+		}
+	}
+	flt.exact = flt.proj|flt.agent|flt.wf|flt.sess != 0 || flt.scope >= 0
+	if flt.proj != 0 && flt.agent|flt.wf|flt.sess == 0 && flt.scope < 0 {
+		flt.shared = groupHash(gShared, flt.proj, 0)
+	}
+	return flt, nil
+}
+
+// exact confirms a result's identities on their strings (the index
+// matched hashes).
+func (f *Filter) exact(c *coldView) bool {
+	return (f.Project == "" || string(c.bytes(cProject)) == f.Project) &&
+		(f.AgentProfile == "" || string(c.bytes(cAgentProfile)) == f.AgentProfile) &&
+		(f.WorkflowID == "" || string(c.bytes(cWorkflowID)) == f.WorkflowID) &&
+		(f.SessionID == "" || string(c.bytes(cSessionID)) == f.SessionID)
+}
+
 // ranked is a scored memory. id, and after confirmation cv and body,
 // alias the read transaction's pages.
 type ranked struct {
-	doc   uint32
-	id    []byte
-	score float64
-	fact  factors
-	cv    coldView
-	body  []byte
+	doc     uint32
+	id      []byte
+	score   float64
+	created int64 // searches only: the tie-break after the textual factor
+	fact    factors
+	cv      coldView
+	body    []byte
 }
 
 // record copies a confirmed result out as the published record.
@@ -477,10 +623,26 @@ func (r *ranked) record() (memory.Record, error) {
 	return memory.Join(&c.MemoryCaptured, c.SupersededBy, &mb), nil
 }
 
-// insertTop inserts r into top (score descending, id ascending), keeping
-// at most limit entries.
+// rankOrder is the result order: score descending, then the textual factor
+// (relevance before priors), created_at (newest first), id ascending. The
+// startup brief's entries have equal textual factors and no created_at:
+// score, then id, as published.
+func rankOrder(a, b *ranked) int {
+	if c := byScore(a.score, nil, b.score, nil); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.fact.textual, a.fact.textual); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.created, a.created); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.id, b.id)
+}
+
+// insertTop inserts r into top (rankOrder), keeping at most limit entries.
 func insertTop(top []ranked, r ranked, limit int) []ranked {
-	pos, _ := slices.BinarySearchFunc(top, r, func(a, b ranked) int { return byScore(a.score, a.id, b.score, b.id) })
+	pos, _ := slices.BinarySearchFunc(top, r, func(a, b ranked) int { return rankOrder(&a, &b) })
 	if pos >= limit {
 		return top
 	}
@@ -490,7 +652,8 @@ func insertTop(top []ranked, r ranked, limit int) []ranked {
 	return slices.Insert(top, pos, r)
 }
 
-// beats reports whether (score, id) would enter a full top.
+// beats reports whether (score, id) would enter a full top of the startup
+// brief.
 func beats(top []ranked, limit int, score float64, id []byte) bool {
 	if len(top) < limit {
 		return true
@@ -499,16 +662,15 @@ func beats(top []ranked, limit int, score float64, id []byte) bool {
 	return byScore(score, id, w.score, w.id) < 0
 }
 
-// rank scores candidates with the published formula and returns the best
-// limit, by score descending then id ascending, confirmed.
+// rank scores candidates and returns the best limit in rankOrder,
+// confirmed.
 //
 // It is exact (the same result as scoring every candidate) and lazy: a
-// candidate's first upper bound comes from its posting (static factors
-// rounded up, textual = 1); candidates are visited by decreasing bound and
-// the walk stops when the bound falls below the last kept score. A
-// candidate visited the first time reads its hot record and goes back with
-// a tighter bound (exact static factors, the text signature's textual
-// bound); visited again, it reads its body for the exact textual factor.
+// candidate's textual factor is exact from the postings, its priors'
+// upper bound comes from the posting's rounded-up copies; candidates are
+// visited by decreasing bound and the walk stops when the bound falls
+// below the last kept score. A visited candidate reads its hot record for
+// the exact priors.
 //
 // confirm (optional) re-checks a winner's visibility on its strings (the
 // index matched hashes); a winner it rejects, or whose body is gone, is
@@ -518,11 +680,11 @@ func (q *searcher) rank(bodies Bodies, cands []posting, pq *parsedQuery, limit i
 	for i := range cands {
 		p := &cands[i]
 		f := factors{
-			textual: 1, sal: float64(p.sal) / 255, conf: float64(p.conf) / 255,
+			textual: p.textual, sal: float64(p.sal) / 255, conf: float64(p.conf) / 255,
 			recency: recency(int64(p.minute)*60_000_000, nowUS), auth: authorityValue(p.ringAuth >> 3),
 			ringBoost: ringBoost(p.ringAuth&7, pq),
 		}
-		p.bound = f.score() + 1e-9
+		p.bound = f.queryScore() + 1e-9
 	}
 	var excluded map[uint32]bool
 	top := make([]ranked, 0, min(limit, len(cands)))
@@ -542,26 +704,14 @@ func (q *searcher) rank(bodies Bodies, cands []posting, pq *parsedQuery, limit i
 			if err != nil {
 				return nil, err
 			}
-			r := ranked{doc: p.doc, id: hr.id, fact: staticFactors(&hr, pq, now)}
-			if !p.refined {
-				r.fact.textual = textualBound(pq.terms, hr.sig)
-				if p.bound = r.fact.score() + 1e-9; beats(top, limit, p.bound, r.id) {
-					p.refined = true
-					h.push(p)
-				}
-				continue
+			r := ranked{doc: p.doc, id: hr.id, created: hr.created, fact: staticFactors(&hr, pq, now)}
+			r.fact.textual = p.textual
+			r.fact.whole, r.fact.sub = pq.matched(&p)
+			if pq.weight > 0 {
+				r.fact.whole, r.fact.sub = r.fact.whole/pq.weight, r.fact.sub/pq.weight
 			}
-			raw := bodies.Body(hr.bodyDigest())
-			if raw == nil {
-				continue
-			}
-			b, err := memory.ParseBody(raw)
-			if err != nil {
-				return nil, fmt.Errorf("recall: %s: %w", hr.id, err)
-			}
-			q.s.text = lowerText(q.s.text[:0], &b)
-			r.fact.textual = textual(pq.terms, q.s.text)
-			r.score = r.fact.score()
+			r.fact.lengthNorm = lengthNorm(p.words, pq.avgWords)
+			r.score = r.fact.queryScore()
 			top = insertTop(top, r, limit)
 		}
 		q.s.heap = h
@@ -579,18 +729,6 @@ type boundHeap []posting
 func (h boundHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
-	}
-}
-
-func (h *boundHeap) push(p posting) {
-	*h = append(*h, p)
-	for i := len(*h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if (*h)[parent].bound >= (*h)[i].bound {
-			return
-		}
-		(*h)[parent], (*h)[i] = (*h)[i], (*h)[parent]
-		i = parent
 	}
 }
 
@@ -659,23 +797,38 @@ func byScore(sa float64, ida []byte, sb float64, idb []byte) int {
 	return bytes.Compare(ida, idb)
 }
 
-// factors are the published score factors.
+// factors are the parts of a score: the textual factor and, for a
+// search, its whole-word and sub-word shares of the query's weight and
+// the length normalization; the priors.
 type factors struct {
-	textual, sal, conf, recency, auth, ringBoost float64
-	startBonus                                   float64
+	textual, whole, sub, lengthNorm     float64
+	sal, conf, recency, auth, ringBoost float64
+	startBonus                          float64
 }
 
-// score is 0.25·textual + 0.25·salience + 0.25·confidence + 0.20·recency +
-// 0.05·source_authority + ring_boost (+ the startup ring bonus), summed in
-// that order.
+// score is the published formula, the startup brief's: 0.25·textual +
+// 0.25·salience + 0.25·confidence + 0.20·recency + 0.05·source_authority +
+// ring_boost (+ the startup ring bonus), summed in that order.
 func (f *factors) score() float64 {
 	s := 0.25*f.textual + 0.25*f.sal + 0.25*f.conf + 0.20*f.recency + 0.05*f.auth + f.ringBoost
 	return s + f.startBonus
 }
 
+// prior is the published formula's non-textual part scaled to 0..1 (the
+// largest ring boost is 0.20).
+func (f *factors) prior() float64 {
+	return (0.25*f.sal + 0.25*f.conf + 0.20*f.recency + 0.05*f.auth + f.ringBoost) / 0.95
+}
+
+// queryScore is a search's score: textual + priorWeight·prior.
+func (f *factors) queryScore() float64 { return f.textual + priorWeight*f.prior() }
+
+// explain is --explain's ranking object: the score is textual_match +
+// 0.05·prior; textual_match is (whole_word + sub_word)·length_norm.
 func (f *factors) explain() map[string]float64 {
 	return map[string]float64{
-		"textual_match": f.textual, "salience": f.sal, "confidence": f.conf,
+		"textual_match": f.textual, "whole_word": f.whole, "sub_word": f.sub, "length_norm": f.lengthNorm,
+		"prior": f.prior(), "salience": f.sal, "confidence": f.conf,
 		"recency": f.recency, "source_authority": f.auth, "ring_boost": f.ringBoost,
 	}
 }
@@ -701,60 +854,4 @@ func ringBoost(ring byte, q *parsedQuery) float64 {
 
 func staticFactors(h *hot, q *parsedQuery, now time.Time) factors {
 	return factors{sal: h.sal, conf: h.conf, recency: recency(h.created, now.UnixMicro()), auth: authorityValue(h.auth), ringBoost: ringBoost(h.ring, q)}
-}
-
-// lowerText appends the lowercased summary + " " + details + " " + tags
-// joined by " " (strings.ToLower's mapping, rune by rune).
-func lowerText(dst []byte, b *memory.BodyView) []byte {
-	dst = appendLower(dst, b.Summary)
-	dst = append(dst, ' ')
-	dst = appendLower(dst, b.Details)
-	dst = append(dst, ' ')
-	first := true
-	b.EachTag(func(t []byte) {
-		if !first {
-			dst = append(dst, ' ')
-		}
-		first = false
-		dst = appendLower(dst, t)
-	})
-	return dst
-}
-
-func appendLower(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(s[i:])
-		dst = utf8.AppendRune(dst, unicode.ToLower(r))
-		i += n
-	}
-	return dst
-}
-
-// textual is the share of query terms found as substrings of the
-// lowercased text; 0.1 for a query without terms.
-func textual(terms []string, text []byte) float64 {
-	return termShare(terms, func(t string) bool { return bytes.Contains(text, []byte(t)) })
-}
-
-// termShare is the share of terms that has; 0.1 without terms.
-func termShare(terms []string, has func(string) bool) float64 {
-	if len(terms) == 0 {
-		return 0.1
-	}
-	n := 0
-	for _, t := range terms {
-		if has(t) {
-			n++
-		}
-	}
-	return float64(n) / float64(len(terms))
 }

@@ -226,30 +226,55 @@ func TestScopeVisibility(t *testing.T) {
 	}
 }
 
-func TestCascadeAndFallback(t *testing.T) {
+func TestRankedOR(t *testing.T) {
 	fx := newFixture(t)
 	fx.capture(mem{id: "mem_cache", project: "proj", summary: "stale cache after deploy"})
 	fx.capture(mem{id: "mem_alpha", project: "proj", summary: "alpha release checklist"})
-	// "failure" matches nothing: the cascade drops it and finds "stale cache".
+	fx.capture(mem{id: "mem_the", project: "proj", summary: "the release of the alpha checklist was the thing"})
+	for i := 0; i < 6; i++ {
+		fx.capture(mem{project: "proj", summary: fmt.Sprintf("the note %d", i)})
+	}
+	// No AND cliff: a word no memory has ("failure") does not empty the
+	// results, and memories matching fewer words still follow.
 	if got := ids(fx.recall("failure stale cache", Filter{})); !slices.Equal(got, []string{"mem_cache"}) {
-		t.Errorf("cascade: %v", got)
+		t.Errorf("unknown word: %v", got)
 	}
-	// No AND match: the OR fallback returns either.
-	got := ids(fx.recall("alpha cache", Filter{}))
-	slices.Sort(got)
-	if !slices.Equal(got, []string{"mem_alpha", "mem_cache"}) {
-		t.Errorf("or fallback: %v", got)
+	if got := ids(fx.recall("alpha cache", Filter{})); len(got) != 3 || got[0] != "mem_cache" {
+		t.Errorf("or: %v (the rarer word, shorter memory first)", got)
 	}
-	// Filler words are not searched.
-	if got := ids(fx.recall("the alpha", Filter{})); !slices.Equal(got, []string{"mem_alpha"}) {
-		t.Errorf("filler: %v", got)
+	// Rarity: "the" is in seven memories, "checklist" in two; the shorter
+	// of those two first (length normalization), then every "the".
+	got := ids(fx.recall("the checklist", Filter{}))
+	if len(got) != 8 || got[0] != "mem_alpha" || got[1] != "mem_the" {
+		t.Errorf("rarity: %v", got)
 	}
-	if got := ids(fx.recall("the what", Filter{})); len(got) != 0 {
-		t.Errorf("only filler: %v", got)
+	// Whole words above sub-words: "releases" is "release" by stem.
+	r := fx.recall("releases", Filter{Explain: true})
+	if len(r) != 2 || r[0].Ranking["sub_word"] == 0 || r[0].Ranking["whole_word"] != 0 {
+		t.Errorf("stem: %v %v", ids(r), r)
 	}
-	q := parseQuery("failure stale cache")
-	if len(q.searches) != 3 || len(q.searches[1]) != 2 || len(q.searches[2]) != 2 {
-		t.Errorf("search queries: %v", q.searches)
+	fx.capture(mem{id: "mem_releases", project: "proj", summary: "alpha releases"})
+	if got := ids(fx.recall("releases", Filter{})); len(got) != 3 || got[0] != "mem_releases" {
+		t.Errorf("whole word first: %v", got)
+	}
+	// A fragment under four bytes matches only a whole word.
+	if got := ids(fx.recall("alp", Filter{})); len(got) != 0 {
+		t.Errorf("short fragment: %v", got)
+	}
+}
+
+// The limit picks a prefix of one ranking: the candidate cap does not
+// depend on it.
+func TestLimitIsAPrefix(t *testing.T) {
+	fx := newFixture(t)
+	for i := 0; i < 600; i++ {
+		fx.capture(mem{project: "proj", summary: fmt.Sprintf("shared word %d", i), sal: float64(i%10+1) / 11, age: time.Duration(i) * time.Hour})
+	}
+	all := ids(fx.recall("shared word", Filter{Limit: 10}))
+	for _, n := range []int{1, 5} {
+		if got := ids(fx.recall("shared word", Filter{Limit: n})); !slices.Equal(got, all[:n]) {
+			t.Errorf("limit %d: %v, want %v", n, got, all[:n])
+		}
 	}
 }
 
@@ -259,23 +284,29 @@ func TestScoringFormulaAndTieBreak(t *testing.T) {
 	fx.capture(mem{id: "mem_a", project: "proj", summary: "rollback plan", ring: "scar", sal: 0.8, conf: 0.6, age: 10 * 24 * time.Hour, ref: "docs/x.md"})
 	fx.capture(mem{id: "mem_c", project: "proj", summary: "rollback other", ring: "heartwood", sal: 0.8, conf: 0.6, age: 10 * 24 * time.Hour})
 	r := fx.recall("rollback plan", Filter{Explain: true})
-	if !slices.Equal(ids(r), []string{"mem_a", "mem_b"}) {
+	if !slices.Equal(ids(r), []string{"mem_a", "mem_b", "mem_c"}) {
 		t.Fatalf("order %v", ids(r))
 	}
-	// manual source: authority 0.4; "rollback" is a failure term: scar +0.20.
+	// Three memories, two with both words: IDF of "plan" (df 2) and of
+	// "rollback" (df 3); the ref's words count as text: "docs", "x" and
+	// "md" make the first two five words long (the average is four). manual source: authority 0.4;
+	// "rollback" is a failure term: scar +0.20.
+	idfOf := func(df float64) float64 { return math.Log(1 + (3-df+0.5)/(df+0.5)) }
+	norm := func(words float64) float64 { return 1 / (1 + bm25K1*(1-bm25B+bm25B*words/4)) }
+	weight := idfOf(2) + idfOf(3)
 	rec := math.Exp(-10.0 / 30)
-	want := 0.25*1 + 0.25*0.8 + 0.25*0.6 + 0.20*rec + 0.05*0.4 + 0.20
-	if r[0].Score != want || r[0].Score != r[1].Score {
+	prior := (0.25*0.8 + 0.25*0.6 + 0.20*rec + 0.05*0.4 + 0.20) / 0.95
+	want := (idfOf(3)+idfOf(2))/weight*norm(5) + priorWeight*prior
+	if math.Abs(r[0].Score-want) > 1e-12 || r[0].Score != r[1].Score {
 		t.Fatalf("score %v, want %v", r[0].Score, want)
 	}
-	if r[0].Ranking["ring_boost"] != 0.20 || r[0].Ranking["textual_match"] != 1 || r[0].Ranking["source_authority"] != 0.4 {
+	if k := r[0].Ranking; k["ring_boost"] != 0.20 || k["whole_word"] != 1 || k["sub_word"] != 0 || math.Abs(k["length_norm"]-norm(5)) > 1e-12 || k["source_authority"] != 0.4 {
 		t.Fatalf("explain %v", r[0].Ranking)
 	}
-	// OR fallback: each matches one of two terms; heartwood gets no boost
-	// without a heartwood term.
-	or := fx.recall("plan other", Filter{Explain: true})
-	if len(or) != 3 || or[2].Memory.ID != "mem_c" || or[2].Ranking["textual_match"] != 0.5 || or[2].Ranking["ring_boost"] != 0 {
-		t.Fatalf("or: %v %v", ids(or), or)
+	// mem_c matches "rollback" only; heartwood gets no boost without a
+	// heartwood term.
+	if k := r[2].Ranking; math.Abs(k["whole_word"]-idfOf(3)/weight) > 1e-12 || k["ring_boost"] != 0 {
+		t.Fatalf("partial: %v", k)
 	}
 	// The startup score: 0.025 + … + the startup ring bonus.
 	c := fx.brief(BriefQuery{Scope: me, Limit: 1})
@@ -399,6 +430,30 @@ func TestClaims(t *testing.T) {
 // TestFoldIsDeterministicAndSurvivesDeletedBodies re-folds the log into a
 // fresh KV with the bodies as they are after the forgets (deleted bodies are
 // absent), as `audit verify` and `projections rebuild` do, and compares.
+// When every indexed memory is gone, the re-fold, which never indexed
+// them, has no word counters: neither has the live fold.
+func TestFoldWithEveryMemoryForgotten(t *testing.T) {
+	for _, mode := range []string{events.ForgetRedact, events.ForgetDelete} {
+		fx := newFixture(t)
+		a := fx.capture(mem{project: "proj", summary: "only memory"})
+		fx.forget(a.ID, mode)
+		again := newMemKV()
+		for i := range fx.log {
+			if err := Apply(again, fx.bodies, &fx.log[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(again.m) != len(fx.kv.m) || fx.kv.Get(keyLive) != nil || fx.kv.Get(keyWords) != nil {
+			t.Fatalf("%s: re-fold has %d keys, live %d", mode, len(again.m), len(fx.kv.m))
+		}
+		for k, v := range fx.kv.m {
+			if string(again.m[k]) != string(v) {
+				t.Fatalf("%s: key %q differs", mode, k)
+			}
+		}
+	}
+}
+
 func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 	fx := newFixture(t)
 	invisible(fx)

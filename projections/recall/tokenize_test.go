@@ -46,26 +46,24 @@ func TestTokenHashMatchesTokenize(t *testing.T) {
 }
 
 func TestParseQuery(t *testing.T) {
-	q := parseQuery("What is the durable decision about the cache?")
+	q := parseQuery("What is the durable decision about the caches? the")
 	if !q.heartwood || q.failure || q.seeds {
 		t.Error("intent flags")
 	}
-	// search: durable decision cache; variants drop durable, then decision.
-	want := [][]uint64{
-		{tokenHash("durable"), tokenHash("decision"), tokenHash("cache")},
-		{tokenHash("decision"), tokenHash("cache")},
-		{tokenHash("durable"), tokenHash("cache")},
+	// Every distinct token is searched (rarity weighs them, no stop list);
+	// a token of four bytes or more also by its stem, and by the stem as a
+	// word when they differ.
+	want := []qkey{
+		{hash: tokenHash("what"), tok: 0}, {hash: stemHash([]byte("what")), tok: 0, sub: true},
+		{hash: tokenHash("is"), tok: 1},
+		{hash: tokenHash("the"), tok: 2},
+		{hash: tokenHash("durable"), tok: 3}, {hash: stemHash([]byte("durabl")), tok: 3, sub: true}, {hash: tokenHash("durabl"), tok: 3, sub: true},
+		{hash: tokenHash("decision"), tok: 4}, {hash: stemHash([]byte("decisio")), tok: 4, sub: true}, {hash: tokenHash("decisio"), tok: 4, sub: true},
+		{hash: tokenHash("about"), tok: 5}, {hash: stemHash([]byte("about")), tok: 5, sub: true},
+		{hash: tokenHash("caches"), tok: 6}, {hash: stemHash([]byte("cach")), tok: 6, sub: true}, {hash: tokenHash("cach"), tok: 6, sub: true},
 	}
-	if len(q.searches) != len(want) {
-		t.Fatalf("searches %v", q.searches)
-	}
-	for i := range want {
-		if !slices.Equal(q.searches[i], want[i]) {
-			t.Errorf("search %d: %v want %v", i, q.searches[i], want[i])
-		}
-	}
-	if len(q.or) != 3 || len(q.terms) != 8 {
-		t.Errorf("or %d terms %d", len(q.or), len(q.terms))
+	if !slices.Equal(q.keys, want) || q.toks != 7 || len(q.terms) != 9 {
+		t.Errorf("keys %v (%d tokens, %d terms)", q.keys, q.toks, len(q.terms))
 	}
 	long := parseQuery(strings.Repeat("word ", 10) + strings.Repeat("x ", 5) + func() string {
 		var b strings.Builder
@@ -76,8 +74,24 @@ func TestParseQuery(t *testing.T) {
 		}
 		return b.String()
 	}())
-	if len(long.or) != maxSearchTerms || len(long.searches) != 1 {
-		t.Errorf("bounded search: %d or terms, %d searches", len(long.or), len(long.searches))
+	if long.toks != maxSearchTerms {
+		t.Errorf("bounded search: %d tokens", long.toks)
+	}
+}
+
+func TestStem(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"fonts", "font"}, {"font", "font"}, {"libraries", "library"}, {"classes", "class"}, {"indexes", "index"},
+		{"bindings", "bind"}, {"binding", "bind"}, {"wrapped", "wrap"}, {"wrapping", "wrap"}, {"create", "creat"},
+		{"creating", "creat"}, {"allocations", "allocat"}, {"allocate", "allocat"}, {"programming", "program"},
+		{"status", "status"}, {"analysis", "analysi"}, {"uses", "use"}, {"feed", "feed"}, {"note", "note"}, {"notes", "note"}, {"éléphants", "éléph"},
+	} {
+		if got := string(stem(nil, []byte(c.in))); got != c.want {
+			t.Errorf("stem(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if stem(nil, []byte("int")) != nil {
+		t.Error("a three-byte word has a stem")
 	}
 }
 
@@ -132,17 +146,12 @@ func checkQuery(t *testing.T, s string) {
 		}
 	}
 	q := parseQuery(s)
-	if len(q.or) > maxSearchTerms {
-		t.Fatalf("%d search terms", len(q.or))
+	if q.toks > maxSearchTerms {
+		t.Fatalf("%d search tokens", q.toks)
 	}
-	for i, a := range q.searches {
-		if len(a) == 0 {
-			t.Fatal("empty AND search")
-		}
-		for j := 0; j < i; j++ {
-			if sameSet(a, q.searches[j]) {
-				t.Fatal("repeated search")
-			}
+	for i, k := range q.keys {
+		if k.tok >= q.toks || !k.sub && i > 0 && q.keys[i-1].tok == k.tok {
+			t.Fatalf("key %d: %+v", i, k)
 		}
 	}
 	for _, term := range q.terms {
