@@ -15,7 +15,7 @@ import (
 )
 
 // benchFixture is a small version of the recall benchmark
-// (tools/recallbench/bench.py --fixture): 300 memories (standard-library
+// (projections/recall/recallbench/bench.py --fixture): 300 memories (standard-library
 // docstrings and Debian package synopses) and 120 queries, each labeled
 // with the memory its words were drawn from.
 type benchFixture struct {
@@ -143,7 +143,7 @@ func (q *quality) add(ranking []string, target string, n int) {
 // TestRecallBeatsBM25 guards the ranking's quality: on every query style
 // of the benchmark's small fixture, tree-ring's R@5 and nDCG@10 are at
 // least BM25's. (The full benchmark, with SQLite FTS5 baselines and
-// intervals, is tools/recallbench; docs/memory.md has its figures.)
+// intervals, is projections/recall/recallbench; docs/memory.md has its figures.)
 func TestRecallBeatsBM25(t *testing.T) {
 	b := loadBenchFixture(t)
 	base := newBM25(&b)
