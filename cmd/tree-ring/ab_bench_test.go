@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,10 +55,11 @@ func abBuilds(b *testing.B) []abBuild {
 	return out
 }
 
-// abSummaries are the memories' summaries, in turn: prose, half of it
-// holding the detector's triggers beside the character its rule requires
-// ("=", ":"), so that the guard's patterns run on it and match nothing,
-// as on a coding agent's notes.
+// abSummaries are the memories' summaries, in turn: prose, five of eight
+// holding the detector's triggers beside the character their rule
+// requires ("=", ":"), so that the guard's patterns run on them (and
+// match nothing), as on a coding agent's notes. abPlain are the summaries
+// of BenchmarkHookSessionStart, which reach no pattern.
 var abSummaries = []string{
 	"Implementation note %d for subsystem %d.",
 	"Set LOG_LEVEL=debug before the token refresh test %d of suite %d.",
@@ -69,14 +71,16 @@ var abSummaries = []string{
 	"Avoid stale deployment rollback cache failure %d in %d.",
 }
 
+var abPlain = []string{abSummaries[0], abSummaries[7]}
+
 // writeABMemories writes n memories of the project as `tree-ring import`
 // reads them (the published JSONL), the same bytes for every build.
-func writeABMemories(b *testing.B, path, project string, n int) {
+func writeABMemories(b *testing.B, path, project string, n int, summaries []string) {
 	b.Helper()
 	var buf bytes.Buffer
 	now := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
 	for i := 0; i < n; i++ {
-		summary := fmt.Sprintf(abSummaries[i%len(abSummaries)], i, i%17)
+		summary := fmt.Sprintf(summaries[i%len(summaries)], i, i%17)
 		if memory.InspectText(summary) != memory.SensitivityNormal {
 			b.Fatalf("bench summary %q is not normal", summary)
 		}
@@ -148,20 +152,22 @@ func loadAverage() string {
 // BenchmarkABHook times the codex SessionStart hook through its installed
 // command line (sh -c from a nested directory, as in
 // BenchmarkHookSessionStart) and `tree-ring version` (start-up), for every
-// build on its own project: initialised by that build, the same 10,000
-// memories (imported by it) and 10,000 receipts. Each iteration runs every
-// build once, rotating the order. Reported per build: median wall and CPU
-// (wait4) in ms, and each median's ratio to the first build's.
+// build on its own projects: initialised by that build, the same 10,000
+// memories (imported by it) and 10,000 receipts; "hook" on abSummaries,
+// "hook-plain" on abPlain. Each iteration runs every build once, rotating
+// the order. Reported per build: median wall and CPU (wait4) in ms, each
+// median's ratio to the first build's, then the instructions of one hook
+// and one version (abInstructions).
 func BenchmarkABHook(b *testing.B) {
 	builds := abBuilds(b)
 	type project struct{ dir, line string }
-	var projects []project
-	for _, bd := range builds {
+	var projects, plain []project
+	setup := func(bd abBuild, summaries []string) project {
 		dir := benchProjectDir(b, "bench project")
 		benchRun(b, dir, "", bd.bin, "init")
 		_, alias := preflight.ProjectName(dir)
 		f := filepath.Join(dir, "memories.jsonl")
-		writeABMemories(b, f, alias, benchCount("TREE_RING_BENCH_MEMORIES"))
+		writeABMemories(b, f, alias, benchCount("TREE_RING_BENCH_MEMORIES"), summaries)
 		benchRun(b, dir, "", bd.bin, "import", f)
 		os.Remove(f)
 		seedReceipts(b, dir, benchCount("TREE_RING_BENCH_RECEIPTS"))
@@ -173,18 +179,23 @@ func BenchmarkABHook(b *testing.B) {
 		if err := json.Unmarshal(mustRead(b, filepath.Join(dir, ".codex", "hooks.json")), &hooks); err != nil {
 			b.Fatal(err)
 		}
-		projects = append(projects, project{dir, hooks.Hooks["SessionStart"][0].Hooks[0].Command})
+		return project{dir, hooks.Hooks["SessionStart"][0].Hooks[0].Command}
+	}
+	for _, bd := range builds {
+		projects = append(projects, setup(bd, abSummaries))
+		plain = append(plain, setup(bd, abPlain))
 	}
 	payload := func(root string, i int) string {
 		return fmt.Sprintf(`{"session_id":"ab-%d","transcript_path":"/t.jsonl","cwd":%q,"hook_event_name":"SessionStart","model":"gpt-5.5","permission_mode":"default","source":"startup"}`,
 			i, filepath.Join(root, "src", "deep"))
 	}
-	for _, p := range projects { // the first hook of a project is no sample
+	for _, p := range append(slices.Clone(projects), plain...) { // the first hook of a project is no sample
 		abTimed(b, filepath.Join(p.dir, "src", "deep"), payload(p.dir, -1), "/bin/sh", "-c", p.line)
 	}
 	n := len(builds)
+	names := []string{"hook", "hook-cpu", "hook-plain", "hook-plain-cpu", "version", "version-cpu"}
 	series := map[string]*abSeries{}
-	for _, name := range []string{"hook", "hook-cpu", "version", "version-cpu"} {
+	for _, name := range names {
 		series[name] = &abSeries{name: name, d: make([][]time.Duration, n)}
 	}
 	add := func(name string, k int, d time.Duration) { series[name].d[k] = append(series[name].d[k], d) }
@@ -197,6 +208,10 @@ func BenchmarkABHook(b *testing.B) {
 			w, c := abTimed(b, filepath.Join(p.dir, "src", "deep"), payload(p.dir, i), "/bin/sh", "-c", p.line)
 			add("hook", k, w)
 			add("hook-cpu", k, c)
+			p = plain[k]
+			w, c = abTimed(b, filepath.Join(p.dir, "src", "deep"), payload(p.dir, i), "/bin/sh", "-c", p.line)
+			add("hook-plain", k, w)
+			add("hook-plain-cpu", k, c)
 			w, c = abTimed(b, filepath.Join(p.dir, "src", "deep"), "", builds[k].bin, "version")
 			add("version", k, w)
 			add("version-cpu", k, c)
@@ -204,11 +219,48 @@ func BenchmarkABHook(b *testing.B) {
 	}
 	b.StopTimer()
 	b.Logf("load average at end: %s", loadAverage())
-	for _, name := range []string{"hook", "hook-cpu", "version", "version-cpu"} {
+	for _, name := range names {
 		series[name].report(b, builds)
 	}
-	for _, p := range projects {
+	for _, p := range append(projects, plain...) {
 		benchRun(b, p.dir, "", builds[0].bin, "audit", "verify")
+	}
+	abInstructions(b, builds, func(k, r int) (dir, stdin, prog string, argv []string) {
+		p := projects[k].dir
+		return filepath.Join(p, "src", "deep"), payload(p, 5_000_000+r), filepath.Join(p, ".tree-ring", "bin", "tree-ring"),
+			[]string{"--root", filepath.Join(p, ".tree-ring"), "integrations", "hook", "--harness", "codex", "--input-json-stdin"}
+	})
+}
+
+// abInstructions reports the instructions of one hook process (executed
+// directly, hook gives the k-th build's r-th run) and of one `version` of
+// each build under callgrind, the median of three, when valgrind is
+// installed: the load-independent figure beside the wall times.
+func abInstructions(b *testing.B, builds []abBuild, hook func(k, r int) (dir, stdin, prog string, argv []string)) {
+	b.Helper()
+	for _, what := range []string{"hook", "version"} {
+		var base float64
+		for k, bd := range builds {
+			var runs []float64
+			for r := range 3 {
+				dir, stdin, prog, argv := hook(k, r)
+				if what == "version" {
+					stdin, prog, argv = "", bd.bin, []string{"version"}
+				}
+				n, ok := benchInstructions(b, dir, stdin, "", what+"-"+bd.label, prog, argv...)
+				if !ok {
+					return
+				}
+				runs = append(runs, n)
+			}
+			slices.Sort(runs)
+			b.ReportMetric(runs[1]/1e6, what+"-"+bd.label+"-Minstr")
+			if k == 0 {
+				base = runs[1]
+			} else {
+				b.ReportMetric(runs[1]/base, what+"-instr-"+bd.label+"/"+builds[0].label)
+			}
+		}
 	}
 }
 
@@ -225,7 +277,7 @@ func BenchmarkABImport(b *testing.B) {
 	}
 	dir := benchTempDir(b)
 	f := filepath.Join(dir, "memories.jsonl")
-	writeABMemories(b, f, "bench", count)
+	writeABMemories(b, f, "bench", count, abSummaries)
 	n := len(builds)
 	wall := &abSeries{name: "import", d: make([][]time.Duration, n)}
 	cpu := &abSeries{name: "import-cpu", d: make([][]time.Duration, n)}
