@@ -5,8 +5,9 @@
 # interleaved (cmd/tree-ring/ab_bench_test.go): the SessionStart hook
 # through its installed line and `tree-ring version` ($HOOKS rounds,
 # default 200), then `tree-ring import` of 5,000 memories ($IMPORTS rounds,
-# default 15). The first REV is the baseline every ratio divides by. The
-# benchmark code is this checkout's; only the binaries come from the REVs.
+# default 15; 0 skips a phase). The first REV is the baseline every ratio
+# divides by. The benchmark code is this checkout's; only the binaries come
+# from the REVs.
 #
 #	sh docs/bench-ab.sh BASE_REV OTHER_REV...
 #	OUT=/tmp/ab HOOKS=300 sh docs/bench-ab.sh main HEAD
@@ -36,8 +37,12 @@ bench() { # pattern, rounds
 }
 echo "nproc $(nproc)"
 load start
-bench 'BenchmarkABHook$' "$HOOKS"
-load hook
-bench 'BenchmarkABImport$' "$IMPORTS"
-load end
+[ "$HOOKS" -eq 0 ] || {
+	bench 'BenchmarkABHook$' "$HOOKS"
+	load hook
+}
+[ "$IMPORTS" -eq 0 ] || {
+	bench 'BenchmarkABImport$' "$IMPORTS"
+	load end
+}
 rm -rf "$OUT/src"
