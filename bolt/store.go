@@ -243,7 +243,7 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 	var file *os.File
 	bopts := &bbolt.Options{
 		Timeout:      opts.LockTimeout,
-		FreelistType: opts.freelistType(),
+		FreelistType: bbolt.FreelistMapType,
 		ReadOnly:     opts.ReadOnly,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
@@ -280,20 +280,6 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 		// bbolt rejects is the file's content.
 		return nil, &CorruptError{Path: path, Err: err}
 	}
-}
-
-// freelistType is bbolt's in-memory freelist for this open (the file's
-// freelist page is the same for both). A long operation (SliceBudget: the
-// imports, a rebuild) or a migration allocates thousands of pages per
-// transaction, where the hash map finds a run of free pages without
-// scanning. Every other writer commits a few dozen pages, and the array
-// loads in a fraction of the hash map's work (its three maps per span): a
-// hook measured 0.4 M instructions less of its 5.3 M under callgrind.
-func (o Options) freelistType() bbolt.FreelistType {
-	if o.SliceBudget > 0 || o.Migrate {
-		return bbolt.FreelistMapType
-	}
-	return bbolt.FreelistArrayType
 }
 
 // checkFile refuses a file shorter than the pages its meta page claims (a

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/bits"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -32,10 +33,8 @@ var ErrSecretBlocked error = &RefusedError{Code: "secret_blocked", Reason: "secr
 // private key block, `password: ...` passed and were recalled and
 // exported), so ours follow them: the formats of the common rules of
 // gitleaks' default configuration, written from the formats' public
-// descriptions. Every pattern is RE2 syntax, the definition of the
-// hand-written matcher that runs it (matchers.go: linear in its input,
-// held to the regexp by FuzzMatchersAreTheirRegexps), guarded by literal
-// triggers, and run on at most maxInspectBytes.
+// descriptions. Every pattern is compiled on first use (lazy), guarded by
+// literal triggers, and run on at most maxInspectBytes.
 var (
 	secretPatterns = []secretRule{
 		// Published.
@@ -103,39 +102,30 @@ var (
 	}
 )
 
-// lazyRegexp is one pattern: its source, the definition, and the
-// hand-written matcher that implements it (matchers.go, held to the
-// regexp compiled from the source by FuzzMatchersAreTheirRegexps), looked
-// up on first use. tree-ring links no regexp: a live one initialises the
-// unicode tables in every process. Safe for concurrent use.
+// lazyRegexp is one pattern, compiled on its first use: a rule's regexp
+// runs only when its triggers occur, so a process whose texts trigger
+// nothing (most hooks) compiles none, and start-up compiles none
+// (TestNoRegexpCompiledAtInit). Safe for concurrent use.
 type lazyRegexp struct {
 	src  string
 	once sync.Once
-	m    matcher
+	re   *regexp.Regexp
 }
 
 func lazy(src string) *lazyRegexp { return &lazyRegexp{src: src} }
 
-// MatchString reports whether s has a match.
-func (l *lazyRegexp) MatchString(s string) bool {
-	m := l.get()
-	if m.match != nil {
-		return m.match(s)
-	}
-	return len(m.findAll(s)) > 0
+func (l *lazyRegexp) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
+	return l.re
 }
+
+// MatchString reports whether s has a match.
+func (l *lazyRegexp) MatchString(s string) bool { return l.get().MatchString(s) }
 
 // FindAllSubmatchIndex returns the index pairs of every match of s and of
-// its first group, left to right, as regexp's FindAllStringSubmatchIndex
-// (linear in s: each search resumes after the previous match). Only the
-// patterns a value check reads have it.
+// its submatches, left to right.
 func (l *lazyRegexp) FindAllSubmatchIndex(s string) [][]int {
-	return l.get().findAll(s)
-}
-
-func (l *lazyRegexp) get() *matcher {
-	l.once.Do(func() { l.m = handMatcher(l.src) })
-	return &l.m
+	return l.get().FindAllStringSubmatchIndex(s, -1)
 }
 
 // triggerIndex finds, in one pass over a text, which rules have a trigger

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -16,5 +17,40 @@ func TestSensitivityPatternsCompile(t *testing.T) {
 		if _, err := regexp.Compile(p.re.src); err != nil {
 			t.Errorf("%s: %v", p.class, err)
 		}
+	}
+}
+
+// A rule's regexp is compiled only when a text reaches it: texts without
+// its triggers (or without what it requires) compile nothing, so a hook
+// whose texts trigger no rule compiles no regexp.
+func TestPatternsCompileOnFirstUse(t *testing.T) {
+	rules := slices.Clone(secretPatterns)
+	for i := range rules {
+		rules[i].re = lazy(rules[i].re.src)
+	}
+	d := newDetector(rules)
+	compiled := func() []string {
+		var names []string
+		for _, p := range rules {
+			if p.re.re != nil {
+				names = append(names, p.name)
+			}
+		}
+		return names
+	}
+	for _, s := range []string{"Implementation note 7 for subsystem 3.", "see https://example.com/x", "aws region us-east-1",
+		"the API key goes in the keychain, token budget is 8k"} {
+		if i, _ := d.detect(s, false); i >= 0 {
+			t.Fatalf("%q flagged", s)
+		}
+	}
+	if got := compiled(); len(got) != 0 {
+		t.Fatalf("texts that reach no pattern compiled %v", got)
+	}
+	if i, _ := d.detect("password = hunter2", false); i < 0 || rules[i].name != "secret_assignment" {
+		t.Fatalf("password = hunter2: rule %d", i)
+	}
+	if got := compiled(); !slices.Equal(got, []string{"secret_assignment"}) {
+		t.Fatalf("compiled %v, want only secret_assignment", got)
 	}
 }
