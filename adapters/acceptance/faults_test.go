@@ -49,7 +49,7 @@ var faultSyscalls = []string{"write", "pwrite64", "writev", "pwritev", "fsync", 
 type faultProject struct {
 	t              *testing.T
 	bin            string
-	base, dir, cwd string
+	base, dir      string
 	home, template string
 	env            []string
 }
