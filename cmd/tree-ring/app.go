@@ -47,6 +47,8 @@ type Globals struct {
 	onCommit func()
 	// companion runs companion programs in this process (tests).
 	companion companionFunc
+	// commitFault is deps.CommitFault.
+	commitFault func() error
 	// interrupts is deps.Interrupts.
 	interrupts func(context.Context) (context.Context, context.CancelFunc)
 	// discovered is the project root found from a subdirectory when
@@ -269,6 +271,9 @@ type deps struct {
 	// Companion, when set (tests), runs a companion program's commands in
 	// this process instead of executing the program (runCompanion).
 	Companion companionFunc
+	// CommitFault, when set (tests), fails a preflight's transaction after
+	// its output was written, where a failing bbolt commit fails it.
+	CommitFault func() error
 	// Interrupts, when set (main), derives the context that SIGINT and
 	// SIGTERM cancel, and its stop. run installs it once the words name a
 	// command that is not instant, so --version, help and usage errors
@@ -279,7 +284,7 @@ type deps struct {
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
 	out := &cli.OutputWriter{W: stdio.Stdout}
 	stdio.Stdout = out
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit, companion: d.Companion, interrupts: d.Interrupts}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit, companion: d.Companion, commitFault: d.CommitFault, interrupts: d.Interrupts}
 	err := run(ctx, g, argv)
 	var ran *companionRan
 	if errors.As(err, &ran) {
@@ -296,22 +301,12 @@ func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
 }
 
 func run(ctx context.Context, g *Globals, argv []string) error {
-	// Leading global flags, up to the command words.
-	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
-	pre.SetOutput(io.Discard)
-	pre.SetInterspersed(false)
-	pre.SortFlags = false // never printed: VisitAll need not sort
-	pre.ParseErrorsAllowlist.UnknownFlags = true
-	g.AddFlags(pre)
-	globals := make([]*pflag.Flag, 0, 8)
-	pre.VisitAll(func(f *pflag.Flag) { globals = append(globals, f) })
-	help := pre.BoolP("help", "h", false, "show help")
-	version := pre.Bool("version", false, "print the version")
-	if err := pre.Parse(argv); err != nil {
-		return cli.FlagError("", err)
+	lead, err := parseLeading(g, argv)
+	if err != nil {
+		return err
 	}
-	rest := pre.Args()
-	if *version {
+	rest := lead.Args()
+	if lead.version {
 		if len(rest) > 0 {
 			return usagef("--version takes no command")
 		}
@@ -319,7 +314,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	cmd, words := lookup(rest)
 	if cmd == nil {
-		return noCommand(g, rest, *help)
+		return noCommand(g, rest, lead.help)
 	}
 	if g.interrupts != nil && !cmd.instant {
 		var stop context.CancelFunc
@@ -329,13 +324,46 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd.companion != nil {
 		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
 	}
-	g.lockTimeoutSet = pre.Changed("lock-timeout")
-	if *help {
+	g.lockTimeoutSet = lead.Changed("lock-timeout")
+	if lead.help {
 		return printCommandHelp(g, cmd)
 	}
+	return runCommand(ctx, g, cmd, lead, rest[words:])
+}
+
+// leading is the parse of the global flags before the command words.
+type leading struct {
+	*pflag.FlagSet
+	globals       []*pflag.Flag // the global flags, bound to g
+	help, version bool
+}
+
+// parseLeading parses the leading global flags into g, up to the command
+// words.
+func parseLeading(g *Globals, argv []string) (leading, error) {
+	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
+	pre.SetOutput(io.Discard)
+	pre.SetInterspersed(false)
+	pre.SortFlags = false // never printed: VisitAll need not sort
+	pre.ParseErrorsAllowlist.UnknownFlags = true
+	g.AddFlags(pre)
+	lead := leading{FlagSet: pre, globals: make([]*pflag.Flag, 0, 8)}
+	pre.VisitAll(func(f *pflag.Flag) { lead.globals = append(lead.globals, f) })
+	help := pre.BoolP("help", "h", false, "show help")
+	version := pre.Bool("version", false, "print the version")
+	if err := pre.Parse(argv); err != nil {
+		return lead, cli.FlagError("", err)
+	}
+	lead.help, lead.version = *help, *version
+	return lead, nil
+}
+
+// runCommand parses cmd's flags (args follow its words), resolves the
+// project roots unless cmd is instant, sets up the log and runs cmd.
+func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, args []string) error {
 	o := cmd.newOpts()
-	fs := newFlagSet(cmd, g, o, globals)
-	if err := fs.Parse(rest[words:]); err != nil {
+	fs := newFlagSet(cmd, g, o, lead.globals)
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
 		}
@@ -348,7 +376,8 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	// looked up (which copies the environment, about 0.05 M instructions
 	// with the walk up to the root) and need not exist.
 	if !cmd.instant {
-		discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
+		changed := func(name string) bool { return lead.Changed(name) || fs.Changed(name) }
+		discovered, err := g.ResolveRoots(g.Getwd, changed("root"), changed("source-root"))
 		if err != nil {
 			return err
 		}

@@ -310,28 +310,60 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return err
 	}
 	defer root.Close()
-	if err := preflight.Admit(checked, d.plugin); err != nil {
+	st, err := openDeliveryStore(g, loc, checked, d.plugin)
+	if err != nil {
 		return err
 	}
+	defer st.Close()
+	run, err := beginDeliveryRun(ctx, g, st, d)
+	if err != nil {
+		return err
+	}
+	defer run.End(ctx, &err)
+	t := &deliveryTx{ctx: ctx, root: root, run: run, out: g.Stdout, print: print, fault: g.commitFault,
+		job: preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
+			TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin},
+		deps: preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}}
+	// A host that closed its end of stdout must make the write fail with
+	// EPIPE, not kill this process by SIGPIPE in the middle of the
+	// transaction (the Go runtime's default for fd 1): then the run is
+	// recorded failed instead of left running.
+	signal.Ignore(syscall.SIGPIPE)
+	if err := st.Update(ctx, t.apply); err != nil {
+		return t.failed(err)
+	}
+	t.removeRetained()
+	return nil
+}
+
+// openDeliveryStore admits the delivery (preflight.Admit) and opens the
+// ledger for writing; the ledger must exist.
+func openDeliveryStore(g *Globals, loc storeLoc, checked preflight.Checked, plugin *preflight.Descriptor) (*bolt.Store, error) {
+	if err := preflight.Admit(checked, plugin); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
-		return g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
+		return nil, g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {
-		return pathless(err)
+		return nil, pathless(err)
 	}
-	defer st.Close()
-	// The run rides the receipt transaction (StartIn, FinishIn); if that
-	// does not commit, End records the failed run in one commit.
+	return st, nil
+}
+
+// beginDeliveryRun mints the delivery's run. The run rides the receipt
+// transaction (StartIn, FinishIn); if that does not commit, End records
+// the failed run in one commit.
+func beginDeliveryRun(ctx context.Context, g *Globals, st *bolt.Store, d delivery) (*Run, error) {
 	sha, chars := runrec.InputDigest(d.input)
 	if d.input == nil {
 		sha, chars = "", 0
 	}
 	run, err := g.BeginRun(st, RunSpec{Command: d.runCmd, Scope: d.scope, Harness: d.adapter.ID, Stage: "preflight", InputSHA256: sha, InputChars: chars})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer run.End(ctx, &err)
 	// A preflight that passed the contract check and then failed moves the
 	// harness to failed, with the run's diagnostic code, in the commit that
 	// records the failed run; status shows it until a preflight succeeds.
@@ -346,74 +378,90 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		_, err = tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...)
 		return err
 	})
+	return run, nil
+}
 
-	job := preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
-		TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin}
-	deps := preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}
-	// A host that closed its end of stdout must make the write fail with
-	// EPIPE, not kill this process by SIGPIPE in the middle of the
-	// transaction (the Go runtime's default for fd 1): then the run is
-	// recorded failed instead of left running.
-	signal.Ignore(syscall.SIGPIPE)
-	var plan preflight.Plan
-	var wrote, printed bool
-	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		if err := run.StartIn(tx); err != nil {
-			return err
-		}
-		prog, err := txProgram(tx)
-		if err == nil {
-			err = preflight.CheckProgram(root, prog)
-		}
-		if err != nil {
-			return err
-		}
-		p, err := preflight.Decide(txLedger{ctx: ctx, tx: tx}, job, deps)
-		if err != nil {
-			return err
-		}
-		plan = p
-		if wrote, err = applyPlan(tx, root, run, &plan); err != nil {
-			return err
-		}
-		run.SetStage("deliver")
-		printed = true
-		if err := writeOutput(g.Stdout, print(delivered{context: plan.Context, receipt: plan.Receipt})); err != nil {
-			return err
-		}
-		if commitFault != nil {
-			return commitFault()
-		}
-		return nil
-	})
+// deliveryTx is deliver's write transaction and what it leaves for the
+// steps after it.
+type deliveryTx struct {
+	ctx   context.Context
+	root  *adapters.ProjectRoot
+	run   *Run
+	job   preflight.Job
+	deps  preflight.Deps
+	out   io.Writer
+	print func(delivered) []byte
+	// fault, set only by tests (deps.CommitFault), fails the transaction
+	// after the output was written, exactly where a failing bbolt commit
+	// fails it.
+	fault func() error
+
+	plan    preflight.Plan
+	wrote   bool // the receipt file may exist
+	printed bool // the output was handed to out
+}
+
+// apply is the transaction: record run.started, check the recorded
+// program, apply the plan preflight.Decide returns, create the receipt
+// file and write the output.
+func (t *deliveryTx) apply(tx *bolt.Tx) error {
+	if err := t.run.StartIn(tx); err != nil {
+		return err
+	}
+	prog, err := txProgram(tx)
+	if err == nil {
+		err = preflight.CheckProgram(t.root, prog)
+	}
 	if err != nil {
-		var ce *bolt.CommitError
-		if wrote && !(errors.As(err, &ce) && ce.Visible) {
-			// Nothing was committed: the file must not outlive it. A commit
-			// whose outcome is unknown may be visible (its meta page reached
-			// the ledger), so its receipt file stays with it.
-			_, _ = root.RemoveFile(plan.Receipt.Path())
-		}
-		var oe *outputError
-		switch {
-		case errors.As(err, &oe): // names no path; its cause is the message
-			return err
-		case printed:
-			return &deliveryError{err: pathless(err)}
-		}
-		return pathless(err)
+		return err
 	}
-	// Retention on disk (the lock is still held): files of pruned receipts
-	// and strays, then the worker directories they leave empty. Best
-	// effort: a file left behind has no index entry, never proves
-	// anything, and the next write in its directory removes it.
-	for _, p := range plan.Removals {
-		_, _ = root.RemoveFile(p)
+	if t.plan, err = preflight.Decide(txLedger{ctx: t.ctx, tx: tx}, t.job, t.deps); err != nil {
+		return err
 	}
-	for _, d := range preflight.EmptiedDirs(plan.Removals, path.Dir(plan.Receipt.Path())) {
-		_, _ = root.RemoveEmptyDir(d)
+	if t.wrote, err = applyPlan(tx, t.root, t.run, &t.plan); err != nil {
+		return err
+	}
+	t.run.SetStage("deliver")
+	t.printed = true
+	if err := writeOutput(t.out, t.print(delivered{context: t.plan.Context, receipt: t.plan.Receipt})); err != nil {
+		return err
+	}
+	if t.fault != nil {
+		return t.fault()
 	}
 	return nil
+}
+
+// failed is the error of a transaction that did not commit (err). Nothing
+// was committed: the receipt file must not outlive it. A commit whose
+// outcome is unknown may be visible (its meta page reached the ledger), so
+// its receipt file stays with it.
+func (t *deliveryTx) failed(err error) error {
+	var ce *bolt.CommitError
+	if t.wrote && !(errors.As(err, &ce) && ce.Visible) {
+		_, _ = t.root.RemoveFile(t.plan.Receipt.Path())
+	}
+	var oe *outputError
+	switch {
+	case errors.As(err, &oe): // names no path; its cause is the message
+		return err
+	case t.printed:
+		return &deliveryError{err: pathless(err)}
+	}
+	return pathless(err)
+}
+
+// removeRetained applies retention on disk (the lock is still held): files
+// of pruned receipts and strays, then the worker directories they leave
+// empty. Best effort: a file left behind has no index entry, never proves
+// anything, and the next write in its directory removes it.
+func (t *deliveryTx) removeRetained() {
+	for _, p := range t.plan.Removals {
+		_, _ = t.root.RemoveFile(p)
+	}
+	for _, d := range preflight.EmptiedDirs(t.plan.Removals, path.Dir(t.plan.Receipt.Path())) {
+		_, _ = t.root.RemoveEmptyDir(d)
+	}
 }
 
 // growStack grows the calling goroutine's stack once, to 64 KiB, while
@@ -429,10 +477,6 @@ func growStack(i int) byte {
 	var frame [56 << 10]byte
 	return frame[i]
 }
-
-// commitFault, set only by tests, fails a preflight's transaction after
-// its output was written, exactly where a failing bbolt commit fails it.
-var commitFault func() error
 
 // writeOutput writes b to w in full: a short write is an error.
 func writeOutput(w io.Writer, b []byte) error {
