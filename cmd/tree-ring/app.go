@@ -334,7 +334,6 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 // leading is the parse of the global flags before the command words.
 type leading struct {
 	*pflag.FlagSet
-	globals       []*pflag.Flag // the global flags, bound to g
 	help, version bool
 }
 
@@ -347,8 +346,7 @@ func parseLeading(g *Globals, argv []string) (leading, error) {
 	pre.SortFlags = false // never printed: VisitAll need not sort
 	pre.ParseErrorsAllowlist.UnknownFlags = true
 	g.AddFlags(pre)
-	lead := leading{FlagSet: pre, globals: make([]*pflag.Flag, 0, 8)}
-	pre.VisitAll(func(f *pflag.Flag) { lead.globals = append(lead.globals, f) })
+	lead := leading{FlagSet: pre}
 	help := pre.BoolP("help", "h", false, "show help")
 	version := pre.Bool("version", false, "print the version")
 	if err := pre.Parse(argv); err != nil {
@@ -362,7 +360,7 @@ func parseLeading(g *Globals, argv []string) (leading, error) {
 // project roots unless cmd is instant, sets up the log and runs cmd.
 func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, args []string) error {
 	o := cmd.newOpts()
-	fs := newFlagSet(cmd, g, o, lead.globals)
+	fs := newFlagSet(cmd, g, o)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
@@ -417,13 +415,11 @@ func noCommand(g *Globals, rest []string, help bool) error {
 }
 
 // newFlagSet is the flag set of command c: o's flags, then the global
-// flags it does not define itself, which may also follow the command.
-// globals are the leading pass's global flags, bound to g: reused, they
-// keep the values and Changed marks that pass gave them (a second set
-// bound to g would cost every start, every hook, about 10,000
-// instructions). With nil globals (help), a fresh set is made whose
-// defaults are g's current values, which --help then shows.
-func newFlagSet(c *command, g *Globals, o options, globals []*pflag.Flag) *pflag.FlagSet {
+// flags it does not define itself, which may also follow the command. The
+// global flags are bound to g with g's current values as their defaults:
+// what the leading pass parsed stands unless repeated after the command,
+// and --help shows it.
+func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("tree-ring "+c.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -433,21 +429,16 @@ func newFlagSet(c *command, g *Globals, o options, globals []*pflag.Flag) *pflag
 		// --help shows the wait the command really uses.
 		g.LockTimeout = w.lockTimeout()
 	}
-	if globals == nil {
-		gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
-		saved := *g
-		g.AddFlags(gl)
-		*g = saved
-		gl.VisitAll(func(f *pflag.Flag) {
-			f.DefValue = f.Value.String()
-			globals = append(globals, f)
-		})
-	}
-	for _, f := range globals {
+	gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
+	saved := *g
+	g.AddFlags(gl) // sets g's fields to the flags' defaults
+	*g = saved
+	gl.VisitAll(func(f *pflag.Flag) {
+		f.DefValue = f.Value.String()
 		if fs.Lookup(f.Name) == nil {
 			fs.AddFlag(f)
 		}
-	}
+	})
 	return fs
 }
 
@@ -489,7 +480,7 @@ func printCommandHelp(g *Globals, c *command) error {
 			c.name, c.summary, c.companion.Program, c.name)
 		return nil
 	}
-	fs := newFlagSet(c, g, c.newOpts(), nil)
+	fs := newFlagSet(c, g, c.newOpts())
 	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
 	if subs := subcommands(c.name); len(subs) > 0 {
 		fmt.Fprintln(g.Stdout, "\nSubcommands:")

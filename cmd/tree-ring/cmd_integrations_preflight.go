@@ -304,7 +304,6 @@ func (*preflightOptions) lockTimeout() time.Duration { return hookLockTimeout }
 // commit. A failure before the output prints nothing.
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print func(delivered) []byte) (err error) {
 	start := g.Now()
-	growStack(0)
 	root, m, checked, err := loadContract(loc, d.adapter)
 	if err != nil {
 		return err
@@ -462,20 +461,6 @@ func (t *deliveryTx) removeRetained() {
 	for _, d := range preflight.EmptiedDirs(t.plan.Removals, path.Dir(t.plan.Receipt.Path())) {
 		_, _ = t.root.RemoveEmptyDir(d)
 	}
-}
-
-// growStack grows the calling goroutine's stack once, to 64 KiB, while
-// few frames are on it. A preflight's deepest chain (the write transaction,
-// Decide, recall, the strict JSON readers' nested closures) needs about
-// 40 KiB; reached from the initial 8 KiB, the runtime doubles the stack
-// three times, each time copying and adjusting every frame then live
-// (0.2 M instructions of a hook measured with callgrind, against 20 k for
-// this one growth). No GC runs in a hook, so the stack is not shrunk back.
-//
-//go:noinline
-func growStack(i int) byte {
-	var frame [56 << 10]byte
-	return frame[i]
 }
 
 // writeOutput writes b to w in full: a short write is an error.
