@@ -24,8 +24,8 @@ import (
 // buffers.
 type IO = cli.IO
 
-// Globals are the flags every command accepts, plus injected dependencies
-// (clock, id source) that tests fix.
+// Globals is what every command runs with, in its parts: the global
+// flags, the IO, the clock and ids, the logger, and the seams tests set.
 type Globals struct {
 	cli.Flags
 	// lockTimeoutSet is true when --lock-timeout was given, so that a
@@ -33,27 +33,44 @@ type Globals struct {
 	lockTimeoutSet bool
 
 	IO
+	Clock
+	Log zerolog.Logger
+
+	seams Seams
+
+	rec *runrec.Recorder // this invocation's run recorder, made on first use
+	// discovered is the project root found from a subdirectory when
+	// neither --root nor --source-root was given ("" otherwise).
+	discovered string
+}
+
+// Clock is the injected clock and id sources, which tests fix.
+type Clock struct {
 	Now   func() time.Time
 	NewID func() ulid.ULID
 	// Entropy is the random source of receipt ids (crypto/rand when nil).
 	Entropy io.Reader
 	// PID is the pid run records carry (os.Getpid when nil).
 	PID func() int
-	Log zerolog.Logger
+}
 
-	rec *runrec.Recorder // this invocation's run recorder, made on first use
-	// onCommit, when set (tests), is called after every durable ledger
-	// commit of this invocation (bolt.Options.OnCommit).
-	onCommit func()
-	// companion runs companion programs in this process (tests).
-	companion companionFunc
-	// commitFault is deps.CommitFault.
-	commitFault func() error
-	// interrupts is deps.Interrupts.
-	interrupts func(context.Context) (context.Context, context.CancelFunc)
-	// discovered is the project root found from a subdirectory when
-	// neither --root nor --source-root was given ("" otherwise).
-	discovered string
+// Seams are the points where tests reach into an invocation; all nil in
+// production, except Interrupts (main).
+type Seams struct {
+	// OnCommit is called after every durable ledger commit of the
+	// invocation (bolt.Options.OnCommit).
+	OnCommit func()
+	// Companion runs a companion program's commands in this process
+	// instead of executing the program (runCompanion).
+	Companion companionFunc
+	// CommitFault fails a preflight's transaction after its output was
+	// written, where a failing bbolt commit fails it.
+	CommitFault func() error
+	// Interrupts derives the context that SIGINT and SIGTERM cancel, and
+	// its stop. run installs it once the words name a command that is not
+	// instant, so --version, help and usage errors never set up signal
+	// handling; nil (tests): ctx as given.
+	Interrupts func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // Run and RunSpec are the run recorder's (docs/runs.md).
@@ -139,7 +156,7 @@ func (g *Globals) storeOptions() bolt.Options {
 	return bolt.Options{
 		LockTimeout: g.LockTimeout,
 		Projections: projections.All(),
-		OnCommit:    g.onCommit,
+		OnCommit:    g.seams.OnCommit,
 	}
 }
 
@@ -257,34 +274,19 @@ func (e *hookFailure) ExitCode(wrapped int) int {
 // Main runs one invocation and returns its exit code. Handled errors print
 // one line on stderr and nothing on stdout.
 func Main(ctx context.Context, argv []string, stdio IO) int {
-	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: newID})
+	return mainWith(ctx, argv, stdio, deps{Clock: Clock{Now: time.Now, NewID: newID}})
 }
 
-// deps are the injected clock, id and entropy sources and pid.
+// deps are what an invocation is given besides its arguments and IO.
 type deps struct {
-	Now     func() time.Time
-	NewID   func() ulid.ULID
-	Entropy io.Reader  // nil: crypto/rand
-	PID     func() int // nil: os.Getpid
-	// OnCommit counts durable ledger commits (tests; nil in production).
-	OnCommit func()
-	// Companion, when set (tests), runs a companion program's commands in
-	// this process instead of executing the program (runCompanion).
-	Companion companionFunc
-	// CommitFault, when set (tests), fails a preflight's transaction after
-	// its output was written, where a failing bbolt commit fails it.
-	CommitFault func() error
-	// Interrupts, when set (main), derives the context that SIGINT and
-	// SIGTERM cancel, and its stop. run installs it once the words name a
-	// command that is not instant, so --version, help and usage errors
-	// never set up signal handling; nil (tests): ctx as given.
-	Interrupts func(context.Context) (context.Context, context.CancelFunc)
+	Clock
+	Seams
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
 	out := &cli.OutputWriter{W: stdio.Stdout}
 	stdio.Stdout = out
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit, companion: d.Companion, commitFault: d.CommitFault, interrupts: d.Interrupts}
+	g := &Globals{IO: stdio, Clock: d.Clock, seams: d.Seams}
 	err := run(ctx, g, argv)
 	var ran *companionRan
 	if errors.As(err, &ran) {
@@ -316,9 +318,9 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	if cmd == nil {
 		return noCommand(g, rest, lead.help)
 	}
-	if g.interrupts != nil && !cmd.instant {
+	if g.seams.Interrupts != nil && !cmd.instant {
 		var stop context.CancelFunc
-		ctx, stop = g.interrupts(ctx)
+		ctx, stop = g.seams.Interrupts(ctx)
 		defer stop()
 	}
 	if cmd.companion != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,13 +25,10 @@ func (p *hp) hookTo(harness, stdin string, w io.Writer) (r result, commits int) 
 // was written (deps.CommitFault; nil: none).
 func (p *hp) hookFault(harness, stdin string, w io.Writer, fault func() error) (r result, commits int) {
 	p.t.Helper()
-	var errb bytes.Buffer
 	d := p.deps()
 	d.OnCommit = func() { commits++ }
 	d.CommitFault = fault
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: w, Stderr: &errb, Getenv: func(k string) string { return p.env[k] }}
-	r.code = mainWith(context.Background(), []string{"--root", filepath.Join(p.dir, ".tree-ring"), "integrations", "hook", "--harness", harness, "--input-json-stdin"}, io, d)
-	r.stderr = errb.String()
+	r = invocation{deps: d, env: p.env, stdin: stdin, stdout: w}.run("--root", filepath.Join(p.dir, ".tree-ring"), "integrations", "hook", "--harness", harness, "--input-json-stdin")
 	if b, ok := w.(*bytes.Buffer); ok {
 		r.stdout = b.String()
 	}

@@ -319,7 +319,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return err
 	}
 	defer run.End(ctx, &err)
-	t := &deliveryTx{ctx: ctx, root: root, run: run, out: g.Stdout, print: print, fault: g.commitFault,
+	t := &deliveryTx{ctx: ctx, root: root, run: run, out: g.Stdout, print: print, fault: g.seams.CommitFault,
 		job: preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
 			TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin},
 		deps: preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}}
