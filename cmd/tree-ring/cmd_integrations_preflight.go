@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -287,21 +286,15 @@ const hookLockTimeout = 8 * time.Second
 
 func (*preflightOptions) lockTimeout() time.Duration { return hookLockTimeout }
 
-// deliver runs a preflight, prints its output and records it: verify the
-// activation contract on disk, then, holding the ledger's exclusive lock
-// for the whole of it, in ONE write transaction (the hook's one durable
-// commit), record run.started, apply the plan preflight.Decide returns
-// (the ledger checks, eligibility, recall, the FSM transition, the events
-// and the retention decision), finish the run, create the receipt file
-// (fsync, directory fsync), write the output (print renders it) to stdout,
-// and only then commit: deliver before acknowledging. A failed or short
-// write of the output commits nothing, so no receipt exists for output the
-// host did not get in full; the receipt file is removed and the run is
-// recorded failed in one commit of its own. If the commit itself fails
-// after the output was written, the command exits non-zero, which every
-// client takes as a failed hook and discards the output
-// (docs/preflight.md). Files of pruned receipts are removed after the
-// commit. A failure before the output prints nothing.
+// deliver runs a preflight, prints its output and records it
+// (preflight.Deliver, over the ledger under --root): verify the activation
+// contract on disk, then, holding the ledger's exclusive lock for the
+// whole of it, record the run, the plan and the receipt in ONE write
+// transaction and write the output (print renders it) before the commit.
+// If a failed transaction had written the output in full, the command
+// exits non-zero, which every client takes as a failed hook and discards
+// the output (docs/preflight.md). A failure before the output prints
+// nothing.
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print func(delivered) []byte) (err error) {
 	start := g.Now()
 	root, m, checked, err := loadContract(loc, d.adapter)
@@ -319,20 +312,28 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		return err
 	}
 	defer run.End(ctx, &err)
-	t := &deliveryTx{ctx: ctx, root: root, run: run, out: g.Stdout, print: print, fault: g.seams.CommitFault,
-		job: preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
-			TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin},
-		deps: preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}}
 	// A host that closed its end of stdout must make the write fail with
 	// EPIPE, not kill this process by SIGPIPE in the middle of the
 	// transaction (the Go runtime's default for fd 1): then the run is
 	// recorded failed instead of left running.
 	signal.Ignore(syscall.SIGPIPE)
-	if err := st.Update(ctx, t.apply); err != nil {
-		return t.failed(err)
+	printed, err := preflight.Deliver(ctx, deliveryStore{ctx: ctx, st: st, run: run}, preflight.Delivery{
+		Job: preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
+			TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin},
+		Deps: preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID},
+		Root: root, Out: g.Stdout, Fault: g.seams.CommitFault,
+		Render: func(p preflight.Plan) []byte { return print(delivered{context: p.Context, receipt: p.Receipt}) },
+	})
+	var oe *preflight.OutputError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &oe): // names no path; its cause is the message
+		return err
+	case printed:
+		return &deliveryError{err: pathless(err)}
 	}
-	t.removeRetained()
-	return nil
+	return pathless(err)
 }
 
 // openDeliveryStore admits the delivery (preflight.Admit) and opens the
@@ -380,110 +381,61 @@ func beginDeliveryRun(ctx context.Context, g *Globals, st *bolt.Store, d deliver
 	return run, nil
 }
 
-// deliveryTx is deliver's write transaction and what it leaves for the
-// steps after it.
-type deliveryTx struct {
-	ctx   context.Context
-	root  *adapters.ProjectRoot
-	run   *Run
-	job   preflight.Job
-	deps  preflight.Deps
-	out   io.Writer
-	print func(delivered) []byte
-	// fault, set only by tests (deps.CommitFault), fails the transaction
-	// after the output was written, exactly where a failing bbolt commit
-	// fails it.
-	fault func() error
-
-	plan    preflight.Plan
-	wrote   bool // the receipt file may exist
-	printed bool // the output was handed to out
+// deliveryStore is preflight.Store over the ledger, with the delivery's
+// run riding each transaction.
+type deliveryStore struct {
+	ctx context.Context
+	st  *bolt.Store
+	run *Run
 }
 
-// apply is the transaction: record run.started, check the recorded
-// program, apply the plan preflight.Decide returns, create the receipt
-// file and write the output.
-func (t *deliveryTx) apply(tx *bolt.Tx) error {
-	if err := t.run.StartIn(tx); err != nil {
-		return err
-	}
-	prog, err := txProgram(tx)
-	if err == nil {
-		err = preflight.CheckProgram(t.root, prog)
-	}
-	if err != nil {
-		return err
-	}
-	if t.plan, err = preflight.Decide(txLedger{ctx: t.ctx, tx: tx}, t.job, t.deps); err != nil {
-		return err
-	}
-	if t.wrote, err = applyPlan(tx, t.root, t.run, &t.plan); err != nil {
-		return err
-	}
-	t.run.SetStage("deliver")
-	t.printed = true
-	if err := writeOutput(t.out, t.print(delivered{context: t.plan.Context, receipt: t.plan.Receipt})); err != nil {
-		return err
-	}
-	if t.fault != nil {
-		return t.fault()
-	}
-	return nil
+func (s deliveryStore) Update(ctx context.Context, fn func(preflight.Tx) error) error {
+	return s.st.Update(ctx, func(tx *bolt.Tx) error {
+		return fn(deliveryTx{txLedger: txLedger{ctx: s.ctx, tx: tx}, run: s.run})
+	})
 }
 
-// failed is the error of a transaction that did not commit (err). Nothing
-// was committed: the receipt file must not outlive it. A commit whose
-// outcome is unknown may be visible (its meta page reached the ledger), so
-// its receipt file stays with it.
-func (t *deliveryTx) failed(err error) error {
+// MayBeVisible: a commit whose outcome is unknown may be visible (its meta
+// page reached the ledger), so its receipt file stays with it.
+func (deliveryStore) MayBeVisible(err error) bool {
 	var ce *bolt.CommitError
-	if t.wrote && !(errors.As(err, &ce) && ce.Visible) {
-		_, _ = t.root.RemoveFile(t.plan.Receipt.Path())
-	}
-	var oe *outputError
-	switch {
-	case errors.As(err, &oe): // names no path; its cause is the message
-		return err
-	case t.printed:
-		return &deliveryError{err: pathless(err)}
-	}
-	return pathless(err)
+	return errors.As(err, &ce) && ce.Visible
 }
 
-// removeRetained applies retention on disk (the lock is still held): files
-// of pruned receipts and strays, then the worker directories they leave
-// empty. Best effort: a file left behind has no index entry, never proves
-// anything, and the next write in its directory removes it.
-func (t *deliveryTx) removeRetained() {
-	for _, p := range t.plan.Removals {
-		_, _ = t.root.RemoveFile(p)
-	}
-	for _, d := range preflight.EmptiedDirs(t.plan.Removals, path.Dir(t.plan.Receipt.Path())) {
-		_, _ = t.root.RemoveEmptyDir(d)
-	}
+// deliveryTx is preflight.Tx over a write transaction.
+type deliveryTx struct {
+	txLedger
+	run *Run
 }
 
-// writeOutput writes b to w in full: a short write is an error.
-func writeOutput(w io.Writer, b []byte) error {
-	n, err := w.Write(b)
-	if err == nil && n < len(b) {
-		err = io.ErrShortWrite
+func (t deliveryTx) Program() (*adapters.ProgramRecord, error) { return txProgram(t.tx) }
+
+func (t deliveryTx) Append(stream string, evs []events.Envelope) error {
+	_, err := t.tx.Append(stream, int64(t.tx.StreamVersion(stream)), evs...)
+	return err
+}
+
+func (t deliveryTx) Retained(harness, workerFP string) (func(string) bool, bool, error) {
+	if projections.Adopted(t.tx.Projection(projections.ManifestName)) {
+		return nil, false, nil
 	}
+	rkv := t.tx.Projection(projections.ReceiptsName)
+	// The worker's retained ids in one scan; a file outside them (a
+	// stray, or another worker's) is looked up as before.
+	mine, err := projections.WorkerReceiptIDs(rkv, harness, workerFP)
 	if err != nil {
-		return &outputError{err: unwrapPath(err)}
+		return nil, false, err
 	}
-	return nil
+	return func(id string) bool { return mine[id] || projections.Kept(rkv, id) }, true, nil
 }
 
-// outputError is a failed or short write of a preflight's output: nothing
-// was committed.
-type outputError struct{ err error }
-
-func (e *outputError) Error() string {
-	return "write the output: " + e.err.Error() + "; no receipt recorded"
+func (t deliveryTx) StartRun() error       { return t.run.StartIn(t.tx) }
+func (t deliveryTx) SetStage(stage string) { t.run.SetStage(stage) }
+func (t deliveryTx) FinishRun(rc preflight.Receipt) error {
+	t.run.SetRecall(rc.QueryClass, rc.ResultCount)
+	t.run.SetReceipt(rc.ReceiptID)
+	return t.run.FinishIn(t.tx, nil)
 }
-func (e *outputError) Unwrap() error      { return e.err }
-func (e *outputError) Diagnostic() string { return "output_failed" }
 
 // deliveryError is a transaction that failed after the preflight's output
 // was written in full (the commit): the host holds the output, and the
@@ -499,46 +451,6 @@ func (e *deliveryError) Error() string {
 	return "record the receipt after the output was written: " + e.err.Error() + "; the output is void (non-zero exit)"
 }
 func (e *deliveryError) Unwrap() error { return e.err }
-
-// applyPlan appends a preflight plan's events in tx, finishes the run in
-// the same commit, adds the worker directory's strays to the plan's
-// removals, and creates the receipt file (O_EXCL, O_NOFOLLOW, fsync,
-// directory fsync) before the output and the commit. wrote reports whether
-// the file may exist.
-func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *preflight.Plan) (wrote bool, err error) {
-	for _, a := range plan.Appends {
-		if _, err := tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...); err != nil {
-			return false, fmt.Errorf("append %s: %w", a.Stream, err)
-		}
-	}
-	rc := plan.Receipt
-	run.SetRecall(rc.QueryClass, rc.ResultCount)
-	run.SetReceipt(rc.ReceiptID)
-	if err := run.FinishIn(tx, nil); err != nil {
-		return false, err
-	}
-	// Strays in this worker's directory, against the index as of this
-	// transaction (prunes applied). Not in an adopted store, whose other
-	// writer (the Rust CLI its hooks may still run) adds files the ledger
-	// cannot tell from a crash's leftovers; those prove nothing either way.
-	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
-	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil && !projections.Adopted(tx.Projection(projections.ManifestName)) {
-		rkv := tx.Projection(projections.ReceiptsName)
-		// The worker's retained ids in one scan; a file outside them (a
-		// stray, or another worker's) is looked up as before.
-		mine, err := projections.WorkerReceiptIDs(rkv, rc.HarnessID, rc.WorkerKeyFingerprint)
-		if err != nil {
-			return false, err
-		}
-		retained := func(id string) bool { return mine[id] || projections.Kept(rkv, id) }
-		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
-	}
-	if err := root.CreateFile(rc.Path(), plan.Body, preflight.FilePerm, preflight.DirPerm); err != nil {
-		var de *adapters.DurabilityError
-		return errors.As(err, &de), fmt.Errorf("write the receipt: %w", err)
-	}
-	return true, nil
-}
 
 // txProgram is the recorded program (nil: none recorded).
 func txProgram(tx *bolt.Tx) (*adapters.ProgramRecord, error) {
@@ -629,7 +541,3 @@ func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 	}
 	return out
 }
-
-// maxWorkerFiles bounds a receipt directory listing (a directory filled
-// beyond it by someone else is left alone).
-const maxWorkerFiles = 4096

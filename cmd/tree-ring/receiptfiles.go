@@ -41,7 +41,7 @@ func (d receiptDrift) String() string {
 
 // checkReceiptFiles compares st's receipt index with the files under the
 // project root, read-only and without following symlinks. Each directory
-// listing is bounded (maxWorkerFiles names).
+// listing is bounded (preflight.MaxWorkerFiles names).
 func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift, error) {
 	var retained []projections.ReceiptEntry
 	err := st.View(func(r *bolt.Reader) error {
@@ -66,7 +66,7 @@ func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift
 			w.d.Missing = append(w.d.Missing, e.Path)
 		}
 	}
-	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, maxWorkerFiles)
+	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, preflight.MaxWorkerFiles)
 	if err != nil || absent {
 		return w.d, err
 	}
@@ -113,7 +113,7 @@ func (w *driftWalk) harness(hdir string) error {
 // list reads a directory; an entry that is not a directory (a file or
 // symlink where a harness or worker directory belongs) is a stray.
 func (w *driftWalk) list(dir string) ([]string, bool, error) {
-	names, _, err := w.root.ListDir(dir, maxWorkerFiles)
+	names, _, err := w.root.ListDir(dir, preflight.MaxWorkerFiles)
 	var nd *adapters.NotDirError
 	var sl *adapters.SymlinkError
 	if errors.As(err, &nd) || errors.As(err, &sl) {
