@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
@@ -52,6 +53,17 @@ type Clock struct {
 	Entropy io.Reader
 	// PID is the pid run records carry (os.Getpid when nil).
 	PID func() int
+	// Nonce salts each memory body (memory.NewWrite; 16 bytes of
+	// crypto/rand in hex when nil).
+	Nonce func() string
+}
+
+// nonce is the memory body nonce source.
+func (c Clock) nonce() func() string {
+	if c.Nonce != nil {
+		return c.Nonce
+	}
+	return randomNonce
 }
 
 // Seams are the points where tests reach into an invocation; all nil in
@@ -66,6 +78,10 @@ type Seams struct {
 	// CommitFault fails a preflight's transaction after its output was
 	// written, where a failing bbolt commit fails it.
 	CommitFault func() error
+	// OpenProjectRoot pins the project directory of an integrations
+	// command (adapters.OpenProjectRoot when nil): tests inject
+	// durability failures.
+	OpenProjectRoot func(dir string) (*adapters.ProjectRoot, error)
 	// Interrupts derives the context that SIGINT and SIGTERM cancel, and
 	// its stop. run installs it once the words name a command that is not
 	// instant, so --version, help and usage errors never set up signal

@@ -26,9 +26,8 @@ func TestDurabilityFailureRollsNothingBack(t *testing.T) {
 		}
 	}
 	failing := true
-	saved := openProjectRoot
-	t.Cleanup(func() { openProjectRoot = saved })
-	openProjectRoot = func(p string) (*adapters.ProjectRoot, error) {
+	d := testDeps() // one id source across invocations of the same store
+	d.OpenProjectRoot = func(p string) (*adapters.ProjectRoot, error) {
 		r, err := adapters.OpenProjectRoot(p)
 		if r != nil {
 			r.FailSync = func(d string) error {
@@ -40,7 +39,6 @@ func TestDurabilityFailureRollsNothingBack(t *testing.T) {
 		}
 		return r, err
 	}
-	d := testDeps() // one id source across invocations of the same store
 	run := func(args ...string) result {
 		return invocation{deps: d}.run(append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, args...)...)
 	}

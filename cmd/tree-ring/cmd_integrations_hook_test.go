@@ -76,6 +76,7 @@ func (p *hp) deps() deps {
 			copy(id[8:], fmt.Appendf(nil, "%08d", p.n))
 			return id
 		},
+		Nonce: testNonce,
 	}, Seams: Seams{Companion: p.fleet()}}
 }
 

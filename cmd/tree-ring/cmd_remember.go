@@ -108,8 +108,9 @@ func orEnv(g *Globals, v, env string) string {
 	return v
 }
 
-// memoryNonce salts each body (see memory.NewWrite). Tests replace it.
-var memoryNonce = func() string {
+// randomNonce salts each body (see memory.NewWrite): Clock.Nonce's
+// default.
+func randomNonce() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("crypto/rand: " + err.Error())
@@ -203,7 +204,7 @@ func storeMemory(ctx context.Context, g *Globals, rec *memory.Record, origin str
 // applies it; a capture (scope: its run scope) records its run with it.
 func rememberIn(g *Globals, tx *bolt.Tx, st *bolt.Store, rec *memory.Record, origin, scope string, allowDuplicate bool) (memory.Record, bool, error) {
 	plan, err := memory.PlanRemember(txIndex(tx), rec, memory.WriteOptions{
-		Origin: origin, Nonce: memoryNonce, Now: g.Now(), AllowDuplicate: allowDuplicate,
+		Origin: origin, Nonce: g.nonce(), Now: g.Now(), AllowDuplicate: allowDuplicate,
 	})
 	if err != nil {
 		return memory.Record{}, false, err

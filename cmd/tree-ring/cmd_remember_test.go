@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,11 +21,11 @@ import (
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-func init() {
-	// Deterministic body nonces in tests.
-	var n int
-	memoryNonce = func() string { n++; return fmt.Sprintf("%032x", n) }
-}
+// testNonce is the deterministic body nonce source of every test's deps:
+// one sequence across the test process, so that no two bodies share one.
+func testNonce() string { return fmt.Sprintf("%032x", testNonces.Add(1)) }
+
+var testNonces atomic.Uint64
 
 // memCLI runs several invocations against one root with one clock and one
 // id sequence across them (runCLI restarts both per call), and an
@@ -46,7 +47,7 @@ func newMemCLI(t *testing.T) *memCLI {
 		_ = id.SetTime(ulid.Timestamp(now()))
 		copy(id[6:], fmt.Sprintf("%010d", n))
 		return id
-	}}}}
+	}, Nonce: testNonce}}}
 }
 
 func (c *memCLI) run(stdin string, args ...string) result {

@@ -74,6 +74,7 @@ func testDeps() deps {
 		Now:     now,
 		NewID:   eventstest.IDs(0xCC000000 | call&0xFFFFFF),
 		Entropy: eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
+		Nonce:   testNonce,
 	}, Seams: Seams{Companion: fleetInProcess(now)}}
 }
 

@@ -38,6 +38,7 @@ func newCLISession() *cliSession {
 		Now:     eventstest.Clock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), time.Second),
 		NewID:   eventstest.IDsAt(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), 0xAA000000),
 		Entropy: eventstest.Entropy(0xAA000000),
+		Nonce:   testNonce,
 	}}}
 }
 
