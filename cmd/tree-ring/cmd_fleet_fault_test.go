@@ -264,9 +264,9 @@ func TestFleetFaultServerRestartDuringPublish(t *testing.T) {
 	src := &hookSource{Source: b.source(), at: 4, fn: func() {
 		// The 4th read is before batch 4 is sent: shut down once the server
 		// has received its first message, while the batch is on the wire.
-		sent := inMsgs(cur)
+		sent := clientMsgs(cur)
 		go func() {
-			waitUntil(t, 20*time.Second, "batch 4 reaches the server", func() bool { return inMsgs(cur) > sent })
+			waitUntil(t, 20*time.Second, "batch 4 reaches the server", func() bool { return clientMsgs(cur) > sent })
 			mu.Lock()
 			defer mu.Unlock()
 			cur.Shutdown()
@@ -360,8 +360,11 @@ func TestFleetFaultClusterLeaderLost(t *testing.T) {
 	b := newBulkStore(t, 5, 8_000)
 	lost := make(chan *fleettest.Server, 1)
 	src := &hookSource{Source: b.source(), at: 4, fn: func() {
+		// As in TestFleetFaultServerRestartDuringPublish: stop the leader
+		// once batch 4's first message reached a node.
+		sent := clientMsgs(nodes...)
 		go func() {
-			time.Sleep(2 * time.Millisecond)
+			waitUntil(t, 20*time.Second, "batch 4 reaches a node", func() bool { return clientMsgs(nodes...) > sent })
 			l := fleettest.StreamLeader(nodes, fleet.DefaultStream)
 			if l != nil {
 				l.Shutdown()
@@ -425,13 +428,20 @@ func TestFleetFaultGapStopsOnlyThatStore(t *testing.T) {
 	}
 }
 
-// inMsgs is the number of messages clients have published to s.
-func inMsgs(s *fleettest.Server) int64 {
-	v, err := s.Varz(nil)
-	if err != nil {
-		return 0
+// clientMsgs is the number of messages the open client connections of
+// servers have published (routes between nodes not counted).
+func clientMsgs(servers ...*fleettest.Server) int64 {
+	var n int64
+	for _, s := range servers {
+		c, err := s.Connz(nil)
+		if err != nil {
+			continue
+		}
+		for _, ci := range c.Conns {
+			n += ci.InMsgs
+		}
 	}
-	return v.InMsgs
+	return n
 }
 
 // waitUntil polls cond until it holds, failing the test (what names the
