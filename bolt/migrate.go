@@ -133,7 +133,8 @@ func migrateStep(tx *bbolt.Tx, chunk int) (bool, error) {
 // none).
 func lastIndexedVersion(b *bbolt.Bucket, stream string) (uint64, error) {
 	c := b.Cursor()
-	k, v := c.Seek(streamKey(stream, math.MaxUint64))
+	k, _ := c.Seek(streamKey(stream, math.MaxUint64))
+	var v []byte
 	if k == nil {
 		k, v = c.Last()
 	} else {

@@ -39,10 +39,8 @@ type Config struct {
 	HookHashes map[string]string
 }
 
-// ErrTooLarge is a configuration over MaxBytes. Its text is a constant
-// (TestParse checks it names MaxBytes): formatting it at package init cost
-// every start of tree-ring, every hook, about 3,000 instructions.
-var ErrTooLarge = errors.New("larger than 1048576 bytes")
+// ErrTooLarge is a configuration over MaxBytes.
+var ErrTooLarge = fmt.Errorf("larger than %d bytes", MaxBytes)
 
 // file is the part of config.toml Parse decodes; every other key is
 // Codex's business.

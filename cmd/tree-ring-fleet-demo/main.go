@@ -38,9 +38,10 @@ func main() {
 }
 
 type demo struct {
-	w    io.Writer
-	bin  string
-	step int
+	w         io.Writer
+	bin       string
+	base, url string // the working directory, the NATS server's URL
+	step      int
 }
 
 func run(w io.Writer, bin, keep string) error {
@@ -48,83 +49,120 @@ func run(w io.Writer, bin, keep string) error {
 	if err != nil {
 		return err
 	}
-	base := keep
-	if base == "" {
-		if base, err = os.MkdirTemp("", "tree-ring-fleet-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(base)
-	} else if err := os.Mkdir(base, 0o755); err != nil {
-		return fmt.Errorf("--keep: %w", err)
+	base, cleanup, err := workDir(keep)
+	if err != nil {
+		return err
 	}
-	d := &demo{w: w, bin: bin}
+	defer cleanup()
+	d := &demo{w: w, bin: bin, base: base}
 	srv, err := fleettest.Start(filepath.Join(base, "nats"), 0)
 	if err != nil {
 		return err
 	}
 	defer srv.Shutdown()
-	url := srv.URL()
-	d.say("Started a NATS server with JetStream inside this demo at %s (loopback only; no tree-ring binary contains it)", url)
+	d.url = srv.URL()
+	d.say("Started a NATS server with JetStream inside this demo at %s (loopback only; no tree-ring binary contains it)", d.url)
 	d.say("tree-ring runs `fleet publish` and `fleet collect` through its companion tree-ring-fleet (the only binary with the NATS client); `fleet status` and `fleet verify` are its own")
 
 	var stores []string
 	for i := 1; i <= 3; i++ {
-		proj := filepath.Join(base, fmt.Sprintf("project-%d", i))
-		root := filepath.Join(proj, ".tree-ring")
-		if err := os.MkdirAll(filepath.Join(proj, ".claude"), 0o755); err != nil {
-			return err
-		}
-		if _, err := d.tree(proj, nil, "--root", root, "--source-root", proj, "init"); err != nil {
-			return err
-		}
-		payload, _ := json.Marshal(map[string]any{
-			"session_id": fmt.Sprintf("demo-session-%d", i), "cwd": proj, "hook_event_name": "SessionStart",
-			"source": "startup", "model": "claude-sonnet-5",
-			"transcript_path": filepath.Join(os.TempDir(), ".claude", "projects", "demo", "session.jsonl"),
-		})
-		if _, err := d.tree(proj, payload, "--root", root, "integrations", "hook", "--harness", "claude-code", "--input-json-stdin"); err != nil {
-			return err
-		}
-		out, err := d.tree(proj, nil, "--root", root, "--json", "fleet", "publish", "--nats", url)
+		id, err := d.project(i)
 		if err != nil {
 			return err
 		}
-		var res struct {
-			StoreID   string `json:"store_id"`
-			Published int    `json:"published"`
-		}
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			return fmt.Errorf("fleet publish output: %w", err)
-		}
-		stores = append(stores, res.StoreID)
-		d.say("project-%d: init, one Claude Code session start (a receipt), then `fleet publish`: %d events of store %s", i, res.Published, res.StoreID)
+		stores = append(stores, id)
 	}
-	if out, err := d.tree(base, nil, "--root", filepath.Join(base, "project-1", ".tree-ring"), "fleet", "publish", "--nats", url); err == nil {
-		d.say("Published project-1 again: nothing new, nothing sent, nothing appended to its ledger")
-		d.show(out)
-	} else {
-		return err
-	}
-
-	replicas := filepath.Join(base, "replicas")
-	out, err := d.tree(base, nil, "fleet", "collect", "--nats", url, "--into", replicas)
+	out, err := d.tree(base, nil, "--root", filepath.Join(base, "project-1", ".tree-ring"), "fleet", "publish", "--nats", d.url)
 	if err != nil {
 		return err
 	}
-	d.say("`fleet collect --into replicas`: one replica ledger per store, same positions and hash chain")
+	d.say("Published project-1 again: nothing new, nothing sent, nothing appended to its ledger")
 	d.show(out)
-	if out, err = d.tree(base, nil, "fleet", "status", "--from", replicas); err != nil {
+	if err := d.replicas(); err != nil {
 		return err
 	}
-	d.say("`fleet status --from replicas`: each project's harness states, replayed as `audit replay` does")
-	d.show(out)
-	if out, err = d.tree(base, nil, "fleet", "verify", "--from", replicas); err != nil {
-		return err
-	}
-	d.say("`fleet verify --from replicas`: every chain, projection and bbolt check passes")
-	d.show(out)
+	return d.tamper(stores[1])
+}
 
-	if _, err := fleettest.EditMessage(url, "TREE_RING", "tree-ring.events."+stores[1], 3, func(b []byte) []byte {
+// workDir is keep, made new, or a temporary directory that cleanup removes.
+func workDir(keep string) (dir string, cleanup func(), err error) {
+	if keep != "" {
+		if err := os.Mkdir(keep, 0o755); err != nil {
+			return "", nil, fmt.Errorf("--keep: %w", err)
+		}
+		return keep, func() {}, nil
+	}
+	dir, err = os.MkdirTemp("", "tree-ring-fleet-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// project makes project-i: init, one Claude Code session start, and a
+// publish; it returns the store id.
+func (d *demo) project(i int) (string, error) {
+	proj := filepath.Join(d.base, fmt.Sprintf("project-%d", i))
+	root := filepath.Join(proj, ".tree-ring")
+	if err := os.MkdirAll(filepath.Join(proj, ".claude"), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := d.tree(proj, nil, "--root", root, "--source-root", proj, "init"); err != nil {
+		return "", err
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"session_id": fmt.Sprintf("demo-session-%d", i), "cwd": proj, "hook_event_name": "SessionStart",
+		"source": "startup", "model": "claude-sonnet-5",
+		"transcript_path": filepath.Join(os.TempDir(), ".claude", "projects", "demo", "session.jsonl"),
+	})
+	if _, err := d.tree(proj, payload, "--root", root, "integrations", "hook", "--harness", "claude-code", "--input-json-stdin"); err != nil {
+		return "", err
+	}
+	out, err := d.tree(proj, nil, "--root", root, "--json", "fleet", "publish", "--nats", d.url)
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		StoreID   string `json:"store_id"`
+		Published int    `json:"published"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return "", fmt.Errorf("fleet publish output: %w", err)
+	}
+	d.say("project-%d: init, one Claude Code session start (a receipt), then `fleet publish`: %d events of store %s", i, res.Published, res.StoreID)
+	return res.StoreID, nil
+}
+
+// replicas collects the replicas, then shows their status and verifies
+// them.
+func (d *demo) replicas() error {
+	replicas := filepath.Join(d.base, "replicas")
+	steps := []struct {
+		say  string
+		args []string
+	}{
+		{"`fleet collect --into replicas`: one replica ledger per store, same positions and hash chain",
+			[]string{"fleet", "collect", "--nats", d.url, "--into", replicas}},
+		{"`fleet status --from replicas`: each project's harness states, replayed as `audit replay` does",
+			[]string{"fleet", "status", "--from", replicas}},
+		{"`fleet verify --from replicas`: every chain, projection and bbolt check passes",
+			[]string{"fleet", "verify", "--from", replicas}},
+	}
+	for _, s := range steps {
+		out, err := d.tree(d.base, nil, s.args...)
+		if err != nil {
+			return err
+		}
+		d.say("%s", s.say)
+		d.show(out)
+	}
+	return nil
+}
+
+// tamper edits one byte of store's event 3 in the stream, then shows a
+// fresh collect stopping that replica and `fleet verify` exiting 3.
+func (d *demo) tamper(store string) error {
+	if _, err := fleettest.EditMessage(d.url, "TREE_RING", "tree-ring.events."+store, 3, func(b []byte) []byte {
 		i := bytes.Index(b, []byte(`"recorded_at":"2026`))
 		if i < 0 {
 			i = bytes.Index(b, []byte(`"recorded_at":"`))
@@ -135,15 +173,15 @@ func run(w io.Writer, bin, keep string) error {
 	}); err != nil {
 		return err
 	}
-	d.say("Edited one byte (a digit of recorded_at) of store %s's event 3 inside the stream", stores[1])
-	again := filepath.Join(base, "replicas-after-edit")
-	out, errOut, code := d.treeCode(base, nil, "fleet", "collect", "--nats", url, "--into", again, "--durable", "after-edit")
+	d.say("Edited one byte (a digit of recorded_at) of store %s's event 3 inside the stream", store)
+	again := filepath.Join(d.base, "replicas-after-edit")
+	out, errOut, code := d.treeCode(d.base, nil, "fleet", "collect", "--nats", d.url, "--into", again, "--durable", "after-edit")
 	if code != 0 {
 		return fmt.Errorf("fleet collect after the edit: exit %d: %s", code, errOut)
 	}
 	d.say("A fresh `fleet collect` stops that store's replica at position 3 (the others go on):")
 	d.show(errOut + out)
-	_, errOut, code = d.treeCode(base, nil, "fleet", "verify", "--from", again)
+	_, errOut, code = d.treeCode(d.base, nil, "fleet", "verify", "--from", again)
 	if code != 3 {
 		return fmt.Errorf("fleet verify after the edit exited %d, want 3", code)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
@@ -24,8 +25,8 @@ import (
 // buffers.
 type IO = cli.IO
 
-// Globals are the flags every command accepts, plus injected dependencies
-// (clock, id source) that tests fix.
+// Globals is what every command runs with, in its parts: the global
+// flags, the IO, the clock and ids, the logger, and the seams tests set.
 type Globals struct {
 	cli.Flags
 	// lockTimeoutSet is true when --lock-timeout was given, so that a
@@ -33,25 +34,59 @@ type Globals struct {
 	lockTimeoutSet bool
 
 	IO
+	Clock
+	Log zerolog.Logger
+
+	seams Seams
+
+	rec *runrec.Recorder // this invocation's run recorder, made on first use
+	// discovered is the project root found from a subdirectory when
+	// neither --root nor --source-root was given ("" otherwise).
+	discovered string
+}
+
+// Clock is the injected clock and id sources, which tests fix.
+type Clock struct {
 	Now   func() time.Time
 	NewID func() ulid.ULID
 	// Entropy is the random source of receipt ids (crypto/rand when nil).
 	Entropy io.Reader
 	// PID is the pid run records carry (os.Getpid when nil).
 	PID func() int
-	Log zerolog.Logger
+	// Nonce salts each memory body (memory.NewWrite; 16 bytes of
+	// crypto/rand in hex when nil).
+	Nonce func() string
+}
 
-	rec *runrec.Recorder // this invocation's run recorder, made on first use
-	// onCommit, when set (tests), is called after every durable ledger
-	// commit of this invocation (bolt.Options.OnCommit).
-	onCommit func()
-	// companion runs companion programs in this process (tests).
-	companion companionFunc
-	// interrupts is deps.Interrupts.
-	interrupts func(context.Context) (context.Context, context.CancelFunc)
-	// discovered is the project root found from a subdirectory when
-	// neither --root nor --source-root was given ("" otherwise).
-	discovered string
+// nonce is the memory body nonce source.
+func (c Clock) nonce() func() string {
+	if c.Nonce != nil {
+		return c.Nonce
+	}
+	return randomNonce
+}
+
+// Seams are the points where tests reach into an invocation; all nil in
+// production, except Interrupts (main).
+type Seams struct {
+	// OnCommit is called after every durable ledger commit of the
+	// invocation (bolt.Options.OnCommit).
+	OnCommit func()
+	// Companion runs a companion program's commands in this process
+	// instead of executing the program (runCompanion).
+	Companion companionFunc
+	// CommitFault fails a preflight's transaction after its output was
+	// written, where a failing bbolt commit fails it.
+	CommitFault func() error
+	// OpenProjectRoot pins the project directory of an integrations
+	// command (adapters.OpenProjectRoot when nil): tests inject
+	// durability failures.
+	OpenProjectRoot func(dir string) (*adapters.ProjectRoot, error)
+	// Interrupts derives the context that SIGINT and SIGTERM cancel, and
+	// its stop. run installs it once the words name a command that is not
+	// instant, so --version, help and usage errors never set up signal
+	// handling; nil (tests): ctx as given.
+	Interrupts func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // Run and RunSpec are the run recorder's (docs/runs.md).
@@ -137,7 +172,7 @@ func (g *Globals) storeOptions() bolt.Options {
 	return bolt.Options{
 		LockTimeout: g.LockTimeout,
 		Projections: projections.All(),
-		OnCommit:    g.onCommit,
+		OnCommit:    g.seams.OnCommit,
 	}
 }
 
@@ -255,31 +290,19 @@ func (e *hookFailure) ExitCode(wrapped int) int {
 // Main runs one invocation and returns its exit code. Handled errors print
 // one line on stderr and nothing on stdout.
 func Main(ctx context.Context, argv []string, stdio IO) int {
-	return mainWith(ctx, argv, stdio, deps{Now: time.Now, NewID: newID})
+	return mainWith(ctx, argv, stdio, deps{Clock: Clock{Now: time.Now, NewID: newID}})
 }
 
-// deps are the injected clock, id and entropy sources and pid.
+// deps are what an invocation is given besides its arguments and IO.
 type deps struct {
-	Now     func() time.Time
-	NewID   func() ulid.ULID
-	Entropy io.Reader  // nil: crypto/rand
-	PID     func() int // nil: os.Getpid
-	// OnCommit counts durable ledger commits (tests; nil in production).
-	OnCommit func()
-	// Companion, when set (tests), runs a companion program's commands in
-	// this process instead of executing the program (runCompanion).
-	Companion companionFunc
-	// Interrupts, when set (main), derives the context that SIGINT and
-	// SIGTERM cancel, and its stop. run installs it once the words name a
-	// command that is not instant, so --version, help and usage errors
-	// never set up signal handling; nil (tests): ctx as given.
-	Interrupts func(context.Context) (context.Context, context.CancelFunc)
+	Clock
+	Seams
 }
 
 func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
 	out := &cli.OutputWriter{W: stdio.Stdout}
 	stdio.Stdout = out
-	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID, Entropy: d.Entropy, PID: d.PID, onCommit: d.OnCommit, companion: d.Companion, interrupts: d.Interrupts}
+	g := &Globals{IO: stdio, Clock: d.Clock, seams: d.Seams}
 	err := run(ctx, g, argv)
 	var ran *companionRan
 	if errors.As(err, &ran) {
@@ -296,22 +319,12 @@ func mainWith(ctx context.Context, argv []string, stdio IO, d deps) int {
 }
 
 func run(ctx context.Context, g *Globals, argv []string) error {
-	// Leading global flags, up to the command words.
-	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
-	pre.SetOutput(io.Discard)
-	pre.SetInterspersed(false)
-	pre.SortFlags = false // never printed: VisitAll need not sort
-	pre.ParseErrorsAllowlist.UnknownFlags = true
-	g.AddFlags(pre)
-	globals := make([]*pflag.Flag, 0, 8)
-	pre.VisitAll(func(f *pflag.Flag) { globals = append(globals, f) })
-	help := pre.BoolP("help", "h", false, "show help")
-	version := pre.Bool("version", false, "print the version")
-	if err := pre.Parse(argv); err != nil {
-		return cli.FlagError("", err)
+	lead, err := parseLeading(g, argv)
+	if err != nil {
+		return err
 	}
-	rest := pre.Args()
-	if *version {
+	rest := lead.Args()
+	if lead.version {
 		if len(rest) > 0 {
 			return usagef("--version takes no command")
 		}
@@ -319,23 +332,54 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	cmd, words := lookup(rest)
 	if cmd == nil {
-		return noCommand(g, rest, *help)
+		return noCommand(g, rest, lead.help)
 	}
-	if g.interrupts != nil && !cmd.instant {
+	if g.seams.Interrupts != nil && !cmd.instant {
 		var stop context.CancelFunc
-		ctx, stop = g.interrupts(ctx)
+		ctx, stop = g.seams.Interrupts(ctx)
 		defer stop()
 	}
 	if cmd.companion != nil {
 		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
 	}
-	g.lockTimeoutSet = pre.Changed("lock-timeout")
-	if *help {
+	g.lockTimeoutSet = lead.Changed("lock-timeout")
+	if lead.help {
 		return printCommandHelp(g, cmd)
 	}
+	return runCommand(ctx, g, cmd, lead, rest[words:])
+}
+
+// leading is the parse of the global flags before the command words.
+type leading struct {
+	*pflag.FlagSet
+	help, version bool
+}
+
+// parseLeading parses the leading global flags into g, up to the command
+// words.
+func parseLeading(g *Globals, argv []string) (leading, error) {
+	pre := pflag.NewFlagSet("tree-ring", pflag.ContinueOnError)
+	pre.SetOutput(io.Discard)
+	pre.SetInterspersed(false)
+	pre.SortFlags = false // never printed: VisitAll need not sort
+	pre.ParseErrorsAllowlist.UnknownFlags = true
+	g.AddFlags(pre)
+	lead := leading{FlagSet: pre}
+	help := pre.BoolP("help", "h", false, "show help")
+	version := pre.Bool("version", false, "print the version")
+	if err := pre.Parse(argv); err != nil {
+		return lead, cli.FlagError("", err)
+	}
+	lead.help, lead.version = *help, *version
+	return lead, nil
+}
+
+// runCommand parses cmd's flags (args follow its words), resolves the
+// project roots unless cmd is instant, sets up the log and runs cmd.
+func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, args []string) error {
 	o := cmd.newOpts()
-	fs := newFlagSet(cmd, g, o, globals)
-	if err := fs.Parse(rest[words:]); err != nil {
+	fs := newFlagSet(cmd, g, o)
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return printCommandHelp(g, cmd)
 		}
@@ -348,7 +392,8 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	// looked up (which copies the environment, about 0.05 M instructions
 	// with the walk up to the root) and need not exist.
 	if !cmd.instant {
-		discovered, err := g.ResolveRoots(g.Getwd, pre.Changed("root") || fs.Changed("root"), pre.Changed("source-root") || fs.Changed("source-root"))
+		changed := func(name string) bool { return lead.Changed(name) || fs.Changed(name) }
+		discovered, err := g.ResolveRoots(g.Getwd, changed("root"), changed("source-root"))
 		if err != nil {
 			return err
 		}
@@ -388,13 +433,11 @@ func noCommand(g *Globals, rest []string, help bool) error {
 }
 
 // newFlagSet is the flag set of command c: o's flags, then the global
-// flags it does not define itself, which may also follow the command.
-// globals are the leading pass's global flags, bound to g: reused, they
-// keep the values and Changed marks that pass gave them (a second set
-// bound to g would cost every start, every hook, about 10,000
-// instructions). With nil globals (help), a fresh set is made whose
-// defaults are g's current values, which --help then shows.
-func newFlagSet(c *command, g *Globals, o options, globals []*pflag.Flag) *pflag.FlagSet {
+// flags it does not define itself, which may also follow the command. The
+// global flags are bound to g with g's current values as their defaults:
+// what the leading pass parsed stands unless repeated after the command,
+// and --help shows it.
+func newFlagSet(c *command, g *Globals, o options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("tree-ring "+c.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -404,21 +447,16 @@ func newFlagSet(c *command, g *Globals, o options, globals []*pflag.Flag) *pflag
 		// --help shows the wait the command really uses.
 		g.LockTimeout = w.lockTimeout()
 	}
-	if globals == nil {
-		gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
-		saved := *g
-		g.AddFlags(gl)
-		*g = saved
-		gl.VisitAll(func(f *pflag.Flag) {
-			f.DefValue = f.Value.String()
-			globals = append(globals, f)
-		})
-	}
-	for _, f := range globals {
+	gl := pflag.NewFlagSet("globals", pflag.ContinueOnError)
+	saved := *g
+	g.AddFlags(gl) // sets g's fields to the flags' defaults
+	*g = saved
+	gl.VisitAll(func(f *pflag.Flag) {
+		f.DefValue = f.Value.String()
 		if fs.Lookup(f.Name) == nil {
 			fs.AddFlag(f)
 		}
-	}
+	})
 	return fs
 }
 
@@ -460,7 +498,7 @@ func printCommandHelp(g *Globals, c *command) error {
 			c.name, c.summary, c.companion.Program, c.name)
 		return nil
 	}
-	fs := newFlagSet(c, g, c.newOpts(), nil)
+	fs := newFlagSet(c, g, c.newOpts())
 	fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags] %s\n\n%s\n\nFlags:\n%s", c.name, c.args, c.summary, fs.FlagUsages())
 	if subs := subcommands(c.name); len(subs) > 0 {
 		fmt.Fprintln(g.Stdout, "\nSubcommands:")

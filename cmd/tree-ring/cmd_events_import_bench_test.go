@@ -83,11 +83,9 @@ func BenchmarkEventsImport(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			root := filepath.Join(b.TempDir(), ".tree-ring")
 			start, cpu := time.Now(), cpuNow()
-			var out, errb strings.Builder
-			stdio := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-			code := mainWith(bg, []string{"--root", root, "events", "import", file}, stdio, testDeps())
-			if code != 0 || !strings.HasPrefix(out.String(), "imported "+strconv.Itoa(n)) {
-				b.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+			r := invocation{ctx: bg, deps: testDeps()}.run("--root", root, "events", "import", file)
+			if r.code != 0 || !strings.HasPrefix(r.stdout, "imported "+strconv.Itoa(n)) {
+				b.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
 			}
 			reportRate(b, n, start, cpu)
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,10 +48,8 @@ func benchFleetOnce(b *testing.B, n int) {
 	if err := os.MkdirAll(filepath.Join(proj, ".claude"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	var errb strings.Builder
-	if code := mainWith(context.Background(), []string{"--root", root, "--source-root", proj, "init"},
-		IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}, testDeps()); code != 0 {
-		b.Fatalf("init: %s", errb.String())
+	if r := (invocation{deps: testDeps(), stdout: io.Discard}).run("--root", root, "--source-root", proj, "init"); r.code != 0 {
+		b.Fatalf("init: %s", r.stderr)
 	}
 	head := appendRuns(b, root, 9, n-int(countEvents(b, root)))
 	var id string

@@ -45,8 +45,8 @@ func (e *companionRan) Error() string { return fmt.Sprintf("the companion exited
 func (g *Globals) runCompanion(ctx context.Context, c *command, lead, rest []string) error {
 	word := c.name[strings.LastIndexByte(c.name, ' ')+1:]
 	argv := slices.Concat([]string{word}, lead, rest)
-	if g.companion != nil {
-		return &companionRan{code: g.companion(ctx, argv, g.IO)}
+	if g.seams.Companion != nil {
+		return &companionRan{code: g.seams.Companion(ctx, argv, g.IO)}
 	}
 	path, err := findCompanion(c.companion, c.name)
 	if err != nil {

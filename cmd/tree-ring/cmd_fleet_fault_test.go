@@ -182,18 +182,12 @@ func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	// A batch whose commit reached the server is stored whole even though
-	// its publisher is gone; wait until the count settles.
-	held = 0
-	for {
-		time.Sleep(300 * time.Millisecond)
-		n, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(b.id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == held {
-			break
-		}
-		held = n
+	// its publisher is gone: count once the server has closed the killed
+	// publisher's connection (it has read all the publisher sent).
+	waitUntil(t, 20*time.Second, "the server closes the killed publisher's connection", func() bool { return srv.NumClients() == 0 })
+	held, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(b.id))
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("killed with %d of %d events in the stream", held, b.n)
 	if held == 0 || held%1000 != 0 && held != uint64(b.n) {
@@ -201,7 +195,8 @@ func TestFleetFaultPublisherKilledMidBatch(t *testing.T) {
 	}
 	res, err := publishTo(t, srv.URL(), b.source(), b.id, 1)
 	// The killed publisher can have one batch in flight that the server
-	// commits after the count looked settled (seen under load): the rerun
+	// commits after it was counted (the stream stores a committed batch
+	// after the connection is gone; seen under load): the rerun
 	// then loses its first batch's expected-sequence check, asks again
 	// and resumes after it (one retry, 1,000 fewer to send).
 	want := uint64(b.n) - held
@@ -267,8 +262,11 @@ func TestFleetFaultServerRestartDuringPublish(t *testing.T) {
 	b := newBulkStore(t, 3, 8_000)
 	restarted := make(chan error, 1)
 	src := &hookSource{Source: b.source(), at: 4, fn: func() {
+		// The 4th read is before batch 4 is sent: shut down once the server
+		// has received its first message, while the batch is on the wire.
+		sent := clientMsgs(cur)
 		go func() {
-			time.Sleep(2 * time.Millisecond) // while the batch is on the wire
+			waitUntil(t, 20*time.Second, "batch 4 reaches the server", func() bool { return clientMsgs(cur) > sent })
 			mu.Lock()
 			defer mu.Unlock()
 			cur.Shutdown()
@@ -362,8 +360,11 @@ func TestFleetFaultClusterLeaderLost(t *testing.T) {
 	b := newBulkStore(t, 5, 8_000)
 	lost := make(chan *fleettest.Server, 1)
 	src := &hookSource{Source: b.source(), at: 4, fn: func() {
+		// As in TestFleetFaultServerRestartDuringPublish: stop the leader
+		// once batch 4's first message reached a node.
+		sent := clientMsgs(nodes...)
 		go func() {
-			time.Sleep(2 * time.Millisecond)
+			waitUntil(t, 20*time.Second, "batch 4 reaches a node", func() bool { return clientMsgs(nodes...) > sent })
 			l := fleettest.StreamLeader(nodes, fleet.DefaultStream)
 			if l != nil {
 				l.Shutdown()
@@ -424,5 +425,33 @@ func TestFleetFaultGapStopsOnlyThatStore(t *testing.T) {
 	}
 	if after := ledgerBytes(t, filepath.Join(dir, a.id)); len(after) != len(before) {
 		t.Fatalf("a stopped replica grew from %d to %d events", len(before), len(after))
+	}
+}
+
+// clientMsgs is the number of messages the open client connections of
+// servers have published (routes between nodes not counted).
+func clientMsgs(servers ...*fleettest.Server) int64 {
+	var n int64
+	for _, s := range servers {
+		c, err := s.Connz(nil)
+		if err != nil {
+			continue
+		}
+		for _, ci := range c.Conns {
+			n += ci.InMsgs
+		}
+	}
+	return n
+}
+
+// waitUntil polls cond until it holds, failing the test (what names the
+// condition) at the deadline.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("timed out after %v waiting until %s", timeout, what)
+			return
+		}
 	}
 }

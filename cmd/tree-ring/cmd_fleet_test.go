@@ -326,10 +326,7 @@ func TestFleetCollectFollow(t *testing.T) {
 	defer cancel()
 	done := make(chan result, 1)
 	go func() {
-		var out, errb bytes.Buffer
-		io := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		code := mainWith(ctx, []string{"fleet", "collect", "--nats", srv.URL(), "--into", dir, "--follow"}, io, testDeps())
-		done <- result{code, out.String(), errb.String()}
+		done <- invocation{ctx: ctx, deps: testDeps()}.run("fleet", "collect", "--nats", srv.URL(), "--into", dir, "--follow")
 	}()
 	// waitFor polls the replica (it is open only during each commit) until
 	// it holds the project's events.

@@ -273,7 +273,7 @@ func (im *importer) chunk(ctx context.Context, recs []memory.Record) (ins []*mem
 					return err
 				}
 			}
-			w := memory.NewWrite(rec, events.OriginImport, memoryNonce)
+			w := memory.NewWrite(rec, events.OriginImport, im.g.nonce())
 			if err := appendWrite(im.g, tx, rec.ID, &w); err != nil {
 				return err
 			}

@@ -55,28 +55,9 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 		// resolve (docs/README: never a second, nested store).
 		fmt.Fprintf(g.Stderr, "tree-ring: initializing the project root %s (the git checkout's top level, which the hooks use), not the working directory\n", pr.canonical)
 	}
-	dets := adapters.Detect(pr.canonical, g.Getenv("HOME"))
-	// Plans cover detected harnesses plus every passive binding (Agent
-	// Zero's), which no marker announces.
-	targets := harnessIDs(func(a *adapters.Adapter) bool { return a.PassiveBinding })
-	for _, d := range dets {
-		if d.Detected() {
-			targets = append(targets, d.Adapter.ID)
-		}
-	}
-	in := activation.Input{Command: activation.Init, Targets: targets, Detections: detectionsByID(dets)}
+	in := initInput(adapters.Detect(pr.canonical, g.Getenv("HOME")))
 	if o.DryRun {
-		if ad, err := pr.dryAdoption(g); err != nil || ad != nil {
-			if err != nil {
-				return err
-			}
-			return printInitDryRun(g, &activation.Plan{Command: activation.Init, Outcomes: ad.Outcomes})
-		}
-		plan, err := pr.plan(ctx, g, true, in, events.RunCmdInit)
-		if err != nil {
-			return err
-		}
-		return printInitDryRun(g, plan)
+		return pr.initDryRun(ctx, g, in)
 	}
 	storeID, err := pr.initStore(ctx, g)
 	if err != nil {
@@ -95,6 +76,34 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	gitignore, inGit := pr.readGitignore()
 	return printInit(g, plan, storeID, aw, inGit && !ignoresStore(gitignore))
+}
+
+// initInput is init's activation input: the detected harnesses plus every
+// passive binding (Agent Zero's), which no marker announces.
+func initInput(dets []adapters.Detection) activation.Input {
+	targets := harnessIDs(func(a *adapters.Adapter) bool { return a.PassiveBinding })
+	for _, d := range dets {
+		if d.Detected() {
+			targets = append(targets, d.Adapter.ID)
+		}
+	}
+	return activation.Input{Command: activation.Init, Targets: targets, Detections: detectionsByID(dets)}
+}
+
+// initDryRun prints what init would do, writing nothing: the adoption of
+// another writer's manifest, or the plan.
+func (pr *project) initDryRun(ctx context.Context, g *Globals, in activation.Input) error {
+	if ad, err := pr.dryAdoption(g); err != nil || ad != nil {
+		if err != nil {
+			return err
+		}
+		return printInitDryRun(g, &activation.Plan{Command: activation.Init, Outcomes: ad.Outcomes})
+	}
+	plan, err := pr.plan(ctx, g, true, in, events.RunCmdInit)
+	if err != nil {
+		return err
+	}
+	return printInitDryRun(g, plan)
 }
 
 // readGitignore returns the project's top-level .gitignore, read through
@@ -119,40 +128,8 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	if exists, err := pr.hasLedger(); err != nil {
 		return "", err
 	} else if exists {
-		ro, err := g.OpenStore(true)
-		if fe := (*bolt.FormatMigrationError)(nil); errors.As(err, &fe) {
-			// An older build's index format: init is the upgrade (it
-			// installs this build's program too), so its write open
-			// migrates it; then the store is read as any other. Not while
-			// another build stands at the installed program: the hooks
-			// would run it against a format it may not read.
-			if err := pr.programAllowsMigration(); err != nil {
-				return "", err
-			}
-			opts := g.storeOptions()
-			opts.Migrate = true
-			var rw *bolt.Store
-			if rw, err = g.openStore(opts); err == nil {
-				rw.Close()
-				ro, err = g.OpenStore(true)
-			}
-		}
-		var ue *bolt.UninitializedError
-		switch {
-		case errors.As(err, &ue):
-			// An older build's interrupted init: the write open completes it.
-		case err != nil:
-			return "", err
-		default:
-			snap := newSnapshot()
-			err = snap.read(ro)
-			ro.Close()
-			if err != nil {
-				return "", err
-			}
-			if err := pr.checkStore(snap); err != nil || snap.storeID != "" {
-				return snap.storeID, err
-			}
+		if id, done, err := pr.existingStore(g); done || err != nil {
+			return id, err
 		}
 	}
 	// A manifest another writer left (the Rust Tree Ring) is adopted with
@@ -178,15 +155,68 @@ func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
 	if err := pr.checkStore(snap); err != nil {
 		return "", err
 	}
-	if snap.storeID != "" {
+	switch {
+	case snap.storeID != "":
 		return snap.storeID, nil
-	}
-	if ad != nil {
+	case ad != nil:
 		return pr.recordAdoption(ctx, g, st, snap, ad)
-	}
-	if snap.versions[events.StoreStream] != 0 {
+	case snap.versions[events.StoreStream] != 0:
 		return "", fmt.Errorf("the store stream has events but no store.initialized; run `tree-ring audit verify`")
 	}
+	return pr.recordStoreInitialized(ctx, g, st)
+}
+
+// existingStore reads the ledger that exists under the root: done is true
+// when it is initialized (id is its store id) or refused (err); false when
+// the write open must complete an older build's interrupted init.
+func (pr *project) existingStore(g *Globals) (id string, done bool, err error) {
+	ro, err := pr.openExisting(g)
+	var ue *bolt.UninitializedError
+	switch {
+	case errors.As(err, &ue):
+		// An older build's interrupted init: the write open completes it.
+		return "", false, nil
+	case err != nil:
+		return "", true, err
+	}
+	snap := newSnapshot()
+	err = snap.read(ro)
+	ro.Close()
+	if err != nil {
+		return "", true, err
+	}
+	if err := pr.checkStore(snap); err != nil || snap.storeID != "" {
+		return snap.storeID, true, err
+	}
+	return "", false, nil
+}
+
+// openExisting opens the existing ledger read-only. An older build's index
+// format is migrated first: init is the upgrade (it installs this build's
+// program too), so its write open migrates it; then the store is read as
+// any other. Not while another build stands at the installed program: the
+// hooks would run it against a format it may not read.
+func (pr *project) openExisting(g *Globals) (*bolt.Store, error) {
+	ro, err := g.OpenStore(true)
+	if fe := (*bolt.FormatMigrationError)(nil); !errors.As(err, &fe) {
+		return ro, err
+	}
+	if err := pr.programAllowsMigration(); err != nil {
+		return nil, err
+	}
+	opts := g.storeOptions()
+	opts.Migrate = true
+	rw, err := g.openStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	rw.Close()
+	return g.OpenStore(true)
+}
+
+// recordStoreInitialized mints the store id from crypto/rand and records
+// store.initialized in st.
+func (pr *project) recordStoreInitialized(ctx context.Context, g *Globals, st *bolt.Store) (string, error) {
 	id, err := adapters.NewStoreID(nil)
 	if err != nil {
 		return "", err

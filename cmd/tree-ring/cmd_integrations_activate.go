@@ -102,10 +102,6 @@ func harnessIDs(has func(*adapters.Adapter) bool) []string {
 // answersHooks is the capability of `integrations hook`.
 func answersHooks(a *adapters.Adapter) bool { return len(a.HookEvents()) > 0 }
 
-// openProjectRoot pins the project directory; tests replace it to inject
-// durability failures.
-var openProjectRoot = adapters.OpenProjectRoot
-
 // project is the resolved project of an integrations command. Absolute paths
 // stay in memory: they never enter events, output or errors.
 type project struct {
@@ -145,7 +141,11 @@ func resolveProject(g *Globals) (*project, error) {
 	case !fi.IsDir():
 		return nil, fmt.Errorf("--root %s is not a directory", g.Root)
 	}
-	root, err := openProjectRoot(canonical)
+	open := adapters.OpenProjectRoot
+	if g.seams.OpenProjectRoot != nil {
+		open = g.seams.OpenProjectRoot
+	}
+	root, err := open(canonical)
 	if err != nil {
 		return nil, fmt.Errorf("--source-root %s: %w", g.SourceRoot, unwrapPath(err))
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -23,10 +20,8 @@ func benchProject(b *testing.B) func(args ...string) {
 	}
 	d := testDeps()
 	run := func(args ...string) {
-		var out, errb bytes.Buffer
-		io := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		if code := mainWith(context.Background(), append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, args...), io, d); code != 0 {
-			b.Fatalf("%v: %d %s", args, code, errb.String())
+		if r := (invocation{deps: d}).run(append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, args...)...); r.code != 0 {
+			b.Fatalf("%v: %d %s", args, r.code, r.stderr)
 		}
 	}
 	run("init")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -28,9 +26,8 @@ func TestDurabilityFailureRollsNothingBack(t *testing.T) {
 		}
 	}
 	failing := true
-	saved := openProjectRoot
-	t.Cleanup(func() { openProjectRoot = saved })
-	openProjectRoot = func(p string) (*adapters.ProjectRoot, error) {
+	d := testDeps() // one id source across invocations of the same store
+	d.OpenProjectRoot = func(p string) (*adapters.ProjectRoot, error) {
 		r, err := adapters.OpenProjectRoot(p)
 		if r != nil {
 			r.FailSync = func(d string) error {
@@ -42,12 +39,8 @@ func TestDurabilityFailureRollsNothingBack(t *testing.T) {
 		}
 		return r, err
 	}
-	d := testDeps() // one id source across invocations of the same store
 	run := func(args ...string) result {
-		var out, errb bytes.Buffer
-		io := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-		code := mainWith(context.Background(), append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, args...), io, d)
-		return result{code, out.String(), errb.String()}
+		return invocation{deps: d}.run(append([]string{"--root", filepath.Join(dir, ".tree-ring"), "--source-root", dir}, args...)...)
 	}
 	r := run("init")
 	if r.code != exitIndeterminate || r.stdout != "" || !strings.Contains(r.stderr, "durability is indeterminate") || strings.Contains(r.stderr, dir) {

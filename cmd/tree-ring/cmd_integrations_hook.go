@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -92,33 +91,20 @@ func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapte
 		func(out delivered) []byte { return preflight.HookOutput(in.Event, out.context) })
 }
 
-// hookStop answers a stop event: {} on a re-run (and, for a harness that
-// checkpoints once per session, after the session's checkpoint), else the
-// capture checkpoint decision, whose lines file under id
-// (preflight.CaptureIdentity).
+// hookStop answers a stop event (preflight.StopAnswer) once its contract
+// passed: a harness that checkpoints once per session decides in the
+// ledger (checkpointDue).
 func hookStop(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity, data []byte) error {
 	if err := checkStop(loc, a); err != nil {
 		return err
 	}
-	if in.StopHookActive {
-		_, err := g.Stdout.Write(preflight.StopDone)
+	due := func() (bool, error) { return checkpointDue(ctx, g, a, in.SessionID, data) }
+	mint := func() (string, error) { return adapters.NewStoreID(nil) } // a random version-4 UUID
+	out, err := preflight.StopAnswer(in, a, loc.project, id, due, mint)
+	if err != nil {
 		return err
 	}
-	if a.CheckpointOncePerSession {
-		due, err := checkpointDue(ctx, g, a, in.SessionID, data)
-		if err != nil || !due {
-			if err == nil {
-				_, err = g.Stdout.Write(preflight.StopDone)
-			}
-			return err
-		}
-	}
-	checkpoint, err := adapters.NewStoreID(nil) // a random version-4 UUID
-	if err != nil {
-		return fmt.Errorf("mint checkpoint id: %w", err)
-	}
-	_, alias := preflight.ProjectName(loc.project)
-	_, err = g.Stdout.Write(preflight.StopOutput(preflight.CheckpointReason(checkpoint, alias, loc.project, id)))
+	_, err = g.Stdout.Write(out)
 	return err
 }
 
@@ -137,14 +123,9 @@ func checkStop(loc storeLoc, a *adapters.Adapter) error {
 	return nil
 }
 
-// checkpointDue decides, for a harness whose stop event cannot be trusted
-// to say it is re-running (CheckpointOncePerSession), whether this stop
-// issues the session's capture checkpoint. In one write transaction it
-// reads the session's checkpoint runs and, unless one already issued the
-// checkpoint (preflight.CheckpointIssued), records this one as a succeeded
-// run of the checkpoint scope; the caller prints the block only then. The
-// record is written before the answer, so a host that never shows the block
-// to the agent costs that session its checkpoint, never a loop.
+// checkpointDue runs preflight.CheckpointDue in one write transaction
+// over the session's checkpoint runs, recording this stop's run as a
+// succeeded run of the checkpoint scope when it is due.
 func checkpointDue(ctx context.Context, g *Globals, a *adapters.Adapter, sessionID string, input []byte) (due bool, err error) {
 	scope, err := events.CheckpointScope(a.ID, sessionID)
 	if err != nil {
@@ -157,26 +138,38 @@ func checkpointDue(ctx context.Context, g *Globals, a *adapters.Adapter, session
 	defer st.Close()
 	sha, chars := runrec.InputDigest(input)
 	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		recs, _, err := projections.LatestRuns(tx.Projection(projections.RunsName), scope, projections.MaxRunsPerScope)
-		if err != nil {
-			return err
-		}
-		runs := make([]preflight.CheckpointRun, len(recs))
-		for i, r := range recs {
-			runs[i] = preflight.CheckpointRun{Command: r.Command, Status: r.Status}
-		}
-		if preflight.CheckpointIssued(runs) {
-			return nil
-		}
-		run, err := g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdIntegrationsHook, Scope: scope, Harness: a.ID, Stage: "checkpoint", InputSHA256: sha, InputChars: chars})
-		if err != nil {
-			return err
-		}
-		due = true
-		return run.FinishIn(tx, nil)
+		due, err = preflight.CheckpointDue(checkpointTx{g: g, tx: tx, st: st, scope: scope,
+			spec: RunSpec{Command: events.RunCmdIntegrationsHook, Scope: scope, Harness: a.ID, Stage: "checkpoint", InputSHA256: sha, InputChars: chars}})
+		return err
 	})
 	if err != nil {
 		return false, pathless(err)
 	}
 	return due, nil
+}
+
+// checkpointTx is preflight.CheckpointLedger over a write transaction.
+type checkpointTx struct {
+	g     *Globals
+	tx    *bolt.Tx
+	st    *bolt.Store
+	scope string
+	spec  RunSpec
+}
+
+func (c checkpointTx) CheckpointRuns() ([]preflight.CheckpointRun, error) {
+	recs, _, err := projections.LatestRuns(c.tx.Projection(projections.RunsName), c.scope, projections.MaxRunsPerScope)
+	runs := make([]preflight.CheckpointRun, len(recs))
+	for i, r := range recs {
+		runs[i] = preflight.CheckpointRun{Command: r.Command, Status: r.Status}
+	}
+	return runs, err
+}
+
+func (c checkpointTx) RecordCheckpoint() error {
+	run, err := c.g.StartRunIn(c.tx, c.st, c.spec)
+	if err != nil {
+		return err
+	}
+	return run.FinishIn(c.tx, nil)
 }

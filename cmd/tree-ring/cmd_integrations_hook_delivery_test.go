@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,12 +18,17 @@ import (
 // durable ledger commits it makes.
 func (p *hp) hookTo(harness, stdin string, w io.Writer) (r result, commits int) {
 	p.t.Helper()
-	var errb bytes.Buffer
+	return p.hookFault(harness, stdin, w, nil)
+}
+
+// hookFault is hookTo with fault failing the transaction after the output
+// was written (deps.CommitFault; nil: none).
+func (p *hp) hookFault(harness, stdin string, w io.Writer, fault func() error) (r result, commits int) {
+	p.t.Helper()
 	d := p.deps()
 	d.OnCommit = func() { commits++ }
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: w, Stderr: &errb, Getenv: func(k string) string { return p.env[k] }}
-	r.code = mainWith(context.Background(), []string{"--root", filepath.Join(p.dir, ".tree-ring"), "integrations", "hook", "--harness", harness, "--input-json-stdin"}, io, d)
-	r.stderr = errb.String()
+	d.CommitFault = fault
+	r = invocation{deps: d, env: p.env, stdin: stdin, stdout: w}.run("--root", filepath.Join(p.dir, ".tree-ring"), "integrations", "hook", "--harness", harness, "--input-json-stdin")
 	if b, ok := w.(*bytes.Buffer); ok {
 		r.stdout = b.String()
 	}
@@ -114,12 +118,11 @@ func TestHookDeliversBeforeAcknowledging(t *testing.T) {
 			p := newHP(t, ".codex")
 			p.init()
 			before := p.eventTypes()
+			var fault func() error
 			if c.fault != nil {
-				commitFault = func() error { return c.fault }
-				t.Cleanup(func() { commitFault = nil })
+				fault = func() error { return c.fault }
 			}
-			r, commits := p.hookTo("codex", p.payload("codex", "session-start.json", nil), c.stdout(t))
-			commitFault = nil
+			r, commits := p.hookFault("codex", p.payload("codex", "session-start.json", nil), c.stdout(t), fault)
 			if r.code != 1 || r.stderr != "tree-ring: "+c.message+"\n" {
 				t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +67,7 @@ func newHP(t *testing.T, markers ...string) *hp {
 }
 
 func (p *hp) deps() deps {
-	return deps{
+	return deps{Clock: Clock{
 		Now: func() time.Time { p.now = p.now.Add(time.Second); return p.now },
 		NewID: func() ulid.ULID {
 			p.n++
@@ -77,17 +76,14 @@ func (p *hp) deps() deps {
 			copy(id[8:], fmt.Appendf(nil, "%08d", p.n))
 			return id
 		},
-		Companion: p.fleet(),
-	}
+		Nonce: testNonce,
+	}, Seams: Seams{Companion: p.fleet()}}
 }
 
 // raw runs tree-ring with exactly args.
 func (p *hp) raw(stdin string, args ...string) result {
 	p.t.Helper()
-	var out, errb bytes.Buffer
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return p.env[k] }}
-	code := mainWith(context.Background(), args, io, p.deps())
-	return result{code, out.String(), errb.String()}
+	return invocation{deps: p.deps(), env: p.env, stdin: stdin}.run(args...)
 }
 
 // run runs tree-ring on the project's store.

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -287,51 +286,84 @@ const hookLockTimeout = 8 * time.Second
 
 func (*preflightOptions) lockTimeout() time.Duration { return hookLockTimeout }
 
-// deliver runs a preflight, prints its output and records it: verify the
-// activation contract on disk, then, holding the ledger's exclusive lock
-// for the whole of it, in ONE write transaction (the hook's one durable
-// commit), record run.started, apply the plan preflight.Decide returns
-// (the ledger checks, eligibility, recall, the FSM transition, the events
-// and the retention decision), finish the run, create the receipt file
-// (fsync, directory fsync), write the output (print renders it) to stdout,
-// and only then commit: deliver before acknowledging. A failed or short
-// write of the output commits nothing, so no receipt exists for output the
-// host did not get in full; the receipt file is removed and the run is
-// recorded failed in one commit of its own. If the commit itself fails
-// after the output was written, the command exits non-zero, which every
-// client takes as a failed hook and discards the output
-// (docs/preflight.md). Files of pruned receipts are removed after the
-// commit. A failure before the output prints nothing.
+// deliver runs a preflight, prints its output and records it
+// (preflight.Deliver, over the ledger under --root): verify the activation
+// contract on disk, then, holding the ledger's exclusive lock for the
+// whole of it, record the run, the plan and the receipt in ONE write
+// transaction and write the output (print renders it) before the commit.
+// If a failed transaction had written the output in full, the command
+// exits non-zero, which every client takes as a failed hook and discards
+// the output (docs/preflight.md). A failure before the output prints
+// nothing.
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print func(delivered) []byte) (err error) {
 	start := g.Now()
-	growStack(0)
 	root, m, checked, err := loadContract(loc, d.adapter)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if err := preflight.Admit(checked, d.plugin); err != nil {
+	st, err := openDeliveryStore(g, loc, checked, d.plugin)
+	if err != nil {
 		return err
 	}
+	defer st.Close()
+	run, err := beginDeliveryRun(ctx, g, st, d)
+	if err != nil {
+		return err
+	}
+	defer run.End(ctx, &err)
+	// A host that closed its end of stdout must make the write fail with
+	// EPIPE, not kill this process by SIGPIPE in the middle of the
+	// transaction (the Go runtime's default for fd 1): then the run is
+	// recorded failed instead of left running.
+	signal.Ignore(syscall.SIGPIPE)
+	printed, err := preflight.Deliver(ctx, deliveryStore{ctx: ctx, st: st, run: run}, preflight.Delivery{
+		Job: preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
+			TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin},
+		Deps: preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID},
+		Root: root, Out: g.Stdout, Fault: g.seams.CommitFault,
+		Render: func(p preflight.Plan) []byte { return print(delivered{context: p.Context, receipt: p.Receipt}) },
+	})
+	var oe *preflight.OutputError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &oe): // names no path; its cause is the message
+		return err
+	case printed:
+		return &deliveryError{err: pathless(err)}
+	}
+	return pathless(err)
+}
+
+// openDeliveryStore admits the delivery (preflight.Admit) and opens the
+// ledger for writing; the ledger must exist.
+func openDeliveryStore(g *Globals, loc storeLoc, checked preflight.Checked, plugin *preflight.Descriptor) (*bolt.Store, error) {
+	if err := preflight.Admit(checked, plugin); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
-		return g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
+		return nil, g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
 	}
 	st, err := g.OpenStore(false)
 	if err != nil {
-		return pathless(err)
+		return nil, pathless(err)
 	}
-	defer st.Close()
-	// The run rides the receipt transaction (StartIn, FinishIn); if that
-	// does not commit, End records the failed run in one commit.
+	return st, nil
+}
+
+// beginDeliveryRun mints the delivery's run. The run rides the receipt
+// transaction (StartIn, FinishIn); if that does not commit, End records
+// the failed run in one commit.
+func beginDeliveryRun(ctx context.Context, g *Globals, st *bolt.Store, d delivery) (*Run, error) {
 	sha, chars := runrec.InputDigest(d.input)
 	if d.input == nil {
 		sha, chars = "", 0
 	}
 	run, err := g.BeginRun(st, RunSpec{Command: d.runCmd, Scope: d.scope, Harness: d.adapter.ID, Stage: "preflight", InputSHA256: sha, InputChars: chars})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer run.End(ctx, &err)
 	// A preflight that passed the contract check and then failed moves the
 	// harness to failed, with the run's diagnostic code, in the commit that
 	// records the failed run; status shows it until a preflight succeeds.
@@ -346,115 +378,64 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 		_, err = tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...)
 		return err
 	})
+	return run, nil
+}
 
-	job := preflight.Job{Checked: checked, Manifest: m, Project: loc.project, Identity: d.identity,
-		TaskHint: d.taskHint, Isolated: d.isolated, Plugin: d.plugin}
-	deps := preflight.Deps{Start: start, Now: g.Now, NewID: g.NewID, NewReceiptID: g.NewReceiptID}
-	// A host that closed its end of stdout must make the write fail with
-	// EPIPE, not kill this process by SIGPIPE in the middle of the
-	// transaction (the Go runtime's default for fd 1): then the run is
-	// recorded failed instead of left running.
-	signal.Ignore(syscall.SIGPIPE)
-	var plan preflight.Plan
-	var wrote, printed bool
-	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		if err := run.StartIn(tx); err != nil {
-			return err
-		}
-		prog, err := txProgram(tx)
-		if err == nil {
-			err = preflight.CheckProgram(root, prog)
-		}
-		if err != nil {
-			return err
-		}
-		p, err := preflight.Decide(txLedger{ctx: ctx, tx: tx}, job, deps)
-		if err != nil {
-			return err
-		}
-		plan = p
-		if wrote, err = applyPlan(tx, root, run, &plan); err != nil {
-			return err
-		}
-		run.SetStage("deliver")
-		printed = true
-		if err := writeOutput(g.Stdout, print(delivered{context: plan.Context, receipt: plan.Receipt})); err != nil {
-			return err
-		}
-		if commitFault != nil {
-			return commitFault()
-		}
-		return nil
+// deliveryStore is preflight.Store over the ledger, with the delivery's
+// run riding each transaction.
+type deliveryStore struct {
+	ctx context.Context
+	st  *bolt.Store
+	run *Run
+}
+
+func (s deliveryStore) Update(ctx context.Context, fn func(preflight.Tx) error) error {
+	return s.st.Update(ctx, func(tx *bolt.Tx) error {
+		return fn(deliveryTx{txLedger: txLedger{ctx: s.ctx, tx: tx}, run: s.run})
 	})
+}
+
+// MayBeVisible: a commit whose outcome is unknown may be visible (its meta
+// page reached the ledger), so its receipt file stays with it.
+func (deliveryStore) MayBeVisible(err error) bool {
+	var ce *bolt.CommitError
+	return errors.As(err, &ce) && ce.Visible
+}
+
+// deliveryTx is preflight.Tx over a write transaction.
+type deliveryTx struct {
+	txLedger
+	run *Run
+}
+
+func (t deliveryTx) Program() (*adapters.ProgramRecord, error) { return txProgram(t.tx) }
+
+func (t deliveryTx) Append(stream string, evs []events.Envelope) error {
+	_, err := t.tx.Append(stream, int64(t.tx.StreamVersion(stream)), evs...)
+	return err
+}
+
+func (t deliveryTx) Retained(harness, workerFP string) (func(string) bool, bool, error) {
+	if projections.Adopted(t.tx.Projection(projections.ManifestName)) {
+		return nil, false, nil
+	}
+	rkv := t.tx.Projection(projections.ReceiptsName)
+	// The worker's retained ids in one scan; a file outside them (a
+	// stray, or another worker's) is looked up as before.
+	mine, err := projections.WorkerReceiptIDs(rkv, harness, workerFP)
 	if err != nil {
-		var ce *bolt.CommitError
-		if wrote && !(errors.As(err, &ce) && ce.Visible) {
-			// Nothing was committed: the file must not outlive it. A commit
-			// whose outcome is unknown may be visible (its meta page reached
-			// the ledger), so its receipt file stays with it.
-			_, _ = root.RemoveFile(plan.Receipt.Path())
-		}
-		var oe *outputError
-		switch {
-		case errors.As(err, &oe): // names no path; its cause is the message
-			return err
-		case printed:
-			return &deliveryError{err: pathless(err)}
-		}
-		return pathless(err)
+		return nil, false, err
 	}
-	// Retention on disk (the lock is still held): files of pruned receipts
-	// and strays, then the worker directories they leave empty. Best
-	// effort: a file left behind has no index entry, never proves
-	// anything, and the next write in its directory removes it.
-	for _, p := range plan.Removals {
-		_, _ = root.RemoveFile(p)
-	}
-	for _, d := range preflight.EmptiedDirs(plan.Removals, path.Dir(plan.Receipt.Path())) {
-		_, _ = root.RemoveEmptyDir(d)
-	}
-	return nil
+	return func(id string) bool { return mine[id] || projections.Kept(rkv, id) }, true, nil
 }
 
-// growStack grows the calling goroutine's stack once, to 64 KiB, while
-// few frames are on it. A preflight's deepest chain (the write transaction,
-// Decide, recall, the strict JSON readers' nested closures) needs about
-// 40 KiB; reached from the initial 8 KiB, the runtime doubles the stack
-// three times, each time copying and adjusting every frame then live
-// (0.2 M instructions of a hook measured with callgrind, against 20 k for
-// this one growth). No GC runs in a hook, so the stack is not shrunk back.
-//
-//go:noinline
-func growStack(i int) byte {
-	var frame [56 << 10]byte
-	return frame[i]
+func (t deliveryTx) StartRun() error       { return t.run.StartIn(t.tx) }
+func (t deliveryTx) SetStage(stage string) { t.run.SetStage(stage) }
+func (t deliveryTx) FinishRun(rc preflight.Receipt) error {
+	t.run.SetRecall(rc.QueryClass, rc.ResultCount)
+	t.run.SetReceipt(rc.ReceiptID)
+	return t.run.FinishIn(t.tx, nil)
 }
-
-// commitFault, set only by tests, fails a preflight's transaction after
-// its output was written, exactly where a failing bbolt commit fails it.
-var commitFault func() error
-
-// writeOutput writes b to w in full: a short write is an error.
-func writeOutput(w io.Writer, b []byte) error {
-	n, err := w.Write(b)
-	if err == nil && n < len(b) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return &outputError{err: unwrapPath(err)}
-	}
-	return nil
-}
-
-// outputError is a failed or short write of a preflight's output: nothing
-// was committed.
-type outputError struct{ err error }
-
-func (e *outputError) Error() string {
-	return "write the output: " + e.err.Error() + "; no receipt recorded"
-}
-func (e *outputError) Unwrap() error      { return e.err }
-func (e *outputError) Diagnostic() string { return "output_failed" }
 
 // deliveryError is a transaction that failed after the preflight's output
 // was written in full (the commit): the host holds the output, and the
@@ -470,46 +451,6 @@ func (e *deliveryError) Error() string {
 	return "record the receipt after the output was written: " + e.err.Error() + "; the output is void (non-zero exit)"
 }
 func (e *deliveryError) Unwrap() error { return e.err }
-
-// applyPlan appends a preflight plan's events in tx, finishes the run in
-// the same commit, adds the worker directory's strays to the plan's
-// removals, and creates the receipt file (O_EXCL, O_NOFOLLOW, fsync,
-// directory fsync) before the output and the commit. wrote reports whether
-// the file may exist.
-func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *preflight.Plan) (wrote bool, err error) {
-	for _, a := range plan.Appends {
-		if _, err := tx.Append(a.Stream, int64(tx.StreamVersion(a.Stream)), a.Events...); err != nil {
-			return false, fmt.Errorf("append %s: %w", a.Stream, err)
-		}
-	}
-	rc := plan.Receipt
-	run.SetRecall(rc.QueryClass, rc.ResultCount)
-	run.SetReceipt(rc.ReceiptID)
-	if err := run.FinishIn(tx, nil); err != nil {
-		return false, err
-	}
-	// Strays in this worker's directory, against the index as of this
-	// transaction (prunes applied). Not in an adopted store, whose other
-	// writer (the Rust CLI its hooks may still run) adds files the ledger
-	// cannot tell from a crash's leftovers; those prove nothing either way.
-	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
-	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil && !projections.Adopted(tx.Projection(projections.ManifestName)) {
-		rkv := tx.Projection(projections.ReceiptsName)
-		// The worker's retained ids in one scan; a file outside them (a
-		// stray, or another worker's) is looked up as before.
-		mine, err := projections.WorkerReceiptIDs(rkv, rc.HarnessID, rc.WorkerKeyFingerprint)
-		if err != nil {
-			return false, err
-		}
-		retained := func(id string) bool { return mine[id] || projections.Kept(rkv, id) }
-		plan.Removals = append(plan.Removals, preflight.Strays(dir, names, retained, rc.ReceiptID)...)
-	}
-	if err := root.CreateFile(rc.Path(), plan.Body, preflight.FilePerm, preflight.DirPerm); err != nil {
-		var de *adapters.DurabilityError
-		return errors.As(err, &de), fmt.Errorf("write the receipt: %w", err)
-	}
-	return true, nil
-}
 
 // txProgram is the recorded program (nil: none recorded).
 func txProgram(tx *bolt.Tx) (*adapters.ProgramRecord, error) {
@@ -600,7 +541,3 @@ func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
 	}
 	return out
 }
-
-// maxWorkerFiles bounds a receipt directory listing (a directory filled
-// beyond it by someone else is left alone).
-const maxWorkerFiles = 4096

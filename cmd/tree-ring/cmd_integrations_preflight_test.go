@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -327,10 +325,7 @@ func TestAgentZeroNeedsProjectMount(t *testing.T) {
 	root := filepath.Join(gone, ".tree-ring")
 	env := map[string]string{preflight.DescriptorEnv: filepath.Join(plugin, preflight.DescriptorName)}
 	run := func(stdin string, args ...string) result {
-		var out, errb bytes.Buffer
-		io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
-		code := mainWith(context.Background(), append([]string{"--root", root}, args...), io, testDeps())
-		return result{code, out.String(), errb.String()}
+		return invocation{deps: testDeps(), env: env, stdin: stdin}.run(append([]string{"--root", root}, args...)...)
 	}
 	var rep struct {
 		State        string `json:"state"`

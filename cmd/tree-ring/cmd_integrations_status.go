@@ -91,26 +91,11 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 		// repair.
 		return g.noLedger(nil)
 	}
-	verbose := o.Verbose || g.JSON
-	rep := statusReport{StoreID: ev.storeID, Integrations: []statusEntry{}}
-	for _, h := range ev.harnesses {
-		e := h.entry(verbose)
-		rep.Integrations = append(rep.Integrations, e)
-		if h.adapter.PluginDescriptor && g.Getenv(preflight.DescriptorEnv) != "" {
-			rep.State, rep.NextStep, rep.ReceiptAgeSeconds = e.State, e.NextStep, e.ReceiptAgeSeconds
-		}
-	}
+	rep := ev.report(o.Verbose || g.JSON, g.Getenv(preflight.DescriptorEnv) != "")
 	if ev.ledger {
-		st, err := g.OpenStore(true)
-		if err != nil {
+		if rep.ReceiptFiles, err = ledgerDrift(g, pr); err != nil {
 			return err
 		}
-		drift, err := checkReceiptFiles(st, pr.root)
-		st.Close()
-		if err != nil {
-			return fmt.Errorf("receipt files: %w", err)
-		}
-		rep.ReceiptFiles = driftOrNil(drift)
 	}
 	if g.JSON {
 		return writeJSON(g.Stdout, rep)
@@ -120,6 +105,36 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 		fmt.Fprintf(g.Stdout, "receipt files: %s\n", rep.ReceiptFiles)
 	}
 	return nil
+}
+
+// report is the status report of the evaluation; with a plugin
+// descriptor in the environment, the plugin-proven harness's state is at
+// the top level too.
+func (ev *evaluation) report(verbose, descriptor bool) statusReport {
+	rep := statusReport{StoreID: ev.storeID, Integrations: []statusEntry{}}
+	for _, h := range ev.harnesses {
+		e := h.entry(verbose)
+		rep.Integrations = append(rep.Integrations, e)
+		if h.adapter.PluginDescriptor && descriptor {
+			rep.State, rep.NextStep, rep.ReceiptAgeSeconds = e.State, e.NextStep, e.ReceiptAgeSeconds
+		}
+	}
+	return rep
+}
+
+// ledgerDrift is where the receipt index and the files disagree (nil:
+// nowhere).
+func ledgerDrift(g *Globals, pr *project) (*receiptDrift, error) {
+	st, err := g.OpenStore(true)
+	if err != nil {
+		return nil, err
+	}
+	drift, err := checkReceiptFiles(st, pr.root)
+	st.Close()
+	if err != nil {
+		return nil, fmt.Errorf("receipt files: %w", err)
+	}
+	return driftOrNil(drift), nil
 }
 
 // unmountedStatus is the report of a descriptor-scoped status (the Agent
@@ -325,61 +340,81 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 		return nil, err
 	}
 	defer st.Close()
-	err = st.View(func(r *bolt.Reader) error {
-		mkv, rkv := r.Projection(projections.ManifestName), r.Projection(projections.ReceiptsName)
-		lm, _, err := projections.ManifestOf(mkv)
-		if err != nil {
-			return err
-		}
-		lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
-		if p, ok, err := projections.ProgramOf(mkv); err != nil {
-			return err
-		} else if ok {
-			r := recordOf(p)
-			lv.program = &r
-		}
-		for _, a := range adapters.All() {
-			lv.versions[a.ID] = r.StreamVersion(events.HarnessStream(a.ID))
-			if rec, ok, err := projections.ManifestRecordOf(mkv, a.ID); err != nil {
-				return err
-			} else if ok {
-				lv.records[a.ID] = rec
-			}
-			if lv.receipts[a.ID], err = projections.HarnessReceipts(rkv, a.ID); err != nil {
-				return err
-			}
-			if lv.proofs[a.ID], err = projections.ReceiptProofOf(rkv, a.ID); err != nil {
-				return err
-			}
-			if h, ok, err := projections.HarnessState(r.Projection(projections.HarnessesName), a.ID); err != nil {
-				return err
-			} else if ok && h.State == string(fsm.Failed) {
-				lv.diagnostics[a.ID] = h.Reason
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := st.View(lv.read); err != nil {
 		return nil, err
 	}
 	for id, v := range lv.versions {
 		if v == 0 {
 			continue
 		}
-		rp := fsm.NewReplayer(now)
-		// A long stream lets hooks in between slices; what they append
-		// meanwhile is replayed too.
-		if err := st.ReadStreamSliced(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
-			return nil, fmt.Errorf("replay %s: %w", id, err)
-		}
-		lv.states[id] = fsm.Initial
-		for _, h := range rp.Finish() {
-			if h.Harness == id {
-				lv.states[id] = h.State
-			}
+		if lv.states[id], err = replayState(ctx, st, id, now); err != nil {
+			return nil, err
 		}
 	}
 	return lv, nil
+}
+
+// read fills the view from the manifest and receipts projections.
+func (lv *ledgerView) read(r *bolt.Reader) error {
+	mkv := r.Projection(projections.ManifestName)
+	lm, _, err := projections.ManifestOf(mkv)
+	if err != nil {
+		return err
+	}
+	lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
+	if p, ok, err := projections.ProgramOf(mkv); err != nil {
+		return err
+	} else if ok {
+		r := recordOf(p)
+		lv.program = &r
+	}
+	for _, a := range adapters.All() {
+		if err := lv.readHarness(r, a.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readHarness fills harness id's entries of the view.
+func (lv *ledgerView) readHarness(r *bolt.Reader, id string) error {
+	mkv, rkv := r.Projection(projections.ManifestName), r.Projection(projections.ReceiptsName)
+	lv.versions[id] = r.StreamVersion(events.HarnessStream(id))
+	if rec, ok, err := projections.ManifestRecordOf(mkv, id); err != nil {
+		return err
+	} else if ok {
+		lv.records[id] = rec
+	}
+	var err error
+	if lv.receipts[id], err = projections.HarnessReceipts(rkv, id); err != nil {
+		return err
+	}
+	if lv.proofs[id], err = projections.ReceiptProofOf(rkv, id); err != nil {
+		return err
+	}
+	if h, ok, err := projections.HarnessState(r.Projection(projections.HarnessesName), id); err != nil {
+		return err
+	} else if ok && h.State == string(fsm.Failed) {
+		lv.diagnostics[id] = h.Reason
+	}
+	return nil
+}
+
+// replayState is harness id's state at now, replaying its stream. A long
+// stream lets hooks in between slices; what they append meanwhile is
+// replayed too.
+func replayState(ctx context.Context, st *bolt.Store, id string, now time.Time) (fsm.State, error) {
+	rp := fsm.NewReplayer(now)
+	if err := st.ReadStreamSliced(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
+		return "", fmt.Errorf("replay %s: %w", id, err)
+	}
+	state := fsm.Initial
+	for _, h := range rp.Finish() {
+		if h.Harness == id {
+			state = h.State
+		}
+	}
+	return state, nil
 }
 
 // liveEvidence is activation.Live over the project's files.

@@ -108,8 +108,9 @@ func orEnv(g *Globals, v, env string) string {
 	return v
 }
 
-// memoryNonce salts each body (see memory.NewWrite). Tests replace it.
-var memoryNonce = func() string {
+// randomNonce salts each body (see memory.NewWrite): Clock.Nonce's
+// default.
+func randomNonce() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("crypto/rand: " + err.Error())
@@ -158,54 +159,7 @@ func (x memIndex) SameSummary(key [32]byte) ([]string, error) {
 // is still recorded for a duplicate (items 0), so the audit shows the
 // checkpoint's candidate and that it added nothing.
 func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin string, allowDuplicate bool) error {
-	// capture is a recorded run (docs/runs.md); its whole work is the one
-	// transaction below, so the record rides in it.
-	var scope string
-	if origin == events.OriginCapture {
-		var err error
-		if scope, err = g.CLIScope(); err != nil {
-			return err
-		}
-	}
-	st, err := g.OpenStore(false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	var out memory.Record
-	var dup bool
-	err = st.Update(ctx, func(tx *bolt.Tx) error {
-		plan, err := memory.PlanRemember(txIndex(tx), &rec, memory.WriteOptions{
-			Origin: origin, Nonce: memoryNonce, Now: g.Now(), AllowDuplicate: allowDuplicate,
-		})
-		if err != nil {
-			return err
-		}
-		if plan.Existing != nil && !plan.Duplicate {
-			out = *plan.Existing
-			return nil
-		}
-		var run *Run
-		if origin == events.OriginCapture {
-			if run, err = g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdCapture, Scope: scope, Stage: "capture"}); err != nil {
-				return err
-			}
-		}
-		var items int64
-		if plan.Duplicate {
-			out, dup = *plan.Existing, true
-		} else {
-			if err := appendMemoryPlan(g, tx, rec.ID, &plan); err != nil {
-				return err
-			}
-			out, items = rec, 1
-		}
-		if run != nil {
-			run.SetItems(items)
-			return run.FinishIn(tx, nil)
-		}
-		return nil
-	})
+	out, dup, err := storeMemory(ctx, g, &rec, origin, allowDuplicate)
 	if err != nil {
 		if indeterminate(err) {
 			return &retryHint{err: err, idempotent: rec.OperationID != nil || !allowDuplicate}
@@ -221,6 +175,60 @@ func writeMemory(ctx context.Context, g *Globals, rec memory.Record, origin stri
 		return &OutputError{Err: err}
 	}
 	return nil
+}
+
+// storeMemory runs writeMemory's transaction: out is the stored memory, or
+// the existing one (dup: a duplicate of it).
+func storeMemory(ctx context.Context, g *Globals, rec *memory.Record, origin string, allowDuplicate bool) (out memory.Record, dup bool, err error) {
+	// capture is a recorded run (docs/runs.md); its whole work is the one
+	// transaction below, so the record rides in it.
+	var scope string
+	if origin == events.OriginCapture {
+		if scope, err = g.CLIScope(); err != nil {
+			return out, false, err
+		}
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return out, false, err
+	}
+	defer st.Close()
+	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		out, dup, err = rememberIn(g, tx, st, rec, origin, scope, allowDuplicate)
+		return err
+	})
+	return out, dup, err
+}
+
+// rememberIn plans the write of rec in tx (memory.PlanRemember) and
+// applies it; a capture (scope: its run scope) records its run with it.
+func rememberIn(g *Globals, tx *bolt.Tx, st *bolt.Store, rec *memory.Record, origin, scope string, allowDuplicate bool) (memory.Record, bool, error) {
+	plan, err := memory.PlanRemember(txIndex(tx), rec, memory.WriteOptions{
+		Origin: origin, Nonce: g.nonce(), Now: g.Now(), AllowDuplicate: allowDuplicate,
+	})
+	if err != nil {
+		return memory.Record{}, false, err
+	}
+	if plan.Existing != nil && !plan.Duplicate {
+		return *plan.Existing, false, nil
+	}
+	var run *Run
+	if origin == events.OriginCapture {
+		if run, err = g.StartRunIn(tx, st, RunSpec{Command: events.RunCmdCapture, Scope: scope, Stage: "capture"}); err != nil {
+			return memory.Record{}, false, err
+		}
+	}
+	out, dup, items := *rec, false, int64(1)
+	if plan.Duplicate {
+		out, dup, items = *plan.Existing, true, 0
+	} else if err := appendMemoryPlan(g, tx, rec.ID, &plan); err != nil {
+		return memory.Record{}, false, err
+	}
+	if run != nil {
+		run.SetItems(items)
+		return out, dup, run.FinishIn(tx, nil)
+	}
+	return out, dup, nil
 }
 
 // appendMemoryPlan appends a planned new memory and the supersessions it makes.

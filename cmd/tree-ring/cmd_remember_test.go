@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,11 +21,11 @@ import (
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-func init() {
-	// Deterministic body nonces in tests.
-	var n int
-	memoryNonce = func() string { n++; return fmt.Sprintf("%032x", n) }
-}
+// testNonce is the deterministic body nonce source of every test's deps:
+// one sequence across the test process, so that no two bodies share one.
+func testNonce() string { return fmt.Sprintf("%032x", testNonces.Add(1)) }
+
+var testNonces atomic.Uint64
 
 // memCLI runs several invocations against one root with one clock and one
 // id sequence across them (runCLI restarts both per call), and an
@@ -40,21 +41,18 @@ func newMemCLI(t *testing.T) *memCLI {
 	t.Helper()
 	now := eventstest.Clock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), time.Second)
 	var n uint64
-	return &memCLI{t: t, root: filepath.Join(t.TempDir(), ".tree-ring"), env: map[string]string{}, d: deps{Now: now, NewID: func() ulid.ULID {
+	return &memCLI{t: t, root: filepath.Join(t.TempDir(), ".tree-ring"), env: map[string]string{}, d: deps{Clock: Clock{Now: now, NewID: func() ulid.ULID {
 		n++
 		var id ulid.ULID
 		_ = id.SetTime(ulid.Timestamp(now()))
 		copy(id[6:], fmt.Sprintf("%010d", n))
 		return id
-	}}}
+	}, Nonce: testNonce}}}
 }
 
 func (c *memCLI) run(stdin string, args ...string) result {
 	c.t.Helper()
-	var out, errb bytes.Buffer
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return c.env[k] }}
-	code := mainWith(context.Background(), append([]string{"--root", c.root}, args...), io, c.d)
-	return result{code, out.String(), errb.String()}
+	return invocation{deps: c.d, env: c.env, stdin: stdin}.run(append([]string{"--root", c.root}, args...)...)
 }
 
 // ok runs and requires exit 0 and an empty stderr.

@@ -51,22 +51,36 @@ func printCommandList(w io.Writer, cs []*command) {
 // a command word (a mistyped SUMMARY may be private).
 func unknownCommand(words []string) error {
 	if len(words) > 1 && isGroup(words[0]) {
-		group := words[0]
-		var names []string
-		for _, c := range subcommands(group) {
-			names = append(names, c.name)
-		}
-		if strings.HasPrefix(words[1], "-") {
-			return usagef("%s needs a subcommand before its flags: %s (see `tree-ring %s --help`)", group, strings.Join(lastWords(names), ", "), group)
-		}
-		msg := fmt.Sprintf("unknown %s subcommand %s", group, shown(words[1]))
-		if near := nearest(group+" "+words[1], names); near != "" {
-			return usagef("%s; did you mean `tree-ring %s`?", msg, near)
-		}
-		return usagef("%s; %s has: %s (see `tree-ring %s --help`)", msg, group, strings.Join(lastWords(names), ", "), group)
+		return unknownInGroup(words[0], words[1])
 	}
-	// A first word is compared with command words, and two words with
-	// two-word names, so that `integration status` finds its group.
+	msg := fmt.Sprintf("unknown command %s", shown(words[0]))
+	if best := nearestCommand(words); best != "" {
+		return usagef("%s; did you mean `tree-ring %s`? (see `tree-ring --help`)", msg, best)
+	}
+	return usagef("%s (see `tree-ring --help`)", msg)
+}
+
+// unknownInGroup is the usage error for word after group: flags before a
+// subcommand, or a subcommand the group does not have.
+func unknownInGroup(group, word string) error {
+	var names []string
+	for _, c := range subcommands(group) {
+		names = append(names, c.name)
+	}
+	if strings.HasPrefix(word, "-") {
+		return usagef("%s needs a subcommand before its flags: %s (see `tree-ring %s --help`)", group, strings.Join(lastWords(names), ", "), group)
+	}
+	msg := fmt.Sprintf("unknown %s subcommand %s", group, shown(word))
+	if near := nearest(group+" "+word, names); near != "" {
+		return usagef("%s; did you mean `tree-ring %s`?", msg, near)
+	}
+	return usagef("%s; %s has: %s (see `tree-ring %s --help`)", msg, group, strings.Join(lastWords(names), ", "), group)
+}
+
+// nearestCommand is the command name or group closest to words ("" if
+// none is close). A first word is compared with command words, and two
+// words with two-word names, so that `integration status` finds its group.
+func nearestCommand(words []string) string {
 	candidates := map[string]bool{}
 	for n := range commands {
 		if k := strings.Count(n, " ") + 1; k <= len(words) {
@@ -79,7 +93,6 @@ func unknownCommand(words []string) error {
 		cs = append(cs, c)
 	}
 	sort.Strings(cs)
-	typed := words[0]
 	best, bestD := "", -1
 	for _, c := range cs {
 		k := strings.Count(c, " ") + 1
@@ -89,11 +102,7 @@ func unknownCommand(words []string) error {
 			best, bestD = c, d
 		}
 	}
-	msg := fmt.Sprintf("unknown command %s", shown(typed))
-	if best != "" {
-		return usagef("%s; did you mean `tree-ring %s`? (see `tree-ring --help`)", msg, best)
-	}
-	return usagef("%s (see `tree-ring --help`)", msg)
+	return best
 }
 
 // unknownSubcommand reports an argument of a command that takes none, when

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,11 +68,7 @@ func TestEditDistance(t *testing.T) {
 // --source-root, as a user in a subdirectory would.
 func (p *hp) in(dir string, args ...string) result {
 	p.t.Helper()
-	var out, errb bytes.Buffer
-	io := IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return p.env[k] },
-		Getwd: func() (string, error) { return dir, nil }}
-	code := mainWith(context.Background(), args, io, p.deps())
-	return result{code, out.String(), errb.String()}
+	return invocation{deps: p.deps(), env: p.env, getwd: func() (string, error) { return dir, nil }}.run(args...)
 }
 
 // From a subdirectory of a git checkout, init initializes the top level

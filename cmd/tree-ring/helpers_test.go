@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,13 +27,38 @@ type result struct {
 	stdout, stderr string
 }
 
+// invocation is one in-process run of tree-ring: the one driver every
+// cmd test goes through (runCLI, cliSession, memCLI and hp give it their
+// clock, ids, environment and root).
+type invocation struct {
+	ctx    context.Context // nil: context.Background()
+	deps   deps
+	env    map[string]string
+	stdin  string
+	stdout io.Writer              // nil: captured in the result
+	getwd  func() (string, error) // nil: os.Getwd
+}
+
+// run runs tree-ring with exactly args.
+func (in invocation) run(args ...string) result {
+	ctx := in.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var out, errb bytes.Buffer
+	stdout := in.stdout
+	if stdout == nil {
+		stdout = &out
+	}
+	stdio := IO{Stdin: strings.NewReader(in.stdin), Stdout: stdout, Stderr: &errb, Getenv: func(k string) string { return in.env[k] }, Getwd: in.getwd}
+	code := mainWith(ctx, args, stdio, in.deps)
+	return result{code, out.String(), errb.String()}
+}
+
 // runCLI runs tree-ring in-process with a fixed clock and id source.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-	code := mainWith(context.Background(), args, io, testDeps())
-	return result{code, out.String(), errb.String()}
+	return invocation{deps: testDeps(), stdin: stdin}.run(args...)
 }
 
 // testDeps is the clock, id and entropy sources of one runCLI call. Ids
@@ -44,12 +70,12 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 func testDeps() deps {
 	call := uint32(cliCalls.Add(1))
 	now := eventstest.Clock(eventstest.Epoch, time.Second)
-	return deps{
-		Now:       now,
-		NewID:     eventstest.IDs(0xCC000000 | call&0xFFFFFF),
-		Entropy:   eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
-		Companion: fleetInProcess(now),
-	}
+	return deps{Clock: Clock{
+		Now:     now,
+		NewID:   eventstest.IDs(0xCC000000 | call&0xFFFFFF),
+		Entropy: eventstest.Entropy(0xCC000000 | call&0xFFFFFF),
+		Nonce:   testNonce,
+	}, Seams: Seams{Companion: fleetInProcess(now)}}
 }
 
 var cliCalls atomic.Uint64
@@ -63,21 +89,31 @@ func golden(t *testing.T, name string, got []byte) {
 
 var (
 	binOnce sync.Once
+	binDir  string // removed by TestMain
 	binPath string
 	binErr  error
 )
+
+// TestMain removes buildBinary's directory after the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // buildBinary compiles tree-ring once per test process, for tests that run
 // it as a separate process (concurrency, crashes, hooks through sh -c).
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tree-ring-bin-")
-		if err != nil {
+		var err error
+		if binDir, err = os.MkdirTemp("", "tree-ring-bin-"); err != nil {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "tree-ring")
+		binPath = filepath.Join(binDir, "tree-ring")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

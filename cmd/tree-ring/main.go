@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	os.Exit(mainWith(context.Background(), os.Args[1:], cli.DefaultIO(), deps{Now: time.Now, NewID: newID, Interrupts: interrupts}))
+	os.Exit(mainWith(context.Background(), os.Args[1:], cli.DefaultIO(), deps{Clock: Clock{Now: time.Now, NewID: newID}, Seams: Seams{Interrupts: interrupts}}))
 }
 
 // interrupts is ctx canceled by SIGINT or SIGTERM (deps.Interrupts).

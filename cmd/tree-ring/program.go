@@ -34,16 +34,7 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer st.Close()
-	var rec *projections.Program
-	var version uint64
-	err = st.View(func(r *bolt.Reader) error {
-		version = r.StreamVersion(events.StoreStream)
-		p, ok, err := projections.ProgramOf(r.Projection(projections.ManifestName))
-		if ok {
-			rec = &p
-		}
-		return err
-	})
+	rec, version, err := recordedProgram(st)
 	if err != nil {
 		return err
 	}
@@ -57,30 +48,9 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	case exists && rec != nil:
 		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: recordOf(*rec)}
 	}
-	// Absent, or there without a record: install the running build, or
-	// adopt what is there unless it is a partial copy of this build
-	// (installOwn refuses that with the repair).
-	data, err := runningBuild()
+	have, reason, err := pr.installRunningBuild(rec, have)
 	if err != nil {
 		return err
-	}
-	created, err := pr.installOwn(adapters.BinaryPath, data, 0o755)
-	if err != nil {
-		return err
-	}
-	reason := events.ProgramReasonAdopted
-	if created {
-		if have, err = pr.identifyProgram(); err != nil {
-			return err
-		}
-		switch {
-		case rec == nil:
-			reason = events.ProgramReasonInstalled
-		case rec.SHA256 == have.SHA256:
-			reason = events.ProgramReasonReinstalled
-		default:
-			reason = events.ProgramReasonUpgraded
-		}
 	}
 	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
 		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
@@ -95,6 +65,45 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("record %s: %w", adapters.BinaryPath, err)
 	}
 	return nil
+}
+
+// recordedProgram is the program the ledger records (nil: none) and the
+// store stream's version.
+func recordedProgram(st *bolt.Store) (rec *projections.Program, version uint64, err error) {
+	err = st.View(func(r *bolt.Reader) error {
+		version = r.StreamVersion(events.StoreStream)
+		p, ok, err := projections.ProgramOf(r.Projection(projections.ManifestName))
+		if ok {
+			rec = &p
+		}
+		return err
+	})
+	return rec, version, err
+}
+
+// installRunningBuild installs the running build at adapters.BinaryPath
+// when it is absent, or adopts what is there (have) unless it is a partial
+// copy of this build (installOwn refuses that with the repair), and says
+// why against the record rec (nil: none).
+func (pr *project) installRunningBuild(rec *projections.Program, have adapters.ProgramRecord) (adapters.ProgramRecord, string, error) {
+	data, err := runningBuild()
+	if err != nil {
+		return have, "", err
+	}
+	created, err := pr.installOwn(adapters.BinaryPath, data, 0o755)
+	if err != nil || !created {
+		return have, events.ProgramReasonAdopted, err
+	}
+	if have, err = pr.identifyProgram(); err != nil {
+		return have, "", err
+	}
+	switch {
+	case rec == nil:
+		return have, events.ProgramReasonInstalled, nil
+	case rec.SHA256 == have.SHA256:
+		return have, events.ProgramReasonReinstalled, nil
+	}
+	return have, events.ProgramReasonUpgraded, nil
 }
 
 // programAllowsMigration is nil when the installed program is absent (init

@@ -41,9 +41,8 @@ func (d receiptDrift) String() string {
 
 // checkReceiptFiles compares st's receipt index with the files under the
 // project root, read-only and without following symlinks. Each directory
-// listing is bounded (maxWorkerFiles names).
+// listing is bounded (preflight.MaxWorkerFiles names).
 func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift, error) {
-	var d receiptDrift
 	var retained []projections.ReceiptEntry
 	err := st.View(func(r *bolt.Reader) error {
 		var err error
@@ -51,61 +50,77 @@ func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift
 		return err
 	})
 	if err != nil {
-		return d, err
+		return receiptDrift{}, err
 	}
-	named := map[string]bool{}
+	w := driftWalk{root: root, named: map[string]bool{}}
 	for _, e := range retained {
 		if e.Path == "" {
 			continue
 		}
-		named[e.Path] = true
+		w.named[e.Path] = true
 		ok, err := root.Exists(e.Path)
 		if err != nil {
-			return d, err
+			return w.d, err
 		}
 		if !ok {
-			d.Missing = append(d.Missing, e.Path)
+			w.d.Missing = append(w.d.Missing, e.Path)
 		}
 	}
-	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, maxWorkerFiles)
+	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, preflight.MaxWorkerFiles)
 	if err != nil || absent {
-		return d, err
-	}
-	// list reads a directory; an entry that is not a directory (a file or
-	// symlink where a harness or worker directory belongs) is a stray.
-	list := func(dir string) ([]string, bool, error) {
-		names, _, err := root.ListDir(dir, maxWorkerFiles)
-		var nd *adapters.NotDirError
-		var sl *adapters.SymlinkError
-		if errors.As(err, &nd) || errors.As(err, &sl) {
-			d.Strays = append(d.Strays, dir)
-			return nil, false, nil
-		}
-		return names, err == nil, err
+		return w.d, err
 	}
 	for _, h := range harnesses {
-		hdir := preflight.ReceiptsDir + "/" + h
-		workers, _, err := list(hdir)
-		if err != nil {
-			return d, err
+		if err := w.harness(preflight.ReceiptsDir + "/" + h); err != nil {
+			return w.d, err
 		}
-		for _, w := range workers {
-			wdir := hdir + "/" + w
-			files, isDir, err := list(wdir)
-			if err != nil {
-				return d, err
-			}
-			if !isDir {
-				continue
-			}
-			for _, f := range files {
-				if p := wdir + "/" + f; !named[p] {
-					d.Strays = append(d.Strays, p)
-				}
+	}
+	return w.d, nil
+}
+
+// driftWalk collects the strays of the receipt tree: files no retained
+// receipt names.
+type driftWalk struct {
+	root  *adapters.ProjectRoot
+	named map[string]bool // the retained receipts' paths
+	d     receiptDrift
+}
+
+// harness walks one harness directory's worker directories.
+func (w *driftWalk) harness(hdir string) error {
+	workers, _, err := w.list(hdir)
+	if err != nil {
+		return err
+	}
+	for _, wk := range workers {
+		wdir := hdir + "/" + wk
+		files, isDir, err := w.list(wdir)
+		if err != nil {
+			return err
+		}
+		if !isDir {
+			continue
+		}
+		for _, f := range files {
+			if p := wdir + "/" + f; !w.named[p] {
+				w.d.Strays = append(w.d.Strays, p)
 			}
 		}
 	}
-	return d, nil
+	return nil
+}
+
+// list reads a directory; an entry that is not a directory (a file or
+// symlink where a harness or worker directory belongs) is a stray.
+func (w *driftWalk) list(dir string) ([]string, bool, error) {
+	names, _, err := w.root.ListDir(dir, preflight.MaxWorkerFiles)
+	var nd *adapters.NotDirError
+	var sl *adapters.SymlinkError
+	if errors.As(err, &nd) || errors.As(err, &sl) {
+		w.d.Strays = append(w.d.Strays, dir)
+		return nil, false, nil
+	}
+	return names, err == nil, err
 }
 
 // projectOfRoot pins the project directory that holds the store root

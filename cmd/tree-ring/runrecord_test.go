@@ -34,25 +34,23 @@ import (
 type cliSession struct{ d deps }
 
 func newCLISession() *cliSession {
-	return &cliSession{d: deps{
+	return &cliSession{d: deps{Clock: Clock{
 		Now:     eventstest.Clock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC), time.Second),
 		NewID:   eventstest.IDsAt(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), 0xAA000000),
 		Entropy: eventstest.Entropy(0xAA000000),
-	}}
+		Nonce:   testNonce,
+	}}}
 }
 
 func (s *cliSession) run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	io := IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
-	code := mainWith(context.Background(), args, io, s.d)
-	return result{code, out.String(), errb.String()}
+	return invocation{deps: s.d, stdin: stdin}.run(args...)
 }
 
 // globals returns Globals on the session's clock and ids, for tests that
 // drive the recorder directly.
 func (s *cliSession) globals(root, sourceRoot string) *Globals {
-	g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: sourceRoot, LockTimeout: 3 * time.Second}, Now: s.d.Now, NewID: s.d.NewID}
+	g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: sourceRoot, LockTimeout: 3 * time.Second}, Clock: Clock{Now: s.d.Now, NewID: s.d.NewID}}
 	g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	return g
 }
@@ -980,7 +978,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 			ctx := context.Background()
 			src := b.TempDir()
 			root := filepath.Join(src, ".tree-ring")
-			g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: src, LockTimeout: time.Second}, Now: time.Now, NewID: ulid.Make}
+			g := &Globals{Flags: cli.Flags{Root: root, SourceRoot: src, LockTimeout: time.Second}, Clock: Clock{Now: time.Now, NewID: ulid.Make}}
 			g.IO = IO{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 			_ = g.setupLog()
 			st, err := g.OpenStore(false)

@@ -69,6 +69,9 @@ type Recorder struct {
 	// Diagnose maps a failure to its bounded diagnostic code (the
 	// command's error table); never the error's text.
 	Diagnose func(error) string
+	// Kill is kill(2), probing a run's process (syscall.Kill when nil;
+	// tests reach EPERM as root).
+	Kill func(pid int, sig syscall.Signal) error
 
 	// own are the runs this recorder started and has not ended: a running
 	// record carrying our own pid is ours only if it is here; otherwise
@@ -308,12 +311,12 @@ func (rc *Recorder) processAlive(runID string, pid int) bool {
 		_, ours := rc.own.Load(runID)
 		return ours
 	}
-	err := killProbe(pid, 0)
-	return !errors.Is(err, syscall.ESRCH)
+	kill := rc.Kill
+	if kill == nil {
+		kill = syscall.Kill
+	}
+	return !errors.Is(kill(pid, 0), syscall.ESRCH)
 }
-
-// killProbe is kill(2); tests substitute it to reach EPERM as root.
-var killProbe = syscall.Kill
 
 // ID is the run id (a ULID).
 func (r *Run) ID() string { return r.id }

@@ -10,14 +10,12 @@ import (
 // errors keep a run running. A pid equal to ours is alive only for the
 // runs this recorder started.
 func TestProcessAliveClassification(t *testing.T) {
-	old := killProbe
-	t.Cleanup(func() { killProbe = old })
 	rc := &Recorder{}
 	for _, c := range []struct {
 		err   error
 		alive bool
 	}{{nil, true}, {syscall.EPERM, true}, {syscall.EINVAL, true}, {syscall.ESRCH, false}} {
-		killProbe = func(int, syscall.Signal) error { return c.err }
+		rc.Kill = func(int, syscall.Signal) error { return c.err }
 		if got := rc.Alive("01M6A6FT000000000000000001", 4242); got != c.alive {
 			t.Errorf("kill error %v: alive %v, want %v", c.err, got, c.alive)
 		}
@@ -25,7 +23,7 @@ func TestProcessAliveClassification(t *testing.T) {
 	if rc.Alive("01M6A6FT000000000000000001", 0) {
 		t.Error("pid 0 is alive")
 	}
-	killProbe = func(int, syscall.Signal) error { t.Fatal("own pid probed with kill"); return nil }
+	rc.Kill = func(int, syscall.Signal) error { t.Fatal("own pid probed with kill"); return nil }
 	rc.own.Store("01M6A6FT000000000000000002", struct{}{})
 	if !rc.Alive("01M6A6FT000000000000000002", os.Getpid()) || rc.Alive("01M6A6FT000000000000000003", os.Getpid()) {
 		t.Fatal("own pid: alive only for this recorder's own runs")
