@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
 	"github.com/tree-ring/tree-ring/projections"
@@ -55,9 +57,24 @@ var (
 
 // ledgerSource is root's ledger as publish reads it.
 func ledgerSource(root string) *fleetcli.LedgerSource {
-	return &fleetcli.LedgerSource{Open: func() (*bolt.Store, error) {
+	open := func() (*bolt.Store, error) {
 		return bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: 3 * time.Second, Projections: projections.All()})
-	}}
+	}
+	// The store's signing key, as fleetProject made it (fleet identity).
+	key, _, err := fleetsign.LoadKey(root)
+	if err != nil {
+		panic(err)
+	}
+	st, err := open()
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	id, err := storekey.StoreID(st)
+	if err != nil {
+		panic(err)
+	}
+	return &fleetcli.LedgerSource{Open: open, StoreID: id, Key: key}
 }
 
 // replicaDir is a collector's directory as collect writes it.

@@ -14,7 +14,8 @@ import (
 // EditMessage alters a store's event inside the stream, as anyone with
 // write access to it could: it finds the message of subject whose
 // Tree-Ring-Position header is pos, deletes it, and publishes edit(body)
-// with the same position and hash headers at the end of the stream (not
+// with the same position, hash, key and signature headers at the end of
+// the stream (not
 // its Nats-Msg-Id, which the duplicate window would drop, nor the batch
 // headers). An edit that returns nil only deletes. It returns the deleted
 // message's stream sequence.
@@ -46,7 +47,7 @@ func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []by
 			return m.Sequence, nil
 		}
 		out := nats.NewMsg(subject)
-		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash"} {
+		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash", "Tree-Ring-Key", "Tree-Ring-Signature"} {
 			out.Header.Set(k, m.Header.Get(k))
 		}
 		out.Data = body
