@@ -89,3 +89,23 @@ func openStream(ctx context.Context, url, stream string) (*nats.Conn, jetstream.
 	nc.Close()
 	return nil, nil, nil, err
 }
+
+// PublishRaw publishes body on subject with the given headers, as anyone
+// with publish rights on the subject could (a forger), and waits for the
+// stream to store it.
+func PublishRaw(url, stream, subject string, body []byte, headers map[string]string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, _, err := openStream(ctx, url, stream)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	m := nats.NewMsg(subject)
+	m.Data = body
+	for k, v := range headers {
+		m.Header.Set(k, v)
+	}
+	_, err = js.PublishMsg(ctx, m)
+	return err
+}
