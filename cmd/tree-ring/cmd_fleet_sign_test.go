@@ -226,3 +226,43 @@ func TestFleetSigningKeyNeverLeaves(t *testing.T) {
 		}
 	}
 }
+
+// The nats CLI's conventions: NATS_URL when --nats is not given,
+// NATS_CREDS when --creds is not, and a token read from --token-file
+// (never from an argument, never printed).
+func TestFleetTokenFileAndEnvironment(t *testing.T) {
+	const token = "tok-CANARY-91c2"
+	srv, err := fleettest.StartAuth(t.TempDir(), fleettest.Auth{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	p := fleetProject(t, 31)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("wrong-CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.run("", "fleet", "publish", "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "--nats URL (or NATS_URL) is required") {
+		t.Fatalf("without a server: %+v", r)
+	}
+	p.env["NATS_URL"] = srv.URL()
+	if r := p.run("", "fleet", "publish", "--token-file", bad, "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "connect to NATS") || strings.Contains(r.stderr+r.stdout, "CANARY") {
+		t.Fatalf("wrong token: %+v", r)
+	}
+	if out := p.ok("", "fleet", "publish", "--token-file", good); !strings.HasPrefix(out, "published ") || strings.Contains(out, "CANARY") {
+		t.Fatalf("publish with NATS_URL and the token file: %s", out)
+	}
+	replicas := t.TempDir()
+	p.ok("", "fleet", "collect", "--token-file", good, "--into", replicas)
+	root := filepath.Join(p.dir, ".tree-ring")
+	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+	// NATS_CREDS names the credentials file (here one that is not there).
+	p.env["NATS_CREDS"] = filepath.Join(dir, "absent.creds")
+	if r := p.run("", "fleet", "publish", "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "absent.creds") {
+		t.Fatalf("NATS_CREDS: %+v", r)
+	}
+}

@@ -42,7 +42,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	if len(args) > 0 {
 		return cli.Usagef("fleet collect takes no arguments")
 	}
-	if err := o.check(); err != nil {
+	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
 	if o.Into == "" {

@@ -30,7 +30,7 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 	if len(args) > 0 {
 		return cli.Usagef("fleet publish takes no arguments")
 	}
-	if err := o.check(); err != nil {
+	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
 	storeID, priv, err := signingKey(ctx, g)
