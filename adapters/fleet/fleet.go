@@ -84,18 +84,7 @@ func (e *StreamConfigError) Error() string {
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, replicas int, keepsHistory bool) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:               name,
-			Description:        "tree-ring ledgers, one subject per store (docs/fleet.md)",
-			Subjects:           []string{SubjectWildcard},
-			Storage:            jetstream.FileStorage,
-			Replicas:           max(replicas, 1),
-			Duplicates:         2 * time.Minute,
-			AllowAtomicPublish: true,
-			AllowDirect:        true,
-			Discard:            jetstream.DiscardNew,
-			DenyPurge:          true,
-		})
+		st, err = js.CreateStream(ctx, historyStream(name, replicas))
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, name) // another host created it meanwhile
 		}
@@ -122,6 +111,23 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, repl
 		}
 	}
 	return st, nil
+}
+
+// historyStream is the stream publish and collect create: every event
+// kept (no limits, discard new when an operator sets max_bytes, no purge).
+func historyStream(name string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               name,
+		Description:        "tree-ring ledgers, one subject per store (docs/fleet.md)",
+		Subjects:           []string{SubjectWildcard},
+		Storage:            jetstream.FileStorage,
+		Replicas:           max(replicas, 1),
+		Duplicates:         2 * time.Minute,
+		AllowAtomicPublish: true,
+		AllowDirect:        true,
+		Discard:            jetstream.DiscardNew,
+		DenyPurge:          true,
+	}
 }
 
 // HistoryConfig is the retention a fleet stream needs, as the nats CLI

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
@@ -264,5 +266,24 @@ func TestFleetTokenFileAndEnvironment(t *testing.T) {
 	p.env["NATS_CREDS"] = filepath.Join(dir, "absent.creds")
 	if r := p.run("", "fleet", "publish", "--timeout", "2s"); r.code != 2 || !strings.Contains(r.stderr, "absent.creds") {
 		t.Fatalf("NATS_CREDS: %+v", r)
+	}
+}
+
+// publish refuses an operator's stream whose limits would drop history,
+// with the setting and the exact command that fixes it.
+func TestFleetPublishRefusesDroppingStream(t *testing.T) {
+	srv := startNATS(t)
+	if err := fleettest.CreateStream(srv.URL(), jetstream.StreamConfig{Name: fleet.DefaultStream, Subjects: []string{fleet.SubjectWildcard},
+		AllowAtomicPublish: true, MaxMsgs: 1000, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	p := fleetProject(t, 32)
+	r := p.run("", "fleet", "publish", "--nats", srv.URL(), "--timeout", "2s")
+	if r.code != 2 || !strings.Contains(r.stderr, "stream TREE_RING: max_msgs 1000 drops the oldest events") ||
+		!strings.Contains(r.stderr, "nats stream edit TREE_RING --retention limits --max-msgs=-1") {
+		t.Fatalf("publish to a dropping stream: %+v", r)
+	}
+	if n, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(storeIDOf(t, filepath.Join(p.dir, ".tree-ring")))); err != nil || n != 0 {
+		t.Fatalf("the stream holds %d messages (%v)", n, err)
 	}
 }

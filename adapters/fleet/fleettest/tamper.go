@@ -109,3 +109,20 @@ func PublishRaw(url, stream, subject string, body []byte, headers map[string]str
 	_, err = js.PublishMsg(ctx, m)
 	return err
 }
+
+// CreateStream creates a stream as an operator would, before any publish.
+func CreateStream(url string, cfg jetstream.StreamConfig) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	_, err = js.CreateStream(ctx, cfg)
+	return err
+}
