@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -286,4 +287,111 @@ func TestFleetPublishRefusesDroppingStream(t *testing.T) {
 	if n, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(storeIDOf(t, filepath.Join(p.dir, ".tree-ring")))); err != nil || n != 0 {
 		t.Fatalf("the stream holds %d messages (%v)", n, err)
 	}
+}
+
+// A fleet file pins each store's key and names the fleet: verify fails on
+// a listed store without a replica and on a replica whose key is not the
+// listed one, reports replicas the file does not list as unexpected
+// without failing on them; status labels the rows and shows missing,
+// unexpected and stale stores; collect --expect collects only listed
+// stores. Junk on a made-up store's subject is an unexpected store, never
+// a replica that fails every verify.
+func TestFleetExpectedStores(t *testing.T) {
+	srv := startNATS(t)
+	a, b, c := fleetProject(t, 40), fleetProject(t, 41), fleetProject(t, 42)
+	idA, idB, idC := storeIDOf(t, filepath.Join(a.dir, ".tree-ring")), storeIDOf(t, filepath.Join(b.dir, ".tree-ring")), storeIDOf(t, filepath.Join(c.dir, ".tree-ring"))
+	lineA := strings.TrimSpace(a.ok("", "fleet", "identity", "--label", "runner-a"))
+	lineC := strings.TrimSpace(c.ok("", "fleet", "identity", "--label", "laptop c"))
+	if !strings.HasPrefix(lineA, idA+" ") || !strings.HasSuffix(lineC, " laptop-c") {
+		t.Fatalf("identity lines: %q %q", lineA, lineC)
+	}
+	dir := t.TempDir()
+	fleetFile := filepath.Join(dir, "fleet.txt")
+	if err := os.WriteFile(fleetFile, []byte("# the fleet\n"+lineA+"\n\n"+lineC+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.ok("", "fleet", "publish", "--nats", srv.URL())
+	b.ok("", "fleet", "publish", "--nats", srv.URL())
+	const junk = "0b7c1f6e-5a4d-4c3b-9a2e-1f0e9d8c7b6a"
+	if err := fleettest.PublishRaw(srv.URL(), fleet.DefaultStream, fleet.Subject(junk), []byte("not an event"), map[string]string{fleet.HeaderPosition: "1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	replicas := filepath.Join(dir, "replicas")
+	r := a.run("", "fleet", "collect", "--nats", srv.URL(), "--into", replicas)
+	if r.code != 0 || !strings.Contains(r.stdout, junk+"  -") || !strings.Contains(r.stdout, "unexpected store") {
+		t.Fatalf("collect: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(replicas, junk)); !os.IsNotExist(err) {
+		t.Fatalf("a replica of the junk store: %v", err)
+	}
+	a.ok("", "fleet", "verify", "--from", replicas)
+
+	r = a.run("", "fleet", "verify", "--from", replicas, "--expect", fleetFile)
+	if r.code != 3 || !strings.Contains(r.stdout, "verified store "+idA+" (runner-a)") ||
+		!strings.Contains(r.stdout, "unexpected store "+idB) ||
+		!strings.Contains(r.stdout, "FAILED store "+idC+" (laptop-c): missing") ||
+		!strings.Contains(r.stderr, "store "+idC+" (laptop-c): missing") {
+		t.Fatalf("verify --expect: %+v", r)
+	}
+	var v struct {
+		OK       bool `json:"ok"`
+		Failures []struct {
+			StoreID string `json:"store_id"`
+		} `json:"failures"`
+		Unexpected []string `json:"unexpected"`
+	}
+	r = a.run("", "--json", "fleet", "verify", "--from", replicas, "--expect", fleetFile)
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 3 || v.OK || len(v.Failures) != 1 || v.Failures[0].StoreID != idC ||
+		len(v.Unexpected) != 1 || v.Unexpected[0] != idB {
+		t.Fatalf("--json verify --expect: %+v %v", r, err)
+	}
+
+	out := a.ok("", "fleet", "status", "--from", replicas, "--expect", fleetFile, "--at", "2100-01-01T00:00:00Z", "--stale", "24h")
+	for _, want := range []string{idA + "  runner-a", idB + "  -", idC + "  laptop-c"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	for id, state := range map[string]string{idA: "stale", idB: "unexpected", idC: "missing"} {
+		if !lineWith(out, id, state) {
+			t.Errorf("status: %s is not %s:\n%s", id, state, out)
+		}
+	}
+
+	// Another key listed for a store: its replica fails.
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	wrong := filepath.Join(dir, "wrong.txt")
+	if err := os.WriteFile(wrong, []byte(fleetsign.Line(idA, other.Public().(ed25519.PublicKey), "runner-a")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.run("", "fleet", "verify", "--from", replicas, "--expect", wrong); r.code != 3 || !strings.Contains(r.stderr, "store "+idA+" (runner-a): the replica's store key is not the fleet file's") {
+		t.Fatalf("verify with another key listed: %+v", r)
+	}
+
+	// collect --expect: only the listed stores, checked against their
+	// listed keys; the others are reported, not collected.
+	pinned := filepath.Join(dir, "pinned")
+	r = a.run("", "fleet", "collect", "--nats", srv.URL(), "--into", pinned, "--durable", "pinned", "--expect", fleetFile)
+	if r.code != 0 || !lineWith(r.stdout, idB, "unexpected store") || !lineWith(r.stdout, junk, "unexpected store") {
+		t.Fatalf("collect --expect: %+v", r)
+	}
+	if ids, err := os.ReadDir(pinned); err != nil || len(ids) != 1 || ids[0].Name() != idA {
+		t.Fatalf("collect --expect wrote %v (%v)", ids, err)
+	}
+	// And with another key listed, the store is refused at its first event.
+	r = a.run("", "fleet", "collect", "--nats", srv.URL(), "--into", filepath.Join(dir, "wrong"), "--durable", "wrong", "--expect", wrong)
+	if r.code != 0 || !strings.Contains(r.stderr, "store "+idA+": replica stopped at position 1: refused: the signature does not verify") {
+		t.Fatalf("collect --expect with another key: %+v", r)
+	}
+}
+
+// lineWith reports whether one line of out holds both a and b.
+func lineWith(out, a, b string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, a) && strings.Contains(l, b) {
+			return true
+		}
+	}
+	return false
 }

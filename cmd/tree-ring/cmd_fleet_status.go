@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
@@ -18,13 +20,17 @@ import (
 )
 
 type fleetStatusOptions struct {
-	From string
-	At   string
+	From   string
+	At     string
+	Expect string
+	Stale  time.Duration
 }
 
 func (o *fleetStatusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
 	fs.StringVar(&o.At, "at", "", "the instant, RFC3339 (default now)")
+	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): label the stores, show missing and unexpected ones")
+	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: a store whose last event is older than this before --at is stale")
 }
 
 func init() {
@@ -34,13 +40,16 @@ func init() {
 // fleetRow is one store and harness; the --json shape (docs/fleet.md).
 type fleetRow struct {
 	StoreID                string     `json:"store_id"`
+	Label                  string     `json:"label,omitempty"`
 	ProjectRootFingerprint string     `json:"project_root_fingerprint"`
 	HarnessID              string     `json:"harness_id"`
 	State                  fsm.State  `json:"state"`
 	NewestReceiptAt        *time.Time `json:"newest_receipt_at"`
 	LastEventAt            *time.Time `json:"last_event_at"`
 	// Replica is "ok", or "stopped" with StoppedAt (the collector found an
-	// altered, reordered or missing event there).
+	// altered, reordered, missing or unsigned event there); with --expect
+	// also "missing" (listed, no replica), "unexpected" (a replica the
+	// file does not list) or "stale" (no event within --stale).
 	Replica   string `json:"replica"`
 	StoppedAt uint64 `json:"stopped_at,omitempty"`
 }
@@ -58,6 +67,14 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	if err != nil {
 		return err
 	}
+	var exp map[string]fleetsign.Expected
+	if o.Expect != "" {
+		if exp, err = replica.ReadExpect(o.Expect); err != nil {
+			return err
+		}
+	} else if o.Stale != 0 {
+		return usagef("--stale needs --expect")
+	}
 	ids, err := replica.List(o.From)
 	if err != nil {
 		return err
@@ -70,6 +87,9 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		}
 		rows = append(rows, rs...)
 	}
+	if exp != nil {
+		rows = expectRows(rows, exp, at, o.Stale)
+	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK   bool       `json:"ok"`
@@ -78,13 +98,13 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		}{true, at, rows})
 	}
 	tw := tabwriter.NewWriter(g.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "STORE\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tREPLICA\n", at.Format(humanTime))
+	fmt.Fprintf(tw, "STORE\tLABEL\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tREPLICA\n", at.Format(humanTime))
 	for _, r := range rows {
 		rep := r.Replica
 		if r.StoppedAt != 0 {
 			rep = fmt.Sprintf("stopped at %d", r.StoppedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
+		fmt.Fprintf(tw, "%s\t%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.Label), dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
 			timeOrDash(r.NewestReceiptAt), timeOrDash(r.LastEventAt), rep)
 	}
 	return tw.Flush()
@@ -147,6 +167,39 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// expectRows labels the rows of listed stores, marks unlisted replicas
+// unexpected and listed stores without a last event within stale of at
+// stale, and adds a row for each listed store without a replica.
+func expectRows(rows []fleetRow, exp map[string]fleetsign.Expected, at time.Time, stale time.Duration) []fleetRow {
+	seen := map[string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		e, listed := exp[r.StoreID]
+		seen[r.StoreID] = true
+		switch {
+		case !listed:
+			r.Replica = "unexpected"
+		case r.Replica != "ok":
+			r.Label = e.Label
+		case stale > 0 && (r.LastEventAt == nil || at.Sub(*r.LastEventAt) > stale):
+			r.Label, r.Replica = e.Label, "stale"
+		default:
+			r.Label = e.Label
+		}
+	}
+	var missing []string
+	for id := range exp {
+		if !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	for _, id := range missing {
+		rows = append(rows, fleetRow{StoreID: id, Label: exp[id].Label, HarnessID: "-", State: "-", Replica: "missing"})
+	}
+	return rows
 }
 
 func timeOrDash(t *time.Time) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,11 +22,13 @@ import (
 type fleetVerifyOptions struct {
 	From   string
 	Expect string
+	Stale  time.Duration
 }
 
 func (o *fleetVerifyOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
 	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): every listed store must be there, signed by its key")
+	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: fail a store whose last event is older than this")
 }
 
 func init() {
@@ -67,6 +70,8 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 		if exp, err = replica.ReadExpect(o.Expect); err != nil {
 			return err
 		}
+	} else if o.Stale != 0 {
+		return usagef("--stale needs --expect")
 	}
 	ids, err := replica.List(o.From)
 	if err != nil {
@@ -75,7 +80,7 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 	if len(ids) == 0 && exp == nil {
 		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)
 	}
-	out, failed, unexpected, events := verifyReplicas(ctx, g, o.From, ids, exp)
+	out, failed, unexpected, events := verifyReplicas(ctx, g, o.From, ids, exp, o.Stale)
 	if g.JSON {
 		if err := json.NewEncoder(g.Stdout).Encode(struct {
 			OK         bool            `json:"ok"`
@@ -112,7 +117,7 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 // verifyReplicas verifies each replica of ids under dir, and with exp
 // (the fleet file) only the listed ones, adding the listed stores that
 // have no replica as failures.
-func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, exp map[string]fleetsign.Expected) (out []fleetVerified, failed []fleetFailure, unexpected []string, total uint64) {
+func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, exp map[string]fleetsign.Expected, stale time.Duration) (out []fleetVerified, failed []fleetFailure, unexpected []string, total uint64) {
 	out, failed, unexpected = []fleetVerified{}, []fleetFailure{}, []string{}
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -123,6 +128,9 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		}
 		seen[id] = true
 		rep, err := verifyReplica(ctx, g, filepath.Join(dir, id), id, e.PublicKey)
+		if err == nil && stale > 0 {
+			err = checkFresh(g, filepath.Join(dir, id), stale)
+		}
 		if err != nil {
 			failed = append(failed, fleetFailure{StoreID: id, Label: e.Label, Error: err.Error(), err: err})
 			continue
@@ -142,6 +150,27 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		failed = append(failed, fleetFailure{StoreID: id, Label: exp[id].Label, Error: err.Error(), err: err})
 	}
 	return out, failed, unexpected, total
+}
+
+// checkFresh fails a replica whose newest event (the host's clock) is
+// older than stale: the host stopped publishing, or collect stopped.
+func checkFresh(g *Globals, root string, stale time.Duration) error {
+	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.View(func(r *bolt.Reader) error {
+		head, _ := r.Head()
+		e, ok, err := r.Event(head)
+		if err != nil || !ok {
+			return err
+		}
+		if age := g.Now().Sub(e.RecordedAt); age > stale {
+			return &bolt.VerifyError{Position: head, Detail: fmt.Sprintf("stale: the newest event was recorded %s, %s ago (--stale %s)", e.RecordedAt.UTC().Format(time.RFC3339), age.Round(time.Second), stale)}
+		}
+		return nil
+	})
 }
 
 func labelSuffix(label string) string {
