@@ -147,7 +147,7 @@ func TestFleetCompanionDispatch(t *testing.T) {
 	// The companion's exit code is tree-ring's: a usage error is 2, a
 	// verification failure of the same replicas would be 3 (fleet verify
 	// is tree-ring's own).
-	if out = run(exitError, noPath, "fleet", "publish", "--root", root); !strings.Contains(out, "tree-ring-fleet: --nats URL is required") {
+	if out = run(exitError, noPath, "fleet", "publish", "--root", root); !strings.Contains(out, "tree-ring-fleet: --nats URL (or NATS_URL) is required") {
 		t.Fatalf("usage error through tree-ring: %s", out)
 	}
 	if out = run(0, noPath, "fleet", "publish", "--help"); !strings.Contains(out, "--creds") {
