@@ -339,18 +339,9 @@ func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) (bool, erro
 // sink; the first that is not stops the store at its position. It reports
 // whether the replica moved.
 func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bool, error) {
-	s := c.stores[id]
+	s, err := c.open(id, in)
 	if s == nil {
-		var err error
-		if s, err = c.firstSight(id, in); err != nil || s == nil {
-			return true, err
-		}
-	}
-	if s.stopped {
-		for _, h := range in {
-			_ = h.msg.Term()
-		}
-		return true, nil
+		return true, err
 	}
 	cand, fresh := mergeHeld(s.held, in)
 	s.held = nil
@@ -358,29 +349,11 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bo
 	// first and is refused by the sink as what its body is.
 	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
 	good, badPos, badWhy := c.signedPrefix(id, s.key, cand)
-	a := Applied{Head: s.count.Head}
-	if good > 0 {
-		raws := make([][]byte, good)
-		for i, h := range cand[:good] {
-			raws[i] = h.msg.Data()
-		}
-		var err error
-		if a, err = c.sink.Replicate(ctx, id, raws); err != nil {
-			return false, fmt.Errorf("store %s: %w", id, err)
-		}
-	}
-	s.count.Appended += a.Appended
-	s.count.Duplicates += a.Duplicates
-	s.count.Head = a.Head
-	k := a.Appended + a.Duplicates
-	if err := c.recordSigned(id, cand[:k], a.Head); err != nil {
+	a, err := c.replicate(ctx, id, s, cand[:good])
+	if err != nil {
 		return false, err
 	}
-	for _, h := range cand[:k] {
-		if err := h.msg.Ack(); err != nil {
-			return false, fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
-		}
-	}
+	k := a.Appended + a.Duplicates
 	rest := cand[k:]
 	switch {
 	case a.Refused == nil && k < len(cand):
@@ -404,6 +377,56 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bo
 		return true, c.confirmPinned(id, s)
 	}
 	return true, nil
+}
+
+// replicate hands signed messages to the sink, counts what it did,
+// records the signature of the new head and acknowledges what the sink
+// committed, in that order (an acknowledged event is always signed in its
+// replica).
+func (c *collector) replicate(ctx context.Context, id string, s *storeState, signed []heldMsg) (Applied, error) {
+	a := Applied{Head: s.count.Head}
+	if len(signed) > 0 {
+		raws := make([][]byte, len(signed))
+		for i, h := range signed {
+			raws[i] = h.msg.Data()
+		}
+		var err error
+		if a, err = c.sink.Replicate(ctx, id, raws); err != nil {
+			return a, fmt.Errorf("store %s: %w", id, err)
+		}
+	}
+	s.count.Appended += a.Appended
+	s.count.Duplicates += a.Duplicates
+	s.count.Head = a.Head
+	committed := signed[:a.Appended+a.Duplicates]
+	if err := c.recordSigned(id, committed, a.Head); err != nil {
+		return a, err
+	}
+	for _, h := range committed {
+		if err := h.msg.Ack(); err != nil {
+			return a, fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
+		}
+	}
+	return a, nil
+}
+
+// open returns the store's state, nil when in was dealt with here (the
+// store is stopped or unexpected: its messages are terminated).
+func (c *collector) open(id string, in []heldMsg) (*storeState, error) {
+	s := c.stores[id]
+	if s == nil {
+		var err error
+		if s, err = c.firstSight(id, in); err != nil || s == nil {
+			return nil, err
+		}
+	}
+	if s.stopped {
+		for _, h := range in {
+			_ = h.msg.Term()
+		}
+		return nil, nil
+	}
+	return s, nil
 }
 
 // firstSight sets up a store seen for the first time in this run and

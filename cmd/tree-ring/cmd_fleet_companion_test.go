@@ -142,7 +142,7 @@ func TestFleetCompanionDispatch(t *testing.T) {
 		t.Fatalf("publish through tree-ring: %s", out)
 	}
 	into := t.TempDir()
-	out = run(0, noPath, "fleet", "collect", "--root", root, "--nats", srv.URL(), "--into", into)
+	run(0, noPath, "fleet", "collect", "--root", root, "--nats", srv.URL(), "--into", into)
 	sameLedger(t, root, filepath.Join(into, storeIDOf(t, root)))
 	// The companion's exit code is tree-ring's: a usage error is 2, a
 	// verification failure of the same replicas would be 3 (fleet verify

@@ -81,28 +81,8 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)
 	}
 	out, failed, unexpected, events := verifyReplicas(ctx, g, o.From, ids, exp, o.Stale)
-	if g.JSON {
-		if err := json.NewEncoder(g.Stdout).Encode(struct {
-			OK         bool            `json:"ok"`
-			Stores     []fleetVerified `json:"stores"`
-			Failures   []fleetFailure  `json:"failures"`
-			Unexpected []string        `json:"unexpected"`
-		}{len(failed) == 0, out, failed, unexpected}); err != nil {
-			return err
-		}
-	} else {
-		for _, v := range out {
-			fmt.Fprintf(g.Stdout, "verified store %s%s: %d events, chain head %.16s, %d projections match, signed by its key\n", v.StoreID, labelSuffix(v.Label), v.Events, v.ChainHead, len(v.Projections))
-		}
-		for _, id := range unexpected {
-			fmt.Fprintf(g.Stdout, "unexpected store %s: not in %s, not verified\n", id, o.Expect)
-		}
-		for _, f := range failed {
-			fmt.Fprintf(g.Stdout, "FAILED store %s%s: %s\n", f.StoreID, labelSuffix(f.Label), f.Error)
-		}
-		if len(failed) == 0 {
-			fmt.Fprintf(g.Stdout, "fleet verified: %d replicas, %d events\n", len(out), events)
-		}
+	if err := printFleetVerify(g, o, out, failed, unexpected, events); err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		more := ""
@@ -110,6 +90,30 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 			more = fmt.Sprintf(" (and %d more failing stores)", len(failed)-1)
 		}
 		return fmt.Errorf("store %s%s: %w%s", failed[0].StoreID, labelSuffix(failed[0].Label), failed[0].err, more)
+	}
+	return nil
+}
+
+func printFleetVerify(g *Globals, o *fleetVerifyOptions, out []fleetVerified, failed []fleetFailure, unexpected []string, events uint64) error {
+	if g.JSON {
+		return json.NewEncoder(g.Stdout).Encode(struct {
+			OK         bool            `json:"ok"`
+			Stores     []fleetVerified `json:"stores"`
+			Failures   []fleetFailure  `json:"failures"`
+			Unexpected []string        `json:"unexpected"`
+		}{len(failed) == 0, out, failed, unexpected})
+	}
+	for _, v := range out {
+		fmt.Fprintf(g.Stdout, "verified store %s%s: %d events, chain head %.16s, %d projections match, signed by its key\n", v.StoreID, labelSuffix(v.Label), v.Events, v.ChainHead, len(v.Projections))
+	}
+	for _, id := range unexpected {
+		fmt.Fprintf(g.Stdout, "unexpected store %s: not in %s, not verified\n", id, o.Expect)
+	}
+	for _, f := range failed {
+		fmt.Fprintf(g.Stdout, "FAILED store %s%s: %s\n", f.StoreID, labelSuffix(f.Label), f.Error)
+	}
+	if len(failed) == 0 {
+		fmt.Fprintf(g.Stdout, "fleet verified: %d replicas, %d events\n", len(out), events)
 	}
 	return nil
 }

@@ -34,8 +34,8 @@ func CleanLabel(s string) string {
 		}
 		return r
 	}, s)
-	if len(s) > 64 {
-		s = s[:64]
+	if r := []rune(s); len(r) > 64 {
+		s = string(r[:64])
 	}
 	if s == "" {
 		return "-"

@@ -51,16 +51,9 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	if o.AckWait <= 0 {
 		return cli.Usagef("--ack-wait must be positive")
 	}
-	var expected map[string]ed25519.PublicKey
-	if o.Expect != "" {
-		exp, err := replica.ReadExpect(o.Expect)
-		if err != nil {
-			return err
-		}
-		expected = make(map[string]ed25519.PublicKey, len(exp))
-		for id, e := range exp {
-			expected[id] = e.PublicKey
-		}
+	expected, err := expectedKeys(o.Expect)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(o.Into, 0o700); err != nil {
 		return fmt.Errorf("replica directory: %w", err)
@@ -102,6 +95,22 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 		fmt.Fprintf(tw, "(%d messages on other subjects ignored)\n", res.Ignored)
 	}
 	return tw.Flush()
+}
+
+// expectedKeys are the keys a fleet file pins, nil without one.
+func expectedKeys(path string) (map[string]ed25519.PublicKey, error) {
+	if path == "" {
+		return nil, nil
+	}
+	exp, err := replica.ReadExpect(path)
+	if err != nil {
+		return nil, err
+	}
+	keys := make(map[string]ed25519.PublicKey, len(exp))
+	for id, e := range exp {
+		keys[id] = e.PublicKey
+	}
+	return keys, nil
 }
 
 // ReplicaDir is the collector's directory as fleet.Collect's sink: one
