@@ -54,6 +54,11 @@ func benchFleetOnce(b *testing.B, n int) {
 		IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}, testDeps()); code != 0 {
 		b.Fatalf("init: %s", errb.String())
 	}
+	// The store's signing key, as init will make it.
+	if code := mainWith(context.Background(), []string{"--root", root, "--source-root", proj, "fleet", "identity"},
+		IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}, testDeps()); code != 0 {
+		b.Fatalf("fleet identity: %s", errb.String())
+	}
 	head := appendRuns(b, root, 9, n-int(countEvents(b, root)))
 	var id string
 	st, err := ledgerSource(root).Open()

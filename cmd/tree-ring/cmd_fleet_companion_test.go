@@ -61,9 +61,9 @@ func ledgerSource(root string) *fleetcli.LedgerSource {
 		return bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: 3 * time.Second, Projections: projections.All()})
 	}
 	// The store's signing key, as fleetProject made it (fleet identity).
-	key, _, err := fleetsign.LoadKey(root)
-	if err != nil {
-		panic(err)
+	key, ok, err := fleetsign.LoadKey(root)
+	if err != nil || !ok {
+		panic(fmt.Sprintf("the store under %s has no signing key (fleet identity makes it): %v", root, err))
 	}
 	st, err := open()
 	if err != nil {
