@@ -475,19 +475,47 @@ func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
 	return nil, nil
 }
 
-// signedPrefix returns how many of cand, from the first, are signed by
-// key over what their bodies are (store, position, hash); for the first
-// that is not, its position and why.
+// signedPrefix returns how many of cand, from the first, the store's key
+// vouches for; for the first it does not, its position and why. Every
+// message carries its event's signature, but one verification stands for
+// a run: where the stated links hold (each prev_hash is the hash stated
+// before it), a valid signature of the run's last event vouches for every
+// stated hash before it, and the sink checks that each body hashes to its
+// stated hash. Validity is monotone along such a run (an event that is
+// not the host's changes every hash after it, none of which the host
+// signed), so a failed run is searched for its first bad event in log n
+// verifications. An envelope that does not decode ends the runs; the
+// sink refuses it as what it is.
 func (c *collector) signedPrefix(id string, key ed25519.PublicKey, cand []heldMsg) (int, uint64, string) {
-	for i, h := range cand {
+	refs := make([]events.Envelope, 0, len(cand))
+	for _, h := range cand {
 		ref, err := events.DecodeStoredRef(h.msg.Data())
 		if err != nil {
-			// The sink refuses it as what its body is, naming it.
-			return len(cand), 0, ""
+			break
 		}
-		if err := fleetsign.Verify(key, id, ref.Position, ref.Hash, h.msg.Headers().Get(HeaderSignature)); err != nil {
-			return i, ref.Position, "refused: " + err.Error()
+		refs = append(refs, ref)
+	}
+	verify := func(i int) error {
+		return fleetsign.Verify(key, id, refs[i].Position, refs[i].Hash, cand[i].msg.Headers().Get(HeaderSignature))
+	}
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].PrevHash == refs[j-1].Hash {
+			j++
 		}
+		if verify(j-1) == nil {
+			i = j
+			continue
+		}
+		lo, hi := i, j-1 // hi does not verify; find the first that does not
+		for lo < hi {
+			if mid := (lo + hi) / 2; verify(mid) == nil {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		return lo, refs[lo].Position, "refused: " + verify(lo).Error()
 	}
 	return len(cand), 0, ""
 }
