@@ -127,6 +127,9 @@ func TestFleetForgedEventRefused(t *testing.T) {
 	p.ok("", "fleet", "publish", "--nats", srv.URL())
 	dir := t.TempDir()
 	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", dir)
+	if out := p.ok("", "fleet", "status", "--from", dir); !lineWith(out, id, " ok") {
+		t.Fatalf("status of the good replica:\n%s", out)
+	}
 	raw, pos, _ := forgeNext(t, root)
 	st, err := bolt.OpenRoot(filepath.Join(dir, id), bolt.Options{Projections: projections.All()})
 	if err != nil {
@@ -136,6 +139,10 @@ func TestFleetForgedEventRefused(t *testing.T) {
 	st.Close()
 	if err != nil || res.Appended != 1 {
 		t.Fatalf("forcing the forged event into the replica: %+v %v", res, err)
+	}
+	// fleet status says so too, without a full verify.
+	if out := p.ok("", "fleet", "status", "--from", dir); !lineWith(out, id, "unsigned at "+strconv.FormatUint(pos, 10)) {
+		t.Fatalf("status of the forced replica:\n%s", out)
 	}
 	r := p.run("", "fleet", "verify", "--from", dir)
 	want := "store " + id + ": position " + strconv.FormatUint(pos, 10) + ": not signed by the store's key"

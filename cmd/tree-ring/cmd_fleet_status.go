@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,9 @@ type fleetRow struct {
 	NewestReceiptAt        *time.Time `json:"newest_receipt_at"`
 	LastEventAt            *time.Time `json:"last_event_at"`
 	// Replica is "ok", or "stopped" with StoppedAt (the collector found an
-	// altered, reordered, missing or unsigned event there); with --expect
+	// altered, reordered, missing or unsigned event there), or "unsigned"
+	// with StoppedAt (the replica holds events past what its store's key
+	// signed, or lacks the record of it: fleet verify fails); with --expect
 	// also "missing" (listed, no replica), "unexpected" (a replica the
 	// file does not list) or "stale" (no event within --stale).
 	Replica   string `json:"replica"`
@@ -102,7 +105,7 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	for _, r := range rows {
 		rep := r.Replica
 		if r.StoppedAt != 0 {
-			rep = fmt.Sprintf("stopped at %d", r.StoppedAt)
+			rep = fmt.Sprintf("%s at %d", r.Replica, r.StoppedAt)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.Label), dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
 			timeOrDash(r.NewestReceiptAt), timeOrDash(r.LastEventAt), rep)
@@ -130,6 +133,16 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
 		return err
 	})
+	if err == nil && !stopped {
+		// The signature check is cheap (one record, one verification);
+		// the whole chain is fleet verify's.
+		var ve *bolt.VerifyError
+		if serr := verifySigned(ctx, st, root, id, nil); errors.As(serr, &ve) {
+			base.Replica, base.StoppedAt = "unsigned", ve.Position
+		} else {
+			err = serr
+		}
+	}
 	st.Close()
 	if err != nil {
 		return nil, err
