@@ -128,21 +128,7 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	err = st.View(func(r *bolt.Reader) error {
-		ms, _, err := cli.StoreIdentity(r)
-		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
-		return err
-	})
-	if err == nil && !stopped {
-		// The signature check is cheap (one record, one verification);
-		// the whole chain is fleet verify's.
-		var ve *bolt.VerifyError
-		if serr := verifySigned(ctx, st, root, id, nil); errors.As(serr, &ve) {
-			base.Replica, base.StoppedAt = "unsigned", ve.Position
-		} else {
-			err = serr
-		}
-	}
+	err = replicaHealth(ctx, st, root, id, &base)
 	st.Close()
 	if err != nil {
 		return nil, err
@@ -213,6 +199,28 @@ func expectRows(rows []fleetRow, exp map[string]fleetsign.Expected, at time.Time
 		rows = append(rows, fleetRow{StoreID: id, Label: exp[id].Label, HarnessID: "-", State: "-", Replica: "missing"})
 	}
 	return rows
+}
+
+// replicaHealth fills the row's fingerprint and, for a replica not
+// stopped, whether its store's key signed everything it holds: the
+// signature check is cheap (one record, one verification); the whole
+// chain is fleet verify's.
+func replicaHealth(ctx context.Context, st *bolt.Store, root, id string, base *fleetRow) error {
+	err := st.View(func(r *bolt.Reader) error {
+		ms, _, err := cli.StoreIdentity(r)
+		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
+		return err
+	})
+	if err != nil || base.Replica != "ok" {
+		return err
+	}
+	var ve *bolt.VerifyError
+	if err := verifySigned(ctx, st, root, id, nil); errors.As(err, &ve) {
+		base.Replica, base.StoppedAt = "unsigned", ve.Position
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func timeOrDash(t *time.Time) string {
