@@ -84,6 +84,9 @@ type CollectOptions struct {
 	// carries (pinned on first sight), which its replica's own
 	// store.key_recorded must then confirm.
 	Expected map[string]ed25519.PublicKey
+	// OnPin, when set, is told when a store's key is pinned on first
+	// sight (no Expected, no replica yet).
+	OnPin func(store, key string)
 }
 
 // StoreCount is what Collect did for one store.
@@ -465,6 +468,9 @@ func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
 		if k, err := fleetsign.DecodeKey(first.msg.Headers().Get(HeaderKey)); err == nil {
 			s.key, s.pinned = k, true
 			c.stores[id] = s
+			if c.o.OnPin != nil {
+				c.o.OnPin(id, fleetsign.EncodeKey(k))
+			}
 			return s, nil
 		}
 	}

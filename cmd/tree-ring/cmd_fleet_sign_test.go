@@ -86,7 +86,10 @@ func TestFleetForgedEventRefused(t *testing.T) {
 			id := storeIDOf(t, root)
 			p.ok("", "fleet", "publish", "--nats", srv.URL())
 			good := t.TempDir()
-			p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", good)
+			r := p.run("", "fleet", "collect", "--nats", srv.URL(), "--into", good)
+			if r.code != 0 || !strings.Contains(r.stderr, "store "+id+": new store, trusting the key its first message carries ("+identityKey(t, p)+"; pinned on first sight") {
+				t.Fatalf("first collect: %+v", r)
+			}
 			p.ok("", "fleet", "verify", "--from", good)
 
 			raw, pos, hash := forgeNext(t, root)
@@ -97,7 +100,7 @@ func TestFleetForgedEventRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The auditor's next collect refuses it.
-			r := p.run("", "fleet", "collect", "--nats", srv.URL(), "--into", good)
+			r = p.run("", "fleet", "collect", "--nats", srv.URL(), "--into", good)
 			want := "store " + id + ": replica stopped at position " + strconv.FormatUint(pos, 10) + ": " + c.why
 			if r.code != 0 || !strings.Contains(r.stderr, want) {
 				t.Fatalf("collect of the forged event: %+v, want %q", r, want)

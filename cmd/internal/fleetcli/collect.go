@@ -66,6 +66,9 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	sink := &ReplicaDir{Dir: o.Into, LockTimeout: g.LockTimeout, Now: g.Now}
 	res, err := fleet.Collect(ctx, nc, sink, fleet.CollectOptions{
 		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected,
+		OnPin: func(store, key string) {
+			fmt.Fprintf(g.Stderr, "%s: store %s: new store, trusting the key its first message carries (%s; pinned on first sight: give --expect to pin keys yourself)\n", cli.Fleet.Program, store, key)
+		},
 		OnStop: func(store string, pos uint64, reason string) {
 			fmt.Fprintf(g.Stderr, "%s: store %s: replica stopped at position %d: %s\n", cli.Fleet.Program, store, pos, cli.OneLine(reason))
 		},
