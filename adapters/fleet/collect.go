@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // Sink holds the replicas, one per store. cmd implements it with one bolt
@@ -25,6 +29,21 @@ type Sink interface {
 	// Stop records, durably, that the store's replica stops before position
 	// and why; later runs see it through Stopped and `fleet verify` fails.
 	Stop(store string, position uint64, reason string) error
+	// Key is the public key the store's replica records
+	// (store.key_recorded) and its position; ok is false before it holds
+	// one (or before the replica exists).
+	Key(store string) (key ed25519.PublicKey, position uint64, ok bool, err error)
+	// Signed records, after a commit and before its acknowledgements, the
+	// signature of the replica's head event, so `fleet verify` can check
+	// that everything the replica holds was signed by the store's key.
+	Signed(store string, head SignedHead) error
+}
+
+// SignedHead is a replica's last event with the signature it arrived with.
+type SignedHead struct {
+	Position  uint64
+	Hash      string
+	Signature string
 }
 
 // Applied is what a Sink did with a batch. The error of Replicate is for
@@ -58,6 +77,16 @@ type CollectOptions struct {
 	Batch int
 	// OnStop, when set, is told at once when a store's replica stops.
 	OnStop func(store string, position uint64, reason string)
+	// Expected, when not nil, are the only stores collected and the keys
+	// their events must be signed with (a fleet file, --expect); other
+	// stores' messages are terminated and reported as unexpected. Without
+	// it, a store without a replica trusts the key its first message
+	// carries (pinned on first sight), which its replica's own
+	// store.key_recorded must then confirm.
+	Expected map[string]ed25519.PublicKey
+	// OnPin, when set, is told when a store's key is pinned on first
+	// sight (no Expected, no replica yet).
+	OnPin func(store, key string)
 }
 
 // StoreCount is what Collect did for one store.
@@ -78,6 +107,10 @@ type CollectResult struct {
 	// Ignored counts messages on the stream that are not a store's events
 	// (another subject shape); they are terminated, never applied.
 	Ignored int `json:"ignored"`
+	// Unexpected are the stores whose messages were terminated without a
+	// replica: not in Expected, or (without Expected) a store with no
+	// replica yet whose first message is not signed.
+	Unexpected []string `json:"unexpected"`
 }
 
 // heldMsg is a delivered, unacknowledged message of one store.
@@ -91,6 +124,11 @@ type storeState struct {
 	count   StoreCount
 	held    []heldMsg // past a gap, waiting for the events before them
 	stopped bool
+	// key is the key this store's messages must be signed with; pinned
+	// tells it came from the first message and the replica does not
+	// record it yet.
+	key    ed25519.PublicKey
+	pinned bool
 }
 
 // Collect is a durable pull consumer over every store's subject. Each
@@ -122,9 +160,9 @@ func Collect(ctx context.Context, nc *nats.Conn, sink Sink, o CollectOptions) (C
 	if err != nil {
 		return CollectResult{}, err
 	}
-	c := &collector{sink: sink, o: o, stores: map[string]*storeState{}}
+	c := &collector{sink: sink, o: o, stores: map[string]*storeState{}, unexpected: map[string]bool{}}
 	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	st, err := ensureStream(rctx, js, o.Stream, o.Replicas)
+	st, err := ensureStream(rctx, js, o.Stream, o.Replicas, false)
 	if err == nil {
 		c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
 			Durable:       o.Durable,
@@ -145,11 +183,12 @@ func Collect(ctx context.Context, nc *nats.Conn, sink Sink, o CollectOptions) (C
 }
 
 type collector struct {
-	sink    Sink
-	o       CollectOptions
-	cons    jetstream.Consumer
-	stores  map[string]*storeState
-	ignored int
+	sink       Sink
+	o          CollectOptions
+	cons       jetstream.Consumer
+	stores     map[string]*storeState
+	ignored    int
+	unexpected map[string]bool
 }
 
 func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
@@ -272,6 +311,11 @@ func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) (bool, erro
 			_ = m.Term()
 			continue
 		}
+		if c.unexpected[id] {
+			moved = true
+			_ = m.Term()
+			continue
+		}
 		if _, seen := byStore[id]; !seen {
 			order = append(order, id)
 		}
@@ -294,47 +338,32 @@ func (c *collector) apply(ctx context.Context, msgs []jetstream.Msg) (bool, erro
 
 // applyStore hands one store's messages, with those held for it, to the
 // sink in position order, acknowledges what the sink committed and holds or
-// terminates the rest. It reports whether the replica moved.
+// terminates the rest. Only messages signed by the store's key reach the
+// sink; the first that is not stops the store at its position. It reports
+// whether the replica moved.
 func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bool, error) {
-	s := c.stores[id]
+	s, err := c.open(id, in)
 	if s == nil {
-		stopped, err := c.sink.Stopped(id)
-		if err != nil {
-			return false, err
-		}
-		s = &storeState{count: StoreCount{StoreID: id}, stopped: stopped}
-		c.stores[id] = s
-	}
-	if s.stopped {
-		for _, h := range in {
-			_ = h.msg.Term()
-		}
-		return true, nil
+		return true, err
 	}
 	cand, fresh := mergeHeld(s.held, in)
 	s.held = nil
 	// Position order; a message without a valid position header sorts
 	// first and is refused by the sink as what its body is.
 	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
-	raws := make([][]byte, len(cand))
-	for i, h := range cand {
-		raws[i] = h.msg.Data()
-	}
-	a, err := c.sink.Replicate(ctx, id, raws)
+	good, badPos, badWhy := c.signedPrefix(id, s.key, cand)
+	a, err := c.replicate(ctx, id, s, cand[:good])
 	if err != nil {
-		return false, fmt.Errorf("store %s: %w", id, err)
+		return false, err
 	}
-	s.count.Appended += a.Appended
-	s.count.Duplicates += a.Duplicates
-	s.count.Head = a.Head
 	k := a.Appended + a.Duplicates
-	for _, h := range cand[:k] {
-		if err := h.msg.Ack(); err != nil {
-			return false, fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
-		}
-	}
 	rest := cand[k:]
 	switch {
+	case a.Refused == nil && k < len(cand):
+		// Everything before it applied: the unsigned or wrongly signed
+		// message is next.
+		s.held = rest
+		return true, c.stop(id, s, badPos, badWhy)
 	case a.Refused == nil:
 	case a.Gap:
 		s.held = rest
@@ -347,7 +376,188 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bo
 		s.held = rest
 		return true, c.stop(id, s, pos, a.Refused.Error())
 	}
+	if s.pinned && a.Appended > 0 {
+		return true, c.confirmPinned(id, s)
+	}
 	return true, nil
+}
+
+// replicate hands signed messages to the sink, counts what it did,
+// records the signature of the new head and acknowledges what the sink
+// committed, in that order (an acknowledged event is always signed in its
+// replica).
+func (c *collector) replicate(ctx context.Context, id string, s *storeState, signed []heldMsg) (Applied, error) {
+	a := Applied{Head: s.count.Head}
+	if len(signed) > 0 {
+		raws := make([][]byte, len(signed))
+		for i, h := range signed {
+			raws[i] = h.msg.Data()
+		}
+		var err error
+		if a, err = c.sink.Replicate(ctx, id, raws); err != nil {
+			return a, fmt.Errorf("store %s: %w", id, err)
+		}
+	}
+	s.count.Appended += a.Appended
+	s.count.Duplicates += a.Duplicates
+	s.count.Head = a.Head
+	committed := signed[:a.Appended+a.Duplicates]
+	if err := c.recordSigned(id, committed, a.Head); err != nil {
+		return a, err
+	}
+	for _, h := range committed {
+		if err := h.msg.Ack(); err != nil {
+			return a, fmt.Errorf("store %s: acknowledge position %d: %w", id, h.pos, err)
+		}
+	}
+	return a, nil
+}
+
+// open returns the store's state, nil when in was dealt with here (the
+// store is stopped or unexpected: its messages are terminated).
+func (c *collector) open(id string, in []heldMsg) (*storeState, error) {
+	s := c.stores[id]
+	if s == nil {
+		var err error
+		if s, err = c.firstSight(id, in); err != nil || s == nil {
+			return nil, err
+		}
+	}
+	if s.stopped {
+		for _, h := range in {
+			_ = h.msg.Term()
+		}
+		return nil, nil
+	}
+	return s, nil
+}
+
+// firstSight sets up a store seen for the first time in this run and
+// decides the key it must be signed with. It returns nil (the messages
+// terminated, the store reported unexpected) for a store outside
+// Expected, or without Expected for a store with no replica whose first
+// message carries no usable key.
+func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
+	stopped, err := c.sink.Stopped(id)
+	if err != nil {
+		return nil, err
+	}
+	s := &storeState{count: StoreCount{StoreID: id}, stopped: stopped}
+	rec, recPos, recorded, err := c.sink.Key(id)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", id, err)
+	}
+	switch want, listed := c.o.Expected[id]; {
+	case c.o.Expected != nil && !listed:
+	case c.o.Expected != nil:
+		s.key = want
+		c.stores[id] = s
+		if recorded && !rec.Equal(want) && !s.stopped {
+			return s, c.stop(id, s, recPos, "the replica records another store key than the fleet file (--expect)")
+		}
+		return s, nil
+	case recorded:
+		s.key = rec
+		c.stores[id] = s
+		return s, nil
+	case stopped:
+		c.stores[id] = s
+		return s, nil
+	default:
+		first := slices.MinFunc(in, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
+		if k, err := fleetsign.DecodeKey(first.msg.Headers().Get(HeaderKey)); err == nil {
+			s.key, s.pinned = k, true
+			c.stores[id] = s
+			if c.o.OnPin != nil {
+				c.o.OnPin(id, fleetsign.EncodeKey(k))
+			}
+			return s, nil
+		}
+	}
+	c.unexpected[id] = true
+	for _, h := range in {
+		_ = h.msg.Term()
+	}
+	return nil, nil
+}
+
+// signedPrefix returns how many of cand, from the first, the store's key
+// vouches for; for the first it does not, its position and why. Every
+// message carries its event's signature, but one verification stands for
+// a run: where the stated links hold (each prev_hash is the hash stated
+// before it), a valid signature of the run's last event vouches for every
+// stated hash before it, and the sink checks that each body hashes to its
+// stated hash. Validity is monotone along such a run (an event that is
+// not the host's changes every hash after it, none of which the host
+// signed), so a failed run is searched for its first bad event in log n
+// verifications. An envelope that does not decode ends the runs; the
+// sink refuses it as what it is.
+func (c *collector) signedPrefix(id string, key ed25519.PublicKey, cand []heldMsg) (int, uint64, string) {
+	refs := make([]events.Envelope, 0, len(cand))
+	for _, h := range cand {
+		ref, err := events.DecodeStoredRef(h.msg.Data())
+		if err != nil {
+			break
+		}
+		refs = append(refs, ref)
+	}
+	verify := func(i int) error {
+		return fleetsign.Verify(key, id, refs[i].Position, refs[i].Hash, cand[i].msg.Headers().Get(HeaderSignature))
+	}
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].PrevHash == refs[j-1].Hash {
+			j++
+		}
+		if verify(j-1) == nil {
+			i = j
+			continue
+		}
+		lo, hi := i, j-1 // hi does not verify; find the first that does not
+		for lo < hi {
+			if mid := (lo + hi) / 2; verify(mid) == nil {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		return lo, refs[lo].Position, "refused: " + verify(lo).Error()
+	}
+	return len(cand), 0, ""
+}
+
+// recordSigned gives the sink the signature of the replica's head event
+// when this batch committed it.
+func (c *collector) recordSigned(id string, committed []heldMsg, head uint64) error {
+	for i := len(committed) - 1; i >= 0; i-- {
+		h := committed[i]
+		ref, err := events.DecodeStoredRef(h.msg.Data())
+		if err != nil || ref.Position != head {
+			continue
+		}
+		if err := c.sink.Signed(id, SignedHead{Position: head, Hash: ref.Hash, Signature: h.msg.Headers().Get(HeaderSignature)}); err != nil {
+			return fmt.Errorf("store %s: %w", id, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// confirmPinned checks a key pinned on first sight against the key the
+// replica now records: a first message that carried another key than the
+// store's own history stops the store.
+func (c *collector) confirmPinned(id string, s *storeState) error {
+	rec, pos, ok, err := c.sink.Key(id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("store %s: %w", id, err)
+	case !ok:
+		return nil
+	case !rec.Equal(s.key):
+		return c.stop(id, s, pos, "the store key recorded here is not the key its messages were signed with")
+	}
+	s.pinned = false
+	return nil
 }
 
 // mergeHeld adds newly delivered messages to the held ones; a redelivery
@@ -401,7 +611,11 @@ func (c *collector) storeIDs() []string {
 }
 
 func (c *collector) result() CollectResult {
-	res := CollectResult{Stores: []StoreCount{}, Ignored: c.ignored}
+	res := CollectResult{Stores: []StoreCount{}, Ignored: c.ignored, Unexpected: []string{}}
+	for id := range c.unexpected {
+		res.Unexpected = append(res.Unexpected, id)
+	}
+	slices.Sort(res.Unexpected)
 	for _, id := range c.storeIDs() {
 		res.Stores = append(res.Stores, c.stores[id].count)
 	}

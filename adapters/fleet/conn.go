@@ -20,6 +20,7 @@ type ConnOptions struct {
 	NKeySeedFile string // an NKey seed file
 	User         string
 	PasswordFile string // the password for User, on the file's first line
+	TokenFile    string // an authentication token, on the file's first line
 	TLSCA        string
 	TLSCert      string
 	TLSKey       string
@@ -34,7 +35,7 @@ const maxSecretBytes = 4 << 10
 // it.
 func Connect(o ConnOptions) (*nats.Conn, error) {
 	if o.URL == "" {
-		return nil, errors.New("no NATS server given (--nats URL)")
+		return nil, errors.New("no NATS server given (--nats URL or NATS_URL)")
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -67,6 +68,13 @@ func Connect(o ConnOptions) (*nats.Conn, error) {
 		}
 		opts = append(opts, nats.UserInfo(o.User, pw))
 	}
+	if o.TokenFile != "" {
+		tok, err := readSecret(o.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.Token(tok))
+	}
 	if o.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(o.TLSCA))
 	}
@@ -87,20 +95,20 @@ func Connect(o ConnOptions) (*nats.Conn, error) {
 func readSecret(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("password file: %w", err)
+		return "", fmt.Errorf("secret file: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("password file %s: %w", path, err)
+		return "", fmt.Errorf("secret file %s: %w", path, err)
 	}
 	if len(b) > maxSecretBytes {
-		return "", fmt.Errorf("password file %s is larger than %d bytes", path, maxSecretBytes)
+		return "", fmt.Errorf("secret file %s is larger than %d bytes", path, maxSecretBytes)
 	}
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	if len(line) == 0 {
-		return "", fmt.Errorf("password file %s: the first line is empty", path)
+		return "", fmt.Errorf("secret file %s: the first line is empty", path)
 	}
 	return string(line), nil
 }

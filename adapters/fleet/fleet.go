@@ -38,6 +38,12 @@ const (
 	// so a consumer orders and checks without decoding the body.
 	HeaderPosition = "Tree-Ring-Position"
 	HeaderHash     = "Tree-Ring-Hash"
+	// HeaderSignature is the store key's signature of the event
+	// (fleetsign.Statement: store, position, hash); HeaderKey the public
+	// key it was made with, which a collector compares with the key it
+	// trusts and pins on first sight only without --expect.
+	HeaderSignature = "Tree-Ring-Signature"
+	HeaderKey       = "Tree-Ring-Key"
 
 	// maxBatch is JetStream's limit on an atomic batch (1,000 messages).
 	maxBatch = 1000
@@ -72,21 +78,13 @@ func (e *StreamConfigError) Error() string {
 }
 
 // ensureStream returns the stream, creating it when absent (file storage,
-// the given replicas, atomic batches allowed, no limits: a replica needs
-// every event since position 1).
-func ensureStream(ctx context.Context, js jetstream.JetStream, name string, replicas int) (jetstream.Stream, error) {
+// the given replicas, atomic batches allowed, no limits, discard new, no
+// purge: a replica needs every event since position 1). keepsHistory
+// (publish) also refuses a stream whose retention could drop events.
+func ensureStream(ctx context.Context, js jetstream.JetStream, name string, replicas int, keepsHistory bool) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:               name,
-			Description:        "tree-ring ledgers, one subject per store (docs/fleet.md)",
-			Subjects:           []string{SubjectWildcard},
-			Storage:            jetstream.FileStorage,
-			Replicas:           max(replicas, 1),
-			Duplicates:         2 * time.Minute,
-			AllowAtomicPublish: true,
-			AllowDirect:        true,
-		})
+		st, err = js.CreateStream(ctx, historyStream(name, replicas))
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, name) // another host created it meanwhile
 		}
@@ -107,5 +105,53 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, repl
 	if !covered {
 		return nil, &StreamConfigError{Stream: name, Reason: fmt.Sprintf("its subjects %q do not include %s", cfg.Subjects, SubjectWildcard)}
 	}
+	if keepsHistory {
+		if why := dropsHistory(cfg); why != "" {
+			return nil, &StreamConfigError{Stream: name, Reason: why + "; a replica needs every event from position 1. Use: " + HistoryConfig(name)}
+		}
+	}
 	return st, nil
+}
+
+// historyStream is the stream publish and collect create: every event
+// kept (no limits, discard new when an operator sets max_bytes, no purge).
+func historyStream(name string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               name,
+		Description:        "tree-ring ledgers, one subject per store (docs/fleet.md)",
+		Subjects:           []string{SubjectWildcard},
+		Storage:            jetstream.FileStorage,
+		Replicas:           max(replicas, 1),
+		Duplicates:         2 * time.Minute,
+		AllowAtomicPublish: true,
+		AllowDirect:        true,
+		Discard:            jetstream.DiscardNew,
+		DenyPurge:          true,
+	}
+}
+
+// HistoryConfig is the retention a fleet stream needs, as the nats CLI
+// sets it on an existing stream.
+func HistoryConfig(name string) string {
+	return fmt.Sprintf("`nats stream edit %s --retention limits --max-msgs=-1 --max-msgs-per-subject=-1 --max-age=0 --discard new --deny-purge` (docs/fleet.md, Retention)", name)
+}
+
+// dropsHistory says how cfg could remove events a replica still needs, ""
+// when it cannot (message deletes stay allowed: docs/fleet.md says why).
+func dropsHistory(cfg jetstream.StreamConfig) string {
+	switch {
+	case cfg.Retention != jetstream.LimitsPolicy:
+		return fmt.Sprintf("retention %s deletes acknowledged messages", cfg.Retention)
+	case cfg.MaxMsgs > 0:
+		return fmt.Sprintf("max_msgs %d drops the oldest events", cfg.MaxMsgs)
+	case cfg.MaxMsgsPerSubject > 0:
+		return fmt.Sprintf("max_msgs_per_subject %d drops a store's oldest events", cfg.MaxMsgsPerSubject)
+	case cfg.MaxAge > 0:
+		return fmt.Sprintf("max_age %s drops old events", cfg.MaxAge)
+	case cfg.Discard != jetstream.DiscardNew:
+		return "discard old deletes the oldest events when the stream is full"
+	case !cfg.DenyPurge:
+		return "purges are allowed"
+	}
+	return ""
 }

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestStoreOfSubject(t *testing.T) {
@@ -94,5 +97,34 @@ func TestConnectRefusesHalfOptions(t *testing.T) {
 			nc.Close()
 			t.Errorf("%+v connected", o)
 		}
+	}
+}
+
+// A stream that could drop events a replica needs is named for what would
+// drop them; the stream publish creates drops nothing.
+func TestDropsHistory(t *testing.T) {
+	if why := dropsHistory(historyStream("S", 3)); why != "" {
+		t.Fatalf("the created stream: %s", why)
+	}
+	cases := map[string]func(c *jetstream.StreamConfig){
+		"retention WorkQueue":     func(c *jetstream.StreamConfig) { c.Retention = jetstream.WorkQueuePolicy },
+		"max_msgs 10":             func(c *jetstream.StreamConfig) { c.MaxMsgs = 10 },
+		"max_msgs_per_subject 10": func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 10 },
+		"max_age 1h0m0s":          func(c *jetstream.StreamConfig) { c.MaxAge = time.Hour },
+		"discard old":             func(c *jetstream.StreamConfig) { c.Discard = jetstream.DiscardOld },
+		"purges are allowed":      func(c *jetstream.StreamConfig) { c.DenyPurge = false },
+	}
+	for want, edit := range cases {
+		c := historyStream("S", 1)
+		edit(&c)
+		if why := dropsHistory(c); !strings.Contains(why, want) {
+			t.Errorf("%s: %q", want, why)
+		}
+	}
+	// Unlimited as the nats CLI writes it (-1) drops nothing.
+	c := historyStream("S", 1)
+	c.MaxMsgs, c.MaxMsgsPerSubject, c.MaxBytes = -1, -1, -1
+	if why := dropsHistory(c); why != "" {
+		t.Errorf("-1 limits: %s", why)
 	}
 }

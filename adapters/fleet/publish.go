@@ -25,6 +25,10 @@ type Source interface {
 	// Read returns copies of the stored bytes of at most max events after
 	// position after, in position order (positions after+1, after+2, ...).
 	Read(ctx context.Context, after uint64, max int) ([][]byte, error)
+	// Sign returns the store key's signature of the event at position
+	// with hash (fleetsign.Sign) and the public key (fleetsign.EncodeKey):
+	// every message is signed, and the private key stays in the source.
+	Sign(position uint64, hash string) (signature, publicKey string)
 }
 
 // PublishOptions configure Publish.
@@ -108,7 +112,7 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 			if st == nil {
 				rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 				defer cancel()
-				s, err := ensureStream(rctx, js, o.Stream, o.Replicas)
+				s, err := ensureStream(rctx, js, o.Stream, o.Replicas, true)
 				if err != nil {
 					return err
 				}
@@ -137,7 +141,7 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 				if len(raws) == 0 {
 					return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
 				}
-				seq, err = sendBatch(ctx, nc, subj, raws, held, seq, o)
+				seq, err = sendBatch(ctx, nc, src, subj, raws, held, seq, o)
 				if err != nil {
 					return err
 				}
@@ -221,7 +225,7 @@ type pubAck struct {
 // sendBatch publishes raws (positions after+1...) as one atomic batch whose
 // first message expects lastSeq as the subject's last stream sequence, and
 // returns the stream sequence of the batch's last message.
-func sendBatch(ctx context.Context, nc *nats.Conn, subj string, raws [][]byte, after, lastSeq uint64, o PublishOptions) (uint64, error) {
+func sendBatch(ctx context.Context, nc *nats.Conn, src Source, subj string, raws [][]byte, after, lastSeq uint64, o PublishOptions) (uint64, error) {
 	batchID := nuid.Next()
 	for i, raw := range raws {
 		pos := after + uint64(i) + 1
@@ -237,6 +241,9 @@ func sendBatch(ctx context.Context, nc *nats.Conn, subj string, raws [][]byte, a
 		m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
 		m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
 		m.Header.Set(HeaderHash, ref.Hash)
+		sig, key := src.Sign(pos, ref.Hash)
+		m.Header.Set(HeaderKey, key)
+		m.Header.Set(HeaderSignature, sig)
 		m.Header.Set("Nats-Batch-Id", batchID)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		if i == 0 {

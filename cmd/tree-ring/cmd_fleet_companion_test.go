@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -55,9 +57,24 @@ var (
 
 // ledgerSource is root's ledger as publish reads it.
 func ledgerSource(root string) *fleetcli.LedgerSource {
-	return &fleetcli.LedgerSource{Open: func() (*bolt.Store, error) {
+	open := func() (*bolt.Store, error) {
 		return bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: 3 * time.Second, Projections: projections.All()})
-	}}
+	}
+	// The store's signing key, as fleetProject made it (fleet identity).
+	key, ok, err := fleetsign.LoadKey(root)
+	if err != nil || !ok {
+		panic(fmt.Sprintf("the store under %s has no signing key (fleet identity makes it): %v", root, err))
+	}
+	st, err := open()
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	id, err := storekey.StoreID(st)
+	if err != nil {
+		panic(err)
+	}
+	return &fleetcli.LedgerSource{Open: open, StoreID: id, Key: key}
 }
 
 // replicaDir is a collector's directory as collect writes it.
@@ -130,7 +147,7 @@ func TestFleetCompanionDispatch(t *testing.T) {
 	// The companion's exit code is tree-ring's: a usage error is 2, a
 	// verification failure of the same replicas would be 3 (fleet verify
 	// is tree-ring's own).
-	if out = run(exitError, noPath, "fleet", "publish", "--root", root); !strings.Contains(out, "tree-ring-fleet: --nats URL is required") {
+	if out = run(exitError, noPath, "fleet", "publish", "--root", root); !strings.Contains(out, "tree-ring-fleet: --nats URL (or NATS_URL) is required") {
 		t.Fatalf("usage error through tree-ring: %s", out)
 	}
 	if out = run(0, noPath, "fleet", "publish", "--help"); !strings.Contains(out, "--creds") {

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
@@ -18,13 +21,17 @@ import (
 )
 
 type fleetStatusOptions struct {
-	From string
-	At   string
+	From   string
+	At     string
+	Expect string
+	Stale  time.Duration
 }
 
 func (o *fleetStatusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
 	fs.StringVar(&o.At, "at", "", "the instant, RFC3339 (default now)")
+	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): label the stores, show missing and unexpected ones")
+	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: a store whose last event is older than this before --at is stale")
 }
 
 func init() {
@@ -34,13 +41,18 @@ func init() {
 // fleetRow is one store and harness; the --json shape (docs/fleet.md).
 type fleetRow struct {
 	StoreID                string     `json:"store_id"`
+	Label                  string     `json:"label,omitempty"`
 	ProjectRootFingerprint string     `json:"project_root_fingerprint"`
 	HarnessID              string     `json:"harness_id"`
 	State                  fsm.State  `json:"state"`
 	NewestReceiptAt        *time.Time `json:"newest_receipt_at"`
 	LastEventAt            *time.Time `json:"last_event_at"`
 	// Replica is "ok", or "stopped" with StoppedAt (the collector found an
-	// altered, reordered or missing event there).
+	// altered, reordered, missing or unsigned event there), or "unsigned"
+	// with StoppedAt (the replica holds events past what its store's key
+	// signed, or lacks the record of it: fleet verify fails); with --expect
+	// also "missing" (listed, no replica), "unexpected" (a replica the
+	// file does not list) or "stale" (no event within --stale).
 	Replica   string `json:"replica"`
 	StoppedAt uint64 `json:"stopped_at,omitempty"`
 }
@@ -58,6 +70,14 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	if err != nil {
 		return err
 	}
+	var exp map[string]fleetsign.Expected
+	if o.Expect != "" {
+		if exp, err = replica.ReadExpect(o.Expect); err != nil {
+			return err
+		}
+	} else if o.Stale != 0 {
+		return usagef("--stale needs --expect")
+	}
 	ids, err := replica.List(o.From)
 	if err != nil {
 		return err
@@ -70,6 +90,9 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		}
 		rows = append(rows, rs...)
 	}
+	if exp != nil {
+		rows = expectRows(rows, exp, at, o.Stale)
+	}
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK   bool       `json:"ok"`
@@ -78,13 +101,13 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		}{true, at, rows})
 	}
 	tw := tabwriter.NewWriter(g.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "STORE\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tREPLICA\n", at.Format(humanTime))
+	fmt.Fprintf(tw, "STORE\tLABEL\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tREPLICA\n", at.Format(humanTime))
 	for _, r := range rows {
 		rep := r.Replica
 		if r.StoppedAt != 0 {
-			rep = fmt.Sprintf("stopped at %d", r.StoppedAt)
+			rep = fmt.Sprintf("%s at %d", r.Replica, r.StoppedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
+		fmt.Fprintf(tw, "%s\t%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.Label), dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
 			timeOrDash(r.NewestReceiptAt), timeOrDash(r.LastEventAt), rep)
 	}
 	return tw.Flush()
@@ -105,11 +128,7 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	err = st.View(func(r *bolt.Reader) error {
-		ms, _, err := cli.StoreIdentity(r)
-		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
-		return err
-	})
+	err = replicaHealth(ctx, st, root, id, &base)
 	st.Close()
 	if err != nil {
 		return nil, err
@@ -147,6 +166,61 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// expectRows labels the rows of listed stores, marks unlisted replicas
+// unexpected and listed stores without a last event within stale of at
+// stale, and adds a row for each listed store without a replica.
+func expectRows(rows []fleetRow, exp map[string]fleetsign.Expected, at time.Time, stale time.Duration) []fleetRow {
+	seen := map[string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		e, listed := exp[r.StoreID]
+		seen[r.StoreID] = true
+		switch {
+		case !listed:
+			r.Replica = "unexpected"
+		case r.Replica != "ok":
+			r.Label = e.Label
+		case stale > 0 && (r.LastEventAt == nil || at.Sub(*r.LastEventAt) > stale):
+			r.Label, r.Replica = e.Label, "stale"
+		default:
+			r.Label = e.Label
+		}
+	}
+	var missing []string
+	for id := range exp {
+		if !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	for _, id := range missing {
+		rows = append(rows, fleetRow{StoreID: id, Label: exp[id].Label, HarnessID: "-", State: "-", Replica: "missing"})
+	}
+	return rows
+}
+
+// replicaHealth fills the row's fingerprint and, for a replica not
+// stopped, whether its store's key signed everything it holds: the
+// signature check is cheap (one record, one verification); the whole
+// chain is fleet verify's.
+func replicaHealth(ctx context.Context, st *bolt.Store, root, id string, base *fleetRow) error {
+	err := st.View(func(r *bolt.Reader) error {
+		ms, _, err := cli.StoreIdentity(r)
+		base.ProjectRootFingerprint = ms.ProjectRootFingerprint
+		return err
+	})
+	if err != nil || base.Replica != "ok" {
+		return err
+	}
+	var ve *bolt.VerifyError
+	if err := verifySigned(ctx, st, root, id, nil); errors.As(err, &ve) {
+		base.Replica, base.StoppedAt = "unsigned", ve.Position
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func timeOrDash(t *time.Time) string {

@@ -40,6 +40,8 @@ func fleetProject(t *testing.T, k int) *hp {
 	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", nil)); r.code != 0 {
 		t.Fatalf("hook: %s", r.stderr)
 	}
+	// The store's signing key, as init will make it.
+	p.ok("", "fleet", "identity")
 	return p
 }
 
@@ -199,7 +201,9 @@ func TestFleetThreeProjects(t *testing.T) {
 		t.Errorf("the stopped replica holds %d events, want the 2 before the edit", len(got))
 	}
 	r = ps[0].run("", "fleet", "verify", "--from", dir2)
-	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "store "+ids[1]+": position 3: replica stopped by fleet collect") {
+	// Every store is checked: the two good ones verified, the bad one named.
+	if r.code != 3 || !strings.Contains(r.stderr, "store "+ids[1]+": position 3: replica stopped by fleet collect") ||
+		strings.Count(r.stdout, "verified store ") != 2 || !strings.Contains(r.stdout, "FAILED store "+ids[1]+": position 3") {
 		t.Fatalf("verify after the edit: %+v", r)
 	}
 	// The publisher notices too: the stream's last event for the store is

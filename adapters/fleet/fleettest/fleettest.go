@@ -48,6 +48,7 @@ func Start(dir string, port int) (*Server, error) {
 // a client certificate signed by that CA.
 type Auth struct {
 	User, Password         string
+	Token                  string // the server's authorization token
 	NKey                   string // a user's public NKey
 	TLSCert, TLSKey, TLSCA string
 }
@@ -61,7 +62,7 @@ func StartAuth(dir string, a Auth) (*Server, error) {
 	o := &server.Options{
 		ServerName: "tree-ring-test", Host: "127.0.0.1", Port: port,
 		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-		Username: a.User, Password: a.Password,
+		Username: a.User, Password: a.Password, Authorization: a.Token,
 	}
 	if a.NKey != "" {
 		o.Nkeys = []*server.NkeyUser{{Nkey: a.NKey}}

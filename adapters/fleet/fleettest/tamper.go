@@ -14,7 +14,8 @@ import (
 // EditMessage alters a store's event inside the stream, as anyone with
 // write access to it could: it finds the message of subject whose
 // Tree-Ring-Position header is pos, deletes it, and publishes edit(body)
-// with the same position and hash headers at the end of the stream (not
+// with the same position, hash, key and signature headers at the end of
+// the stream (not
 // its Nats-Msg-Id, which the duplicate window would drop, nor the batch
 // headers). An edit that returns nil only deletes. It returns the deleted
 // message's stream sequence.
@@ -46,7 +47,7 @@ func EditMessage(url, stream, subject string, pos uint64, edit func([]byte) []by
 			return m.Sequence, nil
 		}
 		out := nats.NewMsg(subject)
-		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash"} {
+		for _, k := range []string{"Tree-Ring-Position", "Tree-Ring-Hash", "Tree-Ring-Key", "Tree-Ring-Signature"} {
 			out.Header.Set(k, m.Header.Get(k))
 		}
 		out.Data = body
@@ -87,4 +88,41 @@ func openStream(ctx context.Context, url, stream string) (*nats.Conn, jetstream.
 	}
 	nc.Close()
 	return nil, nil, nil, err
+}
+
+// PublishRaw publishes body on subject with the given headers, as anyone
+// with publish rights on the subject could (a forger), and waits for the
+// stream to store it.
+func PublishRaw(url, stream, subject string, body []byte, headers map[string]string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, _, err := openStream(ctx, url, stream)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	m := nats.NewMsg(subject)
+	m.Data = body
+	for k, v := range headers {
+		m.Header.Set(k, v)
+	}
+	_, err = js.PublishMsg(ctx, m)
+	return err
+}
+
+// CreateStream creates a stream as an operator would, before any publish.
+func CreateStream(url string, cfg jetstream.StreamConfig) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	_, err = js.CreateStream(ctx, cfg)
+	return err
 }

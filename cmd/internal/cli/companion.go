@@ -31,7 +31,7 @@ var Fleet = Companion{
 	Package: "github.com/tree-ring/tree-ring/cmd/tree-ring-fleet",
 	Group:   "fleet",
 	Commands: []CompanionCommand{
-		{"publish", "publish this store's events the stream does not hold yet to NATS JetStream (appends nothing here)"},
+		{"publish", "publish this store's events the stream does not hold yet to NATS JetStream signed by its key (appends here only the key's record, once)"},
 		{"collect", "write every store's events from NATS JetStream into its own replica ledger under --into"},
 	},
 }

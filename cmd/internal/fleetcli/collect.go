@@ -2,7 +2,9 @@ package fleetcli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -14,11 +16,13 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
 type collectOptions struct {
 	connOptions
+	Expect  string
 	Into    string
 	Follow  bool
 	Durable string
@@ -30,6 +34,7 @@ func (o *collectOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Follow, "follow", false, "keep collecting until interrupted")
 	fs.StringVar(&o.Durable, "durable", fleet.DefaultDurable, "durable consumer name (one per replica directory)")
 	fs.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "redelivery delay of a message left unacknowledged")
+	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): collect only these stores, signed by these keys")
 	o.connOptions.AddFlags(fs)
 }
 
@@ -37,7 +42,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	if len(args) > 0 {
 		return cli.Usagef("fleet collect takes no arguments")
 	}
-	if err := o.check(); err != nil {
+	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
 	if o.Into == "" {
@@ -45,6 +50,10 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	}
 	if o.AckWait <= 0 {
 		return cli.Usagef("--ack-wait must be positive")
+	}
+	expected, err := expectedKeys(o.Expect)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(o.Into, 0o700); err != nil {
 		return fmt.Errorf("replica directory: %w", err)
@@ -56,7 +65,10 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	defer nc.Close()
 	sink := &ReplicaDir{Dir: o.Into, LockTimeout: g.LockTimeout, Now: g.Now}
 	res, err := fleet.Collect(ctx, nc, sink, fleet.CollectOptions{
-		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout,
+		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected,
+		OnPin: func(store, key string) {
+			fmt.Fprintf(g.Stderr, "%s: store %s: new store, trusting the key its first message carries (%s; pinned on first sight: give --expect to pin keys yourself)\n", cli.Fleet.Program, store, key)
+		},
 		OnStop: func(store string, pos uint64, reason string) {
 			fmt.Fprintf(g.Stderr, "%s: store %s: replica stopped at position %d: %s\n", cli.Fleet.Program, store, pos, cli.OneLine(reason))
 		},
@@ -79,10 +91,29 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", s.StoreID, s.Appended, s.Duplicates, s.Head, state)
 	}
+	for _, id := range res.Unexpected {
+		fmt.Fprintf(tw, "%s\t-\t-\t-\tunexpected store: not collected\n", id)
+	}
 	if res.Ignored > 0 {
 		fmt.Fprintf(tw, "(%d messages on other subjects ignored)\n", res.Ignored)
 	}
 	return tw.Flush()
+}
+
+// expectedKeys are the keys a fleet file pins, nil without one.
+func expectedKeys(path string) (map[string]ed25519.PublicKey, error) {
+	if path == "" {
+		return nil, nil
+	}
+	exp, err := replica.ReadExpect(path)
+	if err != nil {
+		return nil, err
+	}
+	keys := make(map[string]ed25519.PublicKey, len(exp))
+	for id, e := range exp {
+		keys[id] = e.PublicKey
+	}
+	return keys, nil
 }
 
 // ReplicaDir is the collector's directory as fleet.Collect's sink: one
@@ -92,6 +123,42 @@ type ReplicaDir struct {
 	Dir         string
 	LockTimeout time.Duration
 	Now         func() time.Time
+	keys        map[string]recordedKey // found once, never changes
+}
+
+type recordedKey struct {
+	key ed25519.PublicKey
+	pos uint64
+}
+
+// Key reads the replica's store.key_recorded (read-only open; none before
+// the replica exists).
+func (d *ReplicaDir) Key(store string) (ed25519.PublicKey, uint64, bool, error) {
+	if k, ok := d.keys[store]; ok {
+		return k.key, k.pos, true, nil
+	}
+	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{ReadOnly: true, LockTimeout: d.LockTimeout, Projections: projections.All()})
+	var nf *bolt.NotFoundError
+	if errors.As(err, &nf) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer st.Close()
+	key, pos, ok, err := storekey.Recorded(context.Background(), st)
+	if ok && err == nil {
+		if d.keys == nil {
+			d.keys = map[string]recordedKey{}
+		}
+		d.keys[store] = recordedKey{key, pos}
+	}
+	return key, pos, ok, err
+}
+
+// Signed writes the replica's signed head record.
+func (d *ReplicaDir) Signed(store string, h fleet.SignedHead) error {
+	return replica.WriteSigned(replica.Root(d.Dir, store), replica.Signed{StoreID: store, Position: h.Position, Hash: h.Hash, Signature: h.Signature})
 }
 
 func (d *ReplicaDir) Stopped(store string) (bool, error) {

@@ -16,6 +16,7 @@ type connOptions struct {
 	NKeySeedFile string
 	User         string
 	PasswordFile string
+	TokenFile    string
 	TLSCA        string
 	TLSCert      string
 	TLSKey       string
@@ -25,11 +26,12 @@ type connOptions struct {
 }
 
 func (o *connOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.URL, "nats", "", "NATS server URL(s), comma-separated (required)")
-	fs.StringVar(&o.CredsFile, "creds", "", "NATS credentials file (JWT and NKey seed)")
+	fs.StringVar(&o.URL, "nats", "", "NATS server URL(s), comma-separated (default $NATS_URL)")
+	fs.StringVar(&o.CredsFile, "creds", "", "NATS credentials file (JWT and NKey seed; default $NATS_CREDS)")
 	fs.StringVar(&o.NKeySeedFile, "nkey", "", "NKey seed file")
 	fs.StringVar(&o.User, "user", "", "user name (with --password-file)")
 	fs.StringVar(&o.PasswordFile, "password-file", "", "file whose first line is the password of --user")
+	fs.StringVar(&o.TokenFile, "token-file", "", "file whose first line is the server's authentication token")
 	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate file to verify the server")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "client certificate file (with --tls-key)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "client key file (with --tls-cert)")
@@ -40,12 +42,20 @@ func (o *connOptions) AddFlags(fs *pflag.FlagSet) {
 
 func (o *connOptions) conn(name string) fleet.ConnOptions {
 	return fleet.ConnOptions{URL: o.URL, Name: name, CredsFile: o.CredsFile, NKeySeedFile: o.NKeySeedFile,
-		User: o.User, PasswordFile: o.PasswordFile, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Timeout: o.Timeout}
+		User: o.User, PasswordFile: o.PasswordFile, TokenFile: o.TokenFile, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Timeout: o.Timeout}
 }
 
-func (o *connOptions) check() error {
+// check fills what the nats CLI's conventions give (NATS_URL,
+// NATS_CREDS: the names only, never printed) and validates.
+func (o *connOptions) check(getenv func(string) string) error {
+	if o.URL == "" && getenv != nil {
+		o.URL = getenv("NATS_URL")
+	}
+	if o.CredsFile == "" && getenv != nil {
+		o.CredsFile = getenv("NATS_CREDS")
+	}
 	if o.URL == "" {
-		return cli.Usagef("--nats URL is required")
+		return cli.Usagef("--nats URL (or NATS_URL) is required")
 	}
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return cli.Usagef("--replicas %d: want 1 to 5", o.Replicas)

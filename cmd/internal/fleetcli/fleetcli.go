@@ -18,6 +18,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -29,13 +30,15 @@ import (
 type Globals struct {
 	cli.Flags
 	cli.IO
-	Now func() time.Time
-	Log zerolog.Logger
+	Now   func() time.Time
+	NewID func() ulid.ULID
+	Log   zerolog.Logger
 }
 
-// Deps are the injected dependencies (tests fix the clock).
+// Deps are the injected dependencies (tests fix the clock and ids).
 type Deps struct {
-	Now func() time.Time
+	Now   func() time.Time
+	NewID func() ulid.ULID
 }
 
 type options interface{ AddFlags(fs *pflag.FlagSet) }
@@ -74,7 +77,12 @@ func Main(ctx context.Context, argv []string, stdio cli.IO, d Deps) int {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	g := &Globals{IO: stdio, Now: d.Now}
+	if d.NewID == nil {
+		// One event at most per run (store.key_recorded): ulid's own
+		// monotonic source is enough.
+		d.NewID = ulid.Make
+	}
+	g := &Globals{IO: stdio, Now: d.Now, NewID: d.NewID}
 	err := run(ctx, g, argv)
 	if err == nil && out.Err != nil {
 		err = &cli.OutputError{Err: out.Err}

@@ -2,6 +2,7 @@ package fleetcli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet"
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -26,29 +30,16 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 	if len(args) > 0 {
 		return cli.Usagef("fleet publish takes no arguments")
 	}
-	if err := o.check(); err != nil {
+	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
-	src := &LedgerSource{Open: func() (*bolt.Store, error) {
+	storeID, priv, err := signingKey(ctx, g)
+	if err != nil {
+		return err
+	}
+	src := &LedgerSource{StoreID: storeID, Key: priv, Open: func() (*bolt.Store, error) {
 		return cli.OpenStore(g.Root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
 	}}
-	var storeID string
-	st, err := src.Open()
-	if err != nil {
-		return err
-	}
-	err = st.View(func(r *bolt.Reader) error {
-		ms, ok, err := cli.StoreIdentity(r)
-		if err == nil && !ok {
-			err = fmt.Errorf("%s: the store is not initialized (run `tree-ring init`)", st.Path())
-		}
-		storeID = ms.StoreID
-		return err
-	})
-	st.Close()
-	if err != nil {
-		return err
-	}
 	nc, err := fleet.Connect(o.conn("tree-ring fleet publish"))
 	if err != nil {
 		return err
@@ -68,14 +59,58 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 	return nil
 }
 
+// signingKey returns the store's id and private key. A store without a
+// key gets one here (storekey.Ensure): the one write publish makes to the
+// ledger, store.key_recorded, once per store.
+func signingKey(ctx context.Context, g *Globals) (string, ed25519.PrivateKey, error) {
+	st, err := cli.OpenStore(g.Root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	if err != nil {
+		return "", nil, err
+	}
+	storeID, err := storekey.StoreID(st)
+	if err == nil {
+		_, _, recorded, rerr := storekey.Recorded(ctx, st)
+		priv, have, kerr := fleetsign.LoadKey(g.Root)
+		st.Close()
+		if err = errors.Join(rerr, kerr); err == nil && recorded && have {
+			return storeID, priv, nil
+		}
+	} else {
+		st.Close()
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	// Only now the write lock: the common case above waits for no hook.
+	if st, err = cli.OpenStore(g.Root, bolt.Options{LockTimeout: g.LockTimeout, Projections: projections.All()}); err != nil {
+		return "", nil, err
+	}
+	defer st.Close()
+	f := &events.Factory{Now: g.Now, NewID: g.NewID, Actor: "fleet"}
+	return storekey.Ensure(ctx, g.Root, st, f)
+}
+
 // LedgerSource is a project's ledger as fleet.Publish reads it. It opens
 // the ledger (read-only, through Open) only while it reads a chunk, so
 // hooks that need the write lock are never kept waiting by a long
 // publish. Not safe for concurrent use.
 type LedgerSource struct {
-	Open  func() (*bolt.Store, error)
-	buf   [][]byte // events after bufAt
-	bufAt uint64
+	Open func() (*bolt.Store, error)
+	// StoreID and Key sign each event (fleetsign.Sign); the key never
+	// leaves this value.
+	StoreID string
+	Key     ed25519.PrivateKey
+	pub     string
+	buf     [][]byte // events after bufAt
+	bufAt   uint64
+}
+
+// Sign signs one event's statement with the store's key.
+func (s *LedgerSource) Sign(position uint64, hash string) (string, string) {
+	if s.pub == "" {
+		s.pub = fleetsign.EncodeKey(s.Key.Public().(ed25519.PublicKey))
+	}
+	return fleetsign.Sign(s.Key, s.StoreID, position, hash), s.pub
 }
 
 // sourceChunk is how many events one read-only open copies out.

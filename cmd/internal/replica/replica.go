@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -92,4 +93,77 @@ func List(dir string) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// SignedFile, inside a replica's root, is the signature of the replica's
+// head event as it arrived from the stream: `fleet verify` checks it
+// against the store's recorded key, so a replica holding anything the
+// store's key did not sign fails.
+const SignedFile = "fleet-signed.json"
+
+// Signed is the signed head record.
+type Signed struct {
+	StoreID   string `json:"store_id"`
+	Position  uint64 `json:"position"`
+	Hash      string `json:"hash"`
+	Signature string `json:"signature"`
+}
+
+// ReadSigned reads the signed head record of the replica at root; ok is
+// false when there is none.
+func ReadSigned(root string) (s Signed, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(root, SignedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Signed{}, false, nil
+	}
+	if err != nil {
+		return Signed{}, false, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Signed{}, true, fmt.Errorf("%s: %w", filepath.Join(root, SignedFile), err)
+	}
+	return s, true, nil
+}
+
+// WriteSigned replaces the signed head record of the replica at root
+// atomically (a temporary file renamed over it): a crash leaves the
+// previous record, which verify then finds behind the head until the next
+// collect rewrites it.
+func WriteSigned(root string, s Signed) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(root, ".fleet-signed-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(root, SignedFile))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// ReadExpect reads a fleet file (fleetsign.ParseExpect) named by --expect.
+func ReadExpect(path string) (map[string]fleetsign.Expected, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("fleet file: %w", err)
+	}
+	defer f.Close()
+	exp, err := fleetsign.ParseExpect(f)
+	if err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", path, err)
+	}
+	return exp, nil
 }

@@ -1,0 +1,31 @@
+package events
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+func TestStoreKeyRecordedCheck(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	ok := StoreKeyRecorded{StoreID: "3d1a160e-83e4-4b24-b222-ee5b36ff9ce4", Algorithm: KeyAlgorithmEd25519, PublicKey: key}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(p *StoreKeyRecorded){
+		"store id":    func(p *StoreKeyRecorded) { p.StoreID = "x" },
+		"algorithm":   func(p *StoreKeyRecorded) { p.Algorithm = "rsa" },
+		"short key":   func(p *StoreKeyRecorded) { p.PublicKey = base64.StdEncoding.EncodeToString(make([]byte, 31)) },
+		"not base64":  func(p *StoreKeyRecorded) { p.PublicKey = strings.Repeat("!", 44) },
+		"private key": func(p *StoreKeyRecorded) { p.PublicKey = base64.StdEncoding.EncodeToString(make([]byte, 64)) },
+	} {
+		p := ok
+		edit(&p)
+		if p.Check() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if spec, found := Lookup(TypeStoreKeyRecorded); !found || spec.StreamPrefix != StoreStream || spec.SchemaVersion != 1 {
+		t.Fatalf("registration: %+v %v", spec, found)
+	}
+}
