@@ -52,9 +52,8 @@ func benchFleetOnce(b *testing.B, n int) {
 		b.Fatalf("init: %s", r.stderr)
 	}
 	// The store's signing key, as init will make it.
-	if code := mainWith(context.Background(), []string{"--root", root, "--source-root", proj, "fleet", "identity"},
-		IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}, testDeps()); code != 0 {
-		b.Fatalf("fleet identity: %s", errb.String())
+	if r := (invocation{deps: testDeps(), stdout: io.Discard}).run("--root", root, "--source-root", proj, "fleet", "identity"); r.code != 0 {
+		b.Fatalf("fleet identity: %s", r.stderr)
 	}
 	head := appendRuns(b, root, 9, n-int(countEvents(b, root)))
 	var id string

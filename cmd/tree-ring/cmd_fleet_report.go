@@ -81,7 +81,7 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 // cannot be read further still gets its row, saying why.
 func replicaReport(ctx context.Context, g *Globals, root, id string, at time.Time) (htmlreport.Store, error) {
 	var v htmlreport.Verification
-	rep, err := verifyReplica(ctx, g, root, id)
+	rep, err := verifyReplica(ctx, g, root, id, nil)
 	if err == nil {
 		v = verificationOf(rep)
 	} else if vf, failed := verifyFailure(err); failed {
