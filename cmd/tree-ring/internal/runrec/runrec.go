@@ -312,8 +312,9 @@ func (rc *Recorder) processAlive(runID string, pid int) bool {
 	return !errors.Is(err, syscall.ESRCH)
 }
 
-// killProbe is kill(2); tests substitute it to reach EPERM as root.
-var killProbe = syscall.Kill
+// killProbe is kill(2) (process_windows.go: its equivalent there); tests
+// substitute it to reach EPERM as root.
+var killProbe = probeProcess
 
 // ID is the run id (a ULID).
 func (r *Run) ID() string { return r.id }
