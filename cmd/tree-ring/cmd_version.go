@@ -34,18 +34,7 @@ func buildInfo() *debug.BuildInfo {
 // always valid semver and one field for the plugin's version regex.
 func buildVersion(release string, bi *debug.BuildInfo) string {
 	meta := []string{"go"}
-	var rev string
-	dirty := false
-	if bi != nil {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
+	rev, dirty := vcsStamp(bi)
 	switch {
 	case rev != "":
 		meta = append(meta, semverIdent(rev[:min(len(rev), 12)]))
@@ -58,6 +47,24 @@ func buildVersion(release string, bi *debug.BuildInfo) string {
 		}
 	}
 	return release + "+" + strings.Join(meta, ".")
+}
+
+// vcsStamp is the VCS revision Go stamped into the binary ("" when it
+// carries none: -buildvcs=false, go run, test binaries) and whether the
+// tree had uncommitted changes. .ci/release builds with -buildvcs=true.
+func vcsStamp(bi *debug.BuildInfo) (rev string, dirty bool) {
+	if bi == nil {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return rev, dirty
 }
 
 // semverIdent maps s onto one non-empty semver build identifier.
@@ -91,6 +98,11 @@ type versionJSON struct {
 	Release string `json:"release"` // the Tree Ring release whose wire contract we implement
 	Build   string `json:"build"`   // our build identity (the semver build metadata)
 	Go      string `json:"go"`      // the Go toolchain that built this binary
+	// Commit is the full VCS revision stamped into the binary ("" when it
+	// carries none); Dirty, that the tree had uncommitted changes.
+	Commit   string `json:"commit"`
+	Dirty    bool   `json:"dirty"`
+	Platform string `json:"platform"` // GOOS/GOARCH, e.g. linux/amd64
 }
 
 // printVersion prints the one version line, "tree-ring <Version>", the
@@ -99,7 +111,9 @@ type versionJSON struct {
 func printVersion(g *Globals) error {
 	if g.JSON {
 		release, build, _ := strings.Cut(Version(), "+")
-		return writeJSON(g.Stdout, versionJSON{Version: Version(), Release: release, Build: build, Go: runtime.Version()})
+		commit, dirty := vcsStamp(buildInfo())
+		return writeJSON(g.Stdout, versionJSON{Version: Version(), Release: release, Build: build, Go: runtime.Version(),
+			Commit: commit, Dirty: dirty, Platform: runtime.GOOS + "/" + runtime.GOARCH})
 	}
 	_, err := g.Stdout.Write([]byte("tree-ring " + Version() + "\n"))
 	return err
