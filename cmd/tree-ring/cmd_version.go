@@ -20,8 +20,22 @@ import (
 // version, not at every start-up (the hooks).
 var Version = sync.OnceValue(func() string { return buildVersion(adapters.ContractRelease, buildInfo()) })
 
+// stampRevision and stampModified are the VCS stamp .ci/release sets
+// with -ldflags -X (the commit, "true" for a dirty tree): Go records none
+// under -buildvcs=false (set on the CI machine) nor in a git worktree.
+var stampRevision, stampModified string
+
+// buildInfo is the binary's build information, with the -X stamp as its
+// vcs settings when Go recorded none.
 func buildInfo() *debug.BuildInfo {
 	bi, _ := debug.ReadBuildInfo()
+	if bi == nil || stampRevision == "" {
+		return bi
+	}
+	if rev, _ := vcsStamp(bi); rev == "" {
+		bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs.revision", Value: stampRevision},
+			debug.BuildSetting{Key: "vcs.modified", Value: stampModified})
+	}
 	return bi
 }
 
@@ -51,7 +65,7 @@ func buildVersion(release string, bi *debug.BuildInfo) string {
 
 // vcsStamp is the VCS revision Go stamped into the binary ("" when it
 // carries none: -buildvcs=false, go run, test binaries) and whether the
-// tree had uncommitted changes. .ci/release builds with -buildvcs=true.
+// tree had uncommitted changes.
 func vcsStamp(bi *debug.BuildInfo) (rev string, dirty bool) {
 	if bi == nil {
 		return "", false

@@ -79,6 +79,20 @@ func TestVCSStamp(t *testing.T) {
 	}
 }
 
+// .ci/release's -X stamp stands in for the vcs settings Go did not record
+// (a test binary records none).
+func TestStampedBuildInfo(t *testing.T) {
+	t.Cleanup(func() { stampRevision, stampModified = "", "" })
+	stampRevision, stampModified = "208278ab3277b54ba3f52eca76f2a498784aab28", "true"
+	bi := buildInfo()
+	if rev, dirty := vcsStamp(bi); rev != stampRevision || !dirty {
+		t.Fatalf("stamp %q %v", rev, dirty)
+	}
+	if got := buildVersion(adapters.ContractRelease, bi); got != "0.15.13+go.208278ab3277.dirty" {
+		t.Fatalf("version %s", got)
+	}
+}
+
 // pluginVersionRE is the Agent Zero plugin's version gate (release 3.4.1,
 // helpers/cli.py): it searches the stripped `--version` output.
 var pluginVersionRE = regexp.MustCompile(`\btree-ring\s+(\d+)\.(\d+)\.(\d+)(?:[-+]\S+)?`)
