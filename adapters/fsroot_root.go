@@ -57,14 +57,19 @@ func (r *ProjectRoot) Close() error { return r.root.Close() }
 // absent is true (with a nil error) when a component is missing and create
 // is false. The caller closes the returned Root.
 func (r *ProjectRoot) walk(comps []string, create bool, dirPerm uint32) (dir *os.Root, absent bool, err error) {
-	dir, err = r.root.OpenRoot(".")
-	if err != nil {
-		return nil, false, fmt.Errorf("open project root: %w", errnoOf(err))
+	if len(comps) == 0 { // the caller closes what it gets: a second handle
+		if dir, err = r.root.OpenRoot("."); err != nil {
+			return nil, false, fmt.Errorf("open project root: %w", errnoOf(err))
+		}
+		return dir, false, nil
 	}
+	dir = r.root
 	for i, c := range comps {
 		rel := strings.Join(comps[:i+1], "/")
 		next, absent, err := r.step(dir, c, rel, create, dirPerm)
-		dir.Close()
+		if dir != r.root {
+			dir.Close()
+		}
 		if err != nil || absent {
 			return nil, absent, err
 		}
