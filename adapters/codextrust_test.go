@@ -12,28 +12,6 @@ import (
 	"testing"
 )
 
-// codexSettings writes a Codex config.toml under a fresh CODEX_HOME whose
-// path holds a canary (an environment value must never be echoed) and
-// returns the query for project.
-func codexSettings(t *testing.T, project, config string) TrustQuery {
-	t.Helper()
-	home := filepath.Join(t.TempDir(), "CANARY-env-5c1d")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if config != "" {
-		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return TrustQuery{Project: project, Getenv: func(k string) string {
-		if k == "CODEX_HOME" {
-			return home
-		}
-		return ""
-	}}
-}
-
 func trustLines(project string, trustProject bool, hooks []string) string {
 	want, err := CodexHookHashes(filepath.Join(project, codexHooks), CodexHooksJSON())
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,12 +72,6 @@ func sealAll(envs []events.Envelope) [][]byte {
 type clock struct {
 	wall time.Time
 	cpu  time.Duration
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func startClock() clock { return clock{time.Now(), cpuTime()} }

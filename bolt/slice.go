@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -56,7 +55,7 @@ func (s *Store) openSlicing() error {
 	if s.opts.SliceBudget <= 0 {
 		return nil
 	}
-	f, err := os.OpenFile(s.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := openNoFollow(s.path, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("open ledger %s: %w", s.path, err)
 	}

@@ -39,7 +39,9 @@ func sliceChild(path string) {
 	slices := 0
 	_, err = st.ImportProgress(bg, benchEnvelopes(sliceEvents), func(done, total uint64) {
 		if slices++; slices == 3 {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Kill() // SIGKILL (TerminateProcess on Windows)
+			}
 			time.Sleep(time.Minute)
 		}
 	})

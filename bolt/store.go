@@ -246,7 +246,7 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 		FreelistType: bbolt.FreelistMapType,
 		ReadOnly:     opts.ReadOnly,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+			f, err := openNoFollow(name, flag, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -428,16 +428,4 @@ func getHead(heads *bbolt.Bucket, stream string) head {
 		return head{}
 	}
 	return head{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %s", dir, cause(err))
-	}
-	return nil
 }

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events/strictjson"
@@ -80,7 +77,7 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	if rel, err := filepath.Rel(canonicalProject, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return Descriptor{}, descErr("it must live outside the project")
 	}
-	data, err := readRegular(filepath.Join(dir, DescriptorName))
+	data, err := readRegular(dir, DescriptorName)
 	if err != nil {
 		return Descriptor{}, err
 	}
@@ -88,7 +85,7 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, err
 	}
-	yaml, err := readRegular(filepath.Join(dir, "plugin.yaml"))
+	yaml, err := readRegular(dir, "plugin.yaml")
 	if err != nil {
 		return Descriptor{}, err
 	}
@@ -192,30 +189,30 @@ func CheckSeries(d Descriptor, core adapters.Release) error {
 	return nil
 }
 
-// readRegular reads a regular, non-symlink file of at most
-// MaxDescriptorBytes without following a final symlink.
-func readRegular(path string) ([]byte, error) {
-	name := filepath.Base(path)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+// readRegular reads name in the canonical directory dir: a regular,
+// non-symlink file of at most MaxDescriptorBytes, through the pinned-root
+// layer (no symlink followed, a fifo never waited on).
+func readRegular(dir, name string) ([]byte, error) {
+	root, err := adapters.OpenProjectRoot(dir)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, descErr("%s is a symlink", name)
-		}
 		return nil, descErr("%s cannot be opened", name)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	defer root.Close()
+	e, err := root.ReadFile(name, MaxDescriptorBytes)
+	var sl *adapters.SymlinkError
+	var nr *adapters.NotRegularError
+	var tl *adapters.TooLargeError
+	switch {
+	case errors.As(err, &sl):
+		return nil, descErr("%s is a symlink", name)
+	case errors.As(err, &nr):
 		return nil, descErr("%s is not a regular file", name)
-	}
-	if fi.Size() > MaxDescriptorBytes {
+	case errors.As(err, &tl):
 		return nil, descErr("%s is larger than %d bytes", name, MaxDescriptorBytes)
+	case err != nil, !e.Exists:
+		return nil, descErr("%s cannot be opened", name)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxDescriptorBytes+1))
-	if err != nil || len(data) > MaxDescriptorBytes {
-		return nil, descErr("%s cannot be read within %d bytes", name, MaxDescriptorBytes)
-	}
-	return data, nil
+	return e.Data, nil
 }
 
 // topLevel returns the value of the last top-level "key:" line of a YAML

@@ -388,6 +388,9 @@ func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, arg
 	if cmd.args == "" && fs.NArg() > 0 && isGroup(cmd.name) {
 		return unknownSubcommand(cmd, fs.Arg(0))
 	}
+	if err := refusePlatform(cmd.name); err != nil {
+		return err
+	}
 	// An instant command reads no project: the working directory is not
 	// looked up (which copies the environment, about 0.05 M instructions
 	// with the walk up to the root) and need not exist.

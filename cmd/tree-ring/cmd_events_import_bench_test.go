@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,12 +89,6 @@ func BenchmarkEventsImport(b *testing.B) {
 			reportRate(b, n, start, cpu)
 		}
 	})
-}
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func reportRate(b *testing.B, n int, start time.Time, cpu time.Duration) {

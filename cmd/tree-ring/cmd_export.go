@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
@@ -55,7 +54,7 @@ func runExport(ctx context.Context, g *Globals, o *exportOptions, args []string)
 	var file *os.File
 	if o.Output != "" {
 		// Create-only and private: an export may hold sensitive memories.
-		file, err = os.OpenFile(o.Output, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		file, err = os.OpenFile(o.Output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL never follows a symlink
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}

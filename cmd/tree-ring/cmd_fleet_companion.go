@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
@@ -52,10 +51,7 @@ func (g *Globals) runCompanion(ctx context.Context, c *command, lead, rest []str
 	if err != nil {
 		return err
 	}
-	if err := syscall.Exec(path, append([]string{path}, argv...), os.Environ()); err != nil {
-		return fmt.Errorf("run %s: %w", path, err)
-	}
-	return nil // not reached: Exec returns only on failure
+	return execCompanion(ctx, path, argv, g.IO)
 }
 
 // findCompanion is the companion's executable: beside the running
@@ -86,10 +82,6 @@ func installVersion() string {
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return ""
+	rev, _ := vcsStamp(bi)
+	return rev
 }

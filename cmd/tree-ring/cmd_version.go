@@ -20,8 +20,22 @@ import (
 // version, not at every start-up (the hooks).
 var Version = sync.OnceValue(func() string { return buildVersion(adapters.ContractRelease, buildInfo()) })
 
+// stampRevision and stampModified are the VCS stamp .ci/release sets
+// with -ldflags -X (the commit, "true" for a dirty tree): Go records none
+// under -buildvcs=false (set on the CI machine) nor in a git worktree.
+var stampRevision, stampModified string
+
+// buildInfo is the binary's build information, with the -X stamp as its
+// vcs settings when Go recorded none.
 func buildInfo() *debug.BuildInfo {
 	bi, _ := debug.ReadBuildInfo()
+	if bi == nil || stampRevision == "" {
+		return bi
+	}
+	if rev, _ := vcsStamp(bi); rev == "" {
+		bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs.revision", Value: stampRevision},
+			debug.BuildSetting{Key: "vcs.modified", Value: stampModified})
+	}
 	return bi
 }
 
@@ -34,18 +48,7 @@ func buildInfo() *debug.BuildInfo {
 // always valid semver and one field for the plugin's version regex.
 func buildVersion(release string, bi *debug.BuildInfo) string {
 	meta := []string{"go"}
-	var rev string
-	dirty := false
-	if bi != nil {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
+	rev, dirty := vcsStamp(bi)
 	switch {
 	case rev != "":
 		meta = append(meta, semverIdent(rev[:min(len(rev), 12)]))
@@ -58,6 +61,24 @@ func buildVersion(release string, bi *debug.BuildInfo) string {
 		}
 	}
 	return release + "+" + strings.Join(meta, ".")
+}
+
+// vcsStamp is the VCS revision Go stamped into the binary ("" when it
+// carries none: -buildvcs=false, go run, test binaries) and whether the
+// tree had uncommitted changes.
+func vcsStamp(bi *debug.BuildInfo) (rev string, dirty bool) {
+	if bi == nil {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return rev, dirty
 }
 
 // semverIdent maps s onto one non-empty semver build identifier.
@@ -91,6 +112,11 @@ type versionJSON struct {
 	Release string `json:"release"` // the Tree Ring release whose wire contract we implement
 	Build   string `json:"build"`   // our build identity (the semver build metadata)
 	Go      string `json:"go"`      // the Go toolchain that built this binary
+	// Commit is the full VCS revision stamped into the binary ("" when it
+	// carries none); Dirty, that the tree had uncommitted changes.
+	Commit   string `json:"commit"`
+	Dirty    bool   `json:"dirty"`
+	Platform string `json:"platform"` // GOOS/GOARCH, e.g. linux/amd64
 }
 
 // printVersion prints the one version line, "tree-ring <Version>", the
@@ -99,7 +125,9 @@ type versionJSON struct {
 func printVersion(g *Globals) error {
 	if g.JSON {
 		release, build, _ := strings.Cut(Version(), "+")
-		return writeJSON(g.Stdout, versionJSON{Version: Version(), Release: release, Build: build, Go: runtime.Version()})
+		commit, dirty := vcsStamp(buildInfo())
+		return writeJSON(g.Stdout, versionJSON{Version: Version(), Release: release, Build: build, Go: runtime.Version(),
+			Commit: commit, Dirty: dirty, Platform: runtime.GOOS + "/" + runtime.GOARCH})
 	}
 	_, err := g.Stdout.Write([]byte("tree-ring " + Version() + "\n"))
 	return err

@@ -63,6 +63,36 @@ func TestBuildVersion(t *testing.T) {
 	}
 }
 
+// version --json's commit and dirty are the stamp itself: the full
+// revision, and vcs.modified.
+func TestVCSStamp(t *testing.T) {
+	const rev = "208278ab3277b54ba3f52eca76f2a498784aab28"
+	stamped := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "true"}}}
+	for _, c := range []struct {
+		bi    *debug.BuildInfo
+		rev   string
+		dirty bool
+	}{{nil, "", false}, {&debug.BuildInfo{}, "", false}, {stamped, rev, true}} {
+		if r, d := vcsStamp(c.bi); r != c.rev || d != c.dirty {
+			t.Errorf("%+v: %q %v, want %q %v", c.bi, r, d, c.rev, c.dirty)
+		}
+	}
+}
+
+// .ci/release's -X stamp stands in for the vcs settings Go did not record
+// (a test binary records none).
+func TestStampedBuildInfo(t *testing.T) {
+	t.Cleanup(func() { stampRevision, stampModified = "", "" })
+	stampRevision, stampModified = "208278ab3277b54ba3f52eca76f2a498784aab28", "true"
+	bi := buildInfo()
+	if rev, dirty := vcsStamp(bi); rev != stampRevision || !dirty {
+		t.Fatalf("stamp %q %v", rev, dirty)
+	}
+	if got := buildVersion(adapters.ContractRelease, bi); got != "0.15.13+go.208278ab3277.dirty" {
+		t.Fatalf("version %s", got)
+	}
+}
+
 // pluginVersionRE is the Agent Zero plugin's version gate (release 3.4.1,
 // helpers/cli.py): it searches the stripped `--version` output.
 var pluginVersionRE = regexp.MustCompile(`\btree-ring\s+(\d+)\.(\d+)\.(\d+)(?:[-+]\S+)?`)
@@ -86,7 +116,8 @@ func TestVersionOutputs(t *testing.T) {
 	if m == nil || strings.Join(m[1:], ".") != adapters.ContractRelease {
 		t.Fatalf("the plugin's gate reads %q from %q", m, flag.stdout)
 	}
-	want := `{"version":"0.15.13+go","release":"0.15.13","build":"go","go":"` + runtime.Version() + `"}` + "\n"
+	want := `{"version":"0.15.13+go","release":"0.15.13","build":"go","go":"` + runtime.Version() +
+		`","commit":"","dirty":false,"platform":"` + runtime.GOOS + "/" + runtime.GOARCH + `"}` + "\n"
 	for _, args := range [][]string{{"--json", "--version"}, {"--version", "--json"}, {"--json", "version"}, {"version", "--json"}} {
 		r := runCLI(t, "", args...)
 		if r.code != 0 || r.stdout != want {

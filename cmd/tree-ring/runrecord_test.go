@@ -988,7 +988,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 			defer st.Close()
 			scope, _ := g.CLIScope()
 			f := g.Factory("cli")
-			cpu0 := cpuTime()
+			cpu0 := cpuNow()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var run *Run
@@ -1014,7 +1014,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -1067,7 +1067,7 @@ func BenchmarkRunLedgerRebuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	cpu0 := cpuTime()
+	cpu0 := cpuNow()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := st.Rebuild(context.Background(), nil); err != nil {
@@ -1077,12 +1077,5 @@ func BenchmarkRunLedgerRebuild(b *testing.B) {
 	n := float64(bigLedgerEvents) * float64(b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
 	// CPU time per event is steadier than wall time on a shared machine.
-	b.ReportMetric(float64(cpuTime()-cpu0)/n, "cpu-ns/event")
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cpuNow()-cpu0)/n, "cpu-ns/event")
 }

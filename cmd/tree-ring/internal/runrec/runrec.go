@@ -69,7 +69,7 @@ type Recorder struct {
 	// Diagnose maps a failure to its bounded diagnostic code (the
 	// command's error table); never the error's text.
 	Diagnose func(error) string
-	// Kill is kill(2), probing a run's process (syscall.Kill when nil;
+	// Kill is kill(2), probing a run's process (probeProcess when nil;
 	// tests reach EPERM as root).
 	Kill func(pid int, sig syscall.Signal) error
 
@@ -313,7 +313,7 @@ func (rc *Recorder) processAlive(runID string, pid int) bool {
 	}
 	kill := rc.Kill
 	if kill == nil {
-		kill = syscall.Kill
+		kill = probeProcess // kill(2), or its equivalent on Windows (process_windows.go)
 	}
 	return !errors.Is(kill(pid, 0), syscall.ESRCH)
 }

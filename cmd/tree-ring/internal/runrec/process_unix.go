@@ -1,0 +1,7 @@
+//go:build unix
+
+package runrec
+
+import "syscall"
+
+var probeProcess = syscall.Kill

@@ -1,0 +1,17 @@
+package recall_test
+
+import (
+	"syscall"
+	"time"
+)
+
+// cpuTime is the process's CPU time so far (kernel + user), as on Unix.
+func cpuTime() time.Duration {
+	var creation, exit, kernel, user syscall.Filetime
+	h, err := syscall.GetCurrentProcess()
+	if err != nil || syscall.GetProcessTimes(h, &creation, &exit, &kernel, &user) != nil {
+		return 0
+	}
+	ticks := func(t syscall.Filetime) int64 { return int64(t.HighDateTime)<<32 | int64(t.LowDateTime) }
+	return time.Duration((ticks(kernel) + ticks(user)) * 100) // 100 ns ticks
+}
