@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -31,25 +32,8 @@ import (
 //	a/<receipt_id>                                   a receipt file found at adoption (never removed)
 const ReceiptsName = "receipts"
 
-// ReceiptEntry is one retained receipt.
-type ReceiptEntry struct {
-	ReceiptID  string `json:"receipt_id"`
-	HarnessID  string `json:"harness_id"`
-	Worker     string `json:"worker"`      // worker_key_fingerprint
-	RecordedAt string `json:"recorded_at"` // the receipt's, whole seconds
-	Path       string `json:"path,omitempty"`
-	SHA256     string `json:"sha256"`
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	// Position is the ledger position of its receipt.recorded.
-	Position uint64 `json:"position"`
-	// Adopted is true for a receipt another writer's file holds
-	// (receipt.adopted): retention drops the entry, never the file.
-	Adopted bool `json:"adopted,omitempty"`
-}
-
 // proves reports whether the entry is a proof (fsm replay's rule).
-func (e ReceiptEntry) proves() bool {
+func proves(e receipt.Entry) bool {
 	return e.Status == events.ReceiptStatusSuccess && fsm.Proven(fsm.State(e.State))
 }
 
@@ -108,7 +92,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptRecorded:
-		entry := ReceiptEntry{
+		entry := receipt.Entry{
 			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
 			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position,
 		}
@@ -118,11 +102,11 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		if err := putEntry(kv, entry); err != nil {
 			return err
 		}
-		if entry.proves() {
+		if proves(entry) {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptAdopted:
-		entry := ReceiptEntry{
+		entry := receipt.Entry{
 			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
 			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position, Adopted: true,
 		}
@@ -133,7 +117,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			return err
 		}
 		// Its proof dates from the receipt, as replay's does.
-		if rat, err := time.Parse(events.ReceiptTimeFormat, pl.RecordedAt); err == nil && entry.proves() {
+		if rat, err := time.Parse(events.ReceiptTimeFormat, pl.RecordedAt); err == nil && proves(entry) {
 			proof.prove(rat.UTC().Format(time.RFC3339Nano), pl.ReceiptID)
 		}
 	case *events.ReceiptForeign:
@@ -170,7 +154,7 @@ func (p *ReceiptProof) recompute(kv KV, harness string) error {
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
-		if e.Position <= p.Epoch || !e.proves() {
+		if e.Position <= p.Epoch || !proves(e) {
 			return nil
 		}
 		// The proof's time is its envelope's; whole seconds here differ
@@ -193,7 +177,7 @@ func laterThan(a, b string) bool {
 	return err1 == nil && err2 == nil && ta.After(tb)
 }
 
-func entryKey(e ReceiptEntry) string {
+func entryKey(e receipt.Entry) string {
 	return "e/" + e.HarnessID + "/" + e.Worker + "/" + e.RecordedAt + "/" + e.ReceiptID
 }
 
@@ -201,7 +185,7 @@ func entryKey(e ReceiptEntry) string {
 // cannot be a key component (no writer of ours produces one; receipt files
 // are named receipt-<uuid>) is not indexed, and a receipt id recorded again
 // replaces its earlier entry.
-func putEntry(kv KV, e ReceiptEntry) error {
+func putEntry(kv KV, e receipt.Entry) error {
 	if e.ReceiptID == "" || strings.Contains(e.ReceiptID, "/") || strings.Contains(e.Worker, "/") {
 		return nil
 	}
@@ -310,7 +294,7 @@ func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
 
 // HarnessReceipts returns the retained receipts of a harness, newest first
 // (recorded_at, then receipt id, descending).
-func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
+func HarnessReceipts(kv KV, harness string) ([]receipt.Entry, error) {
 	out, err := entries(kv, "e/"+harness+"/", -1)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].RecordedAt != out[j].RecordedAt {
@@ -323,22 +307,22 @@ func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
 
 // WorkerReceipts returns the retained receipts of one harness/worker,
 // oldest first (recorded_at, then receipt id).
-func WorkerReceipts(kv KV, harness, worker string) ([]ReceiptEntry, error) {
+func WorkerReceipts(kv KV, harness, worker string) ([]receipt.Entry, error) {
 	return entries(kv, "e/"+harness+"/"+worker+"/", -1)
 }
 
 // OldestWorkerReceipts returns at most n of the oldest retained receipts
 // of one harness/worker (all of them when n < 0), oldest first; retention
 // only ever needs the ones beyond the newest 99.
-func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]ReceiptEntry, error) {
+func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]receipt.Entry, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	return entries(kv, "e/"+harness+"/"+worker+"/", n)
 }
 
-func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
-	var out []ReceiptEntry
+func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
+	var out []receipt.Entry
 	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
 		e, err := decodeReceiptEntry(v)
 		if err != nil {
@@ -357,14 +341,14 @@ func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
 }
 
 // ReceiptByID returns a retained receipt by id.
-func ReceiptByID(kv KV, receiptID string) (ReceiptEntry, bool, error) {
+func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
 	k := kv.Get([]byte("i/" + receiptID))
 	if k == nil {
-		return ReceiptEntry{}, false, nil
+		return receipt.Entry{}, false, nil
 	}
 	raw := kv.Get(k)
 	if raw == nil {
-		return ReceiptEntry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
+		return receipt.Entry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
 	e, err := decodeReceiptEntry(raw)
 	return e, err == nil, err
@@ -375,8 +359,8 @@ var errStopScan = errors.New("stop")
 // ReceiptsRecordedBy returns every retained receipt, of any harness,
 // recorded at or before cutoff (a receipt-format time), oldest first. It
 // reads the age index only as far as cutoff.
-func ReceiptsRecordedBy(kv KV, cutoff string) ([]ReceiptEntry, error) {
-	var out []ReceiptEntry
+func ReceiptsRecordedBy(kv KV, cutoff string) ([]receipt.Entry, error) {
+	var out []receipt.Entry
 	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
 		if ts, _, _ := strings.Cut(string(k[2:]), "/"); ts > cutoff {
 			return errStopScan

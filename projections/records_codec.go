@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -60,7 +61,7 @@ func stringsTo(dst *[]string) func(*strictjson.Reader) error {
 	}
 }
 
-func appendReceiptEntry(b []byte, e *ReceiptEntry) []byte {
+func appendReceiptEntry(b []byte, e *receipt.Entry) []byte {
 	o := strictjson.Object{B: b}
 	o.Str("receipt_id", e.ReceiptID)
 	o.Str("harness_id", e.HarnessID)
@@ -79,11 +80,11 @@ func appendReceiptEntry(b []byte, e *ReceiptEntry) []byte {
 	return o.End()
 }
 
-func decodeReceiptEntry(raw []byte) (ReceiptEntry, error) {
+func decodeReceiptEntry(raw []byte) (receipt.Entry, error) {
 	return decodeJSONRecord(raw, receiptEntryFields)
 }
 
-func receiptEntryFields(e *ReceiptEntry) func([]byte) func(*strictjson.Reader) error {
+func receiptEntryFields(e *receipt.Entry) func([]byte) func(*strictjson.Reader) error {
 	return func(k []byte) func(*strictjson.Reader) error {
 		switch string(k) {
 		case "receipt_id":

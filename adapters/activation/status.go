@@ -6,6 +6,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -86,9 +87,9 @@ type Live interface {
 
 // Found is the receipt search's result.
 type Found struct {
-	Receipt  *preflight.Receipt // nil: no valid receipt
-	Age      int64              // seconds since the receipt's recorded_at
-	Rejected int                // receipts looked at and rejected before it
+	Receipt  *receipt.Receipt // nil: no valid receipt
+	Age      int64            // seconds since the receipt's recorded_at
+	Rejected int              // receipts looked at and rejected before it
 }
 
 // Status is one harness's state, its next step, and the evidence that

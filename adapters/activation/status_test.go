@@ -7,7 +7,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
-	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -103,8 +103,8 @@ func TestAssessEveryState(t *testing.T) {
 		return activation.Evidence{Adapter: pi, Ledger: true, Manifest: activation.ManifestPresent, Record: piRec,
 			Events: true, LedgerState: ledger, LedgerRecord: published(piRec)}
 	}
-	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
-	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
+	activeReceipt := &receipt.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
+	isolatedReceipt := &receipt.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
 	cases := []struct {
 		name   string

@@ -21,6 +21,7 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 	"github.com/tree-ring/tree-ring/projections/recall"
@@ -277,7 +278,7 @@ type delivery struct {
 // delivered is what the caller's print renders.
 type delivered struct {
 	context string
-	receipt preflight.Receipt
+	receipt receipt.Receipt
 }
 
 // hookLockTimeout is --lock-timeout's default for the preflight and the
@@ -492,7 +493,7 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 	// transaction (prunes applied). Not in an adopted store, whose other
 	// writer (the Rust CLI its hooks may still run) adds files the ledger
 	// cannot tell from a crash's leftovers; those prove nothing either way.
-	dir := preflight.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
+	dir := receipt.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
 	if names, _, err := root.ListDir(dir, maxWorkerFiles); err == nil && !projections.Adopted(tx.Projection(projections.ManifestName)) {
 		rkv := tx.Projection(projections.ReceiptsName)
 		// The worker's retained ids in one scan; a file outside them (a
@@ -554,18 +555,16 @@ func (l txLedger) Recall(q preflight.RecallQuery, now time.Time) (preflight.Reca
 	return r, err
 }
 
-func (l txLedger) RecordedBy(cutoff string) ([]preflight.Indexed, error) {
-	es, err := projections.ReceiptsRecordedBy(l.tx.Projection(projections.ReceiptsName), cutoff)
-	return indexed(es), err
+func (l txLedger) RecordedBy(cutoff string) ([]receipt.Entry, error) {
+	return projections.ReceiptsRecordedBy(l.tx.Projection(projections.ReceiptsName), cutoff)
 }
 
 func (l txLedger) WorkerReceipts(harness, worker string) int {
 	return projections.WorkerReceiptCount(l.tx.Projection(projections.ReceiptsName), harness, worker)
 }
 
-func (l txLedger) OldestWorkerReceipts(harness, worker string, n int) ([]preflight.Indexed, error) {
-	es, err := projections.OldestWorkerReceipts(l.tx.Projection(projections.ReceiptsName), harness, worker, n)
-	return indexed(es), err
+func (l txLedger) OldestWorkerReceipts(harness, worker string, n int) ([]receipt.Entry, error) {
+	return projections.OldestWorkerReceipts(l.tx.Projection(projections.ReceiptsName), harness, worker, n)
 }
 
 // loadContract opens the project root and verifies harness a's activation
@@ -588,17 +587,6 @@ func loadContract(loc storeLoc, a *adapters.Adapter) (root *adapters.ProjectRoot
 		return nil, m, checked, err
 	}
 	return root, m, checked, nil
-}
-
-func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
-	out := make([]preflight.Indexed, len(es))
-	for i, e := range es {
-		out[i] = preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
-		if e.Adopted {
-			out[i].Path = "" // another writer's file: pruning drops the entry, never the file
-		}
-	}
-	return out
 }
 
 // maxWorkerFiles bounds a receipt directory listing (a directory filled

@@ -18,6 +18,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -221,7 +222,7 @@ type ledgerView struct {
 	storeID, projectFP string
 	versions           map[string]uint64
 	records            map[string]events.BridgeRecord
-	receipts           map[string][]projections.ReceiptEntry
+	receipts           map[string][]receipt.Entry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
 	diagnostics        map[string]string       // failed harnesses' codes
@@ -318,7 +319,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 // 30-day expiry), the recorded states.
 func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
-		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
+		receipts: map[string][]receipt.Entry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
 		diagnostics: map[string]string{}}
 	st, err := g.OpenLongReader()
 	if err != nil {
@@ -388,7 +389,7 @@ type liveEvidence struct {
 	pr      *project
 	m       adapters.Manifest
 	a       *adapters.Adapter
-	entries []projections.ReceiptEntry // newest first
+	entries []receipt.Entry // newest first
 	proof   projections.ReceiptProof
 	now     time.Time
 	program *programCheck
@@ -439,7 +440,7 @@ func (l *liveEvidence) NewestReceipt(recomputed string) activation.Found {
 			continue
 		}
 		if r, ok := l.verified(e, recomputed); ok {
-			at, _ := time.Parse(preflight.TimeFormat, r.RecordedAt)
+			at, _ := time.Parse(receipt.TimeFormat, r.RecordedAt)
 			f.Receipt, f.Age = &r, int64(l.now.Sub(at)/time.Second)
 			return f
 		}
@@ -450,12 +451,12 @@ func (l *liveEvidence) NewestReceipt(recomputed string) activation.Found {
 
 // verified reads e's receipt file and checks it against the index entry
 // and the eight rules.
-func (l *liveEvidence) verified(e projections.ReceiptEntry, recomputed string) (preflight.Receipt, bool) {
-	f, err := l.pr.root.ReadFile(e.Path, preflight.MaxReceiptBytes)
+func (l *liveEvidence) verified(e receipt.Entry, recomputed string) (receipt.Receipt, bool) {
+	f, err := l.pr.root.ReadFile(e.Path, receipt.MaxBytes)
 	if err != nil || !f.Exists {
-		return preflight.Receipt{}, false
+		return receipt.Receipt{}, false
 	}
-	r, err := preflight.DecodeReceipt(f.Data)
+	r, err := receipt.Decode(f.Data)
 	ok := err == nil && adapters.SHA256Hex(f.Data) == e.SHA256 && r.ReceiptID == e.ReceiptID && r.WorkerKeyFingerprint == e.Worker &&
 		preflight.Verify(r, l.m, l.a.ID, recomputed, l.now) == nil
 	return r, ok

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -44,7 +44,7 @@ func (d receiptDrift) String() string {
 // listing is bounded (maxWorkerFiles names).
 func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift, error) {
 	var d receiptDrift
-	var retained []projections.ReceiptEntry
+	var retained []receipt.Entry
 	err := st.View(func(r *bolt.Reader) error {
 		var err error
 		retained, err = projections.AllReceipts(r.Projection(projections.ReceiptsName))
@@ -67,7 +67,7 @@ func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift
 			d.Missing = append(d.Missing, e.Path)
 		}
 	}
-	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, maxWorkerFiles)
+	harnesses, absent, err := root.ListDir(receipt.Dir, maxWorkerFiles)
 	if err != nil || absent {
 		return d, err
 	}
@@ -84,7 +84,7 @@ func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift
 		return names, err == nil, err
 	}
 	for _, h := range harnesses {
-		hdir := preflight.ReceiptsDir + "/" + h
+		hdir := receipt.Dir + "/" + h
 		workers, _, err := list(hdir)
 		if err != nil {
 			return d, err
