@@ -34,28 +34,13 @@ type Manifest struct {
 // preflight verifies (version, capability, bridge fingerprint, owned files,
 // managed blocks) and the adapter's state before proof.
 type Record struct {
-	State             string         `json:"state"`
-	AdapterVersion    string         `json:"adapter_version"`
-	AdapterCapability string         `json:"adapter_capability"`
-	BridgeFingerprint string         `json:"bridge_fingerprint,omitempty"`
-	BridgePath        string         `json:"bridge_path,omitempty"`
-	OwnedFiles        []OwnedFile    `json:"owned_files,omitempty"`
-	ManagedBlocks     []ManagedBlock `json:"managed_blocks,omitempty"`
-}
-
-// OwnedFile is a complete file an adapter owns and its digest.
-type OwnedFile struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-}
-
-// ManagedBlock is a block an adapter manages inside a file, its digest and
-// the adapter-owned whitespace before it ("" omitted on the wire).
-type ManagedBlock struct {
-	Path             string `json:"path"`
-	BlockID          string `json:"block_id"`
-	SHA256           string `json:"sha256"`
-	LeadingSeparator string `json:"leading_separator,omitempty"`
+	State             string               `json:"state"`
+	AdapterVersion    string               `json:"adapter_version"`
+	AdapterCapability string               `json:"adapter_capability"`
+	BridgeFingerprint string               `json:"bridge_fingerprint,omitempty"`
+	BridgePath        string               `json:"bridge_path,omitempty"`
+	OwnedFiles        []events.FileDigest  `json:"owned_files,omitempty"`
+	ManagedBlocks     []events.BlockDigest `json:"managed_blocks,omitempty"`
 }
 
 // normalize sorts files and blocks into fingerprint order so that equal
@@ -91,11 +76,11 @@ func RecordOf(c events.BridgeContract) Record {
 		State: c.RecordState, AdapterVersion: c.AdapterVersion, AdapterCapability: c.Capability,
 		BridgeFingerprint: c.BridgeFingerprint, BridgePath: c.BridgePath,
 	}
-	for _, f := range c.OwnedFiles {
-		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: f.Path, SHA256: f.SHA256})
+	if len(c.OwnedFiles) > 0 {
+		r.OwnedFiles = slices.Clone(c.OwnedFiles)
 	}
-	for _, b := range c.ManagedBlocks {
-		r.ManagedBlocks = append(r.ManagedBlocks, ManagedBlock{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+	if len(c.ManagedBlocks) > 0 {
+		r.ManagedBlocks = slices.Clone(c.ManagedBlocks)
 	}
 	r.normalize()
 	return r
@@ -106,13 +91,7 @@ func ContractOf(r Record) events.BridgeContract {
 	c := events.BridgeContract{
 		AdapterVersion: r.AdapterVersion, Capability: r.AdapterCapability, BridgeFingerprint: r.BridgeFingerprint,
 		BridgePath: r.BridgePath, RecordState: r.State,
-		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{},
-	}
-	for _, f := range r.OwnedFiles {
-		c.OwnedFiles = append(c.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: f.SHA256})
-	}
-	for _, b := range r.ManagedBlocks {
-		c.ManagedBlocks = append(c.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+		OwnedFiles: append([]events.FileDigest{}, r.OwnedFiles...), ManagedBlocks: append([]events.BlockDigest{}, r.ManagedBlocks...),
 	}
 	return c
 }
@@ -147,8 +126,8 @@ func (r Record) Paths() []string {
 // Differs lists the paths whose owned file or managed block one of r and o
 // records and the other does not record the same way, sorted.
 func (r Record) Differs(o Record) []string {
-	ps := oneSided(r.OwnedFiles, o.OwnedFiles, func(f OwnedFile) string { return f.Path })
-	ps = append(ps, oneSided(r.ManagedBlocks, o.ManagedBlocks, func(b ManagedBlock) string { return b.Path })...)
+	ps := oneSided(r.OwnedFiles, o.OwnedFiles, func(f events.FileDigest) string { return f.Path })
+	ps = append(ps, oneSided(r.ManagedBlocks, o.ManagedBlocks, func(b events.BlockDigest) string { return b.Path })...)
 	return sortedUnique(ps)
 }
 
@@ -370,14 +349,14 @@ func (rr rawRecord) record(id string) (Record, error) {
 		if err := own(*f.Path, "file"); err != nil {
 			return fail("%v", err)
 		}
-		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: *f.Path, SHA256: *f.SHA256})
+		r.OwnedFiles = append(r.OwnedFiles, events.FileDigest{Path: *f.Path, SHA256: *f.SHA256})
 	}
 	blockIDs := map[[2]string]bool{}
 	for _, b := range rr.ManagedBlocks {
 		if b.Path == nil || b.BlockID == nil || b.SHA256 == nil {
 			return fail("managed block without path, block_id or sha256")
 		}
-		mb := ManagedBlock{Path: *b.Path, BlockID: *b.BlockID, SHA256: *b.SHA256}
+		mb := events.BlockDigest{Path: *b.Path, BlockID: *b.BlockID, SHA256: *b.SHA256}
 		if b.LeadingSeparator != nil {
 			mb.LeadingSeparator = *b.LeadingSeparator
 		}

@@ -78,12 +78,8 @@ type PublishedManifest struct {
 // Program is the installed program as the last program.installed
 // recorded it (Position is that event's).
 type Program struct {
-	Path     string `json:"path"`
-	SHA256   string `json:"sha256"`
-	Size     int64  `json:"size"`
-	Inode    uint64 `json:"inode"`
-	MtimeNS  int64  `json:"mtime_ns"`
-	CtimeNS  int64  `json:"ctime_ns"`
+	Path string `json:"path"`
+	events.ProgramIdentity
 	Position uint64 `json:"position"`
 }
 
@@ -144,8 +140,7 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	case *events.StoreAdopted:
 		return put("adopted", p.ManifestSHA256)
 	case *events.ProgramInstalled:
-		return put("program", Program{Path: p.Path, SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS,
-			Position: e.Position})
+		return put("program", Program{Path: p.Path, ProgramIdentity: p.ProgramIdentity, Position: e.Position})
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
 		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -47,16 +48,10 @@ type Evidence struct {
 	// the 30-day receipt expiry).
 	LedgerState fsm.State
 	// LedgerRecord is the ledger's manifest record (nil: none).
-	LedgerRecord *LedgerRecord
+	LedgerRecord *events.BridgeRecord
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
 	// the recorded state is failed.
 	LedgerDiagnostic string
-}
-
-// LedgerRecord is a harness's record in the ledger's manifest projection.
-type LedgerRecord struct {
-	Record    adapters.Record
-	Published bool
 }
 
 // Live is the evidence status reads from outside the ledger, only when
@@ -188,7 +183,7 @@ func Assess(e Evidence, live Live) Status {
 		s.Bridge = BridgeStale
 		return s.set(fsm.NeedsUserReview, NextStale)
 	}
-	if lr := e.LedgerRecord; lr == nil || !lr.Published || !lr.Record.Equal(rec) {
+	if lr := e.LedgerRecord; lr == nil || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(rec) {
 		if blocked(e) {
 			return s.recorded(e)
 		}

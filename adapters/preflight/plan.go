@@ -26,9 +26,9 @@ type Ledger interface {
 	// ManifestStore is the store identity the ledger's manifest states
 	// (ok is false before any manifest.published).
 	ManifestStore() (storeID, projectFP string, ok bool, err error)
-	// ManifestRecord is harness's record in the ledger's manifest and
-	// whether it was published.
-	ManifestRecord(harness string) (rec adapters.Record, published, ok bool, err error)
+	// ManifestRecord is harness's record in the ledger's manifest (ok is
+	// false when it has none).
+	ManifestRecord(harness string) (rec events.BridgeRecord, ok bool, err error)
 	// StateAt is harness's FSM state at now: the recorded state with the
 	// 30-day receipt expiry.
 	StateAt(harness string, now time.Time) (fsm.State, error)
@@ -172,12 +172,12 @@ func matchLedger(l Ledger, j Job) error {
 	if err != nil {
 		return err
 	}
-	rec, published, recOK, err := l.ManifestRecord(j.Checked.Adapter.ID)
+	rec, recOK, err := l.ManifestRecord(j.Checked.Adapter.ID)
 	if err != nil {
 		return err
 	}
 	if !ok || storeID != j.Manifest.StoreID || projectFP != j.Manifest.ProjectRootFingerprint ||
-		!recOK || !published || !rec.Equal(j.Checked.Record) {
+		!recOK || !rec.Published || !adapters.RecordOf(rec.Contract).Equal(j.Checked.Record) {
 		return ErrLedgerMismatch
 	}
 	return nil

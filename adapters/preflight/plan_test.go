@@ -50,9 +50,9 @@ func (l *fakeLedger) ManifestStore() (string, string, bool, error) {
 	return l.storeID, l.projectFP, l.manifest, nil
 }
 
-func (l *fakeLedger) ManifestRecord(string) (adapters.Record, bool, bool, error) {
+func (l *fakeLedger) ManifestRecord(string) (events.BridgeRecord, bool, error) {
 	l.read("record")
-	return l.rec, l.published, l.hasRec, nil
+	return events.BridgeRecord{Contract: adapters.ContractOf(l.rec), Published: l.published}, l.hasRec, nil
 }
 
 func (l *fakeLedger) StateAt(string, time.Time) (fsm.State, error) {

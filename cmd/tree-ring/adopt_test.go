@@ -12,6 +12,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
@@ -62,7 +63,7 @@ func newRustProject(t *testing.T) *proj {
 	}
 	const binding = ".tree-ring/activation/agent-zero.json"
 	sum := adapters.SHA256Hex([]byte(files[binding]))
-	fp := adapters.BridgeFingerprint("agent-zero", "1", []adapters.OwnedFile{{Path: binding, SHA256: sum}}, nil)
+	fp := adapters.BridgeFingerprint("agent-zero", "1", []events.FileDigest{{Path: binding, SHA256: sum}}, nil)
 	files[adapters.ManifestPath] = strings.NewReplacer("{{agent_zero_binding_sha256}}", sum, "{{agent_zero_bridge_fingerprint}}", fp).Replace(files[adapters.ManifestPath])
 	for rel, data := range files {
 		if strings.Contains(data, "{{") {

@@ -513,12 +513,12 @@ func applyPlan(tx *bolt.Tx, root *adapters.ProjectRoot, run *Run, plan *prefligh
 }
 
 // txProgram is the recorded program (nil: none recorded).
-func txProgram(tx *bolt.Tx) (*adapters.ProgramRecord, error) {
+func txProgram(tx *bolt.Tx) (*events.ProgramIdentity, error) {
 	p, ok, err := projections.ProgramOf(tx.Projection(projections.ManifestName))
 	if !ok || err != nil {
 		return nil, err
 	}
-	r := recordOf(p)
+	r := p.ProgramIdentity
 	return &r, nil
 }
 
@@ -533,9 +533,8 @@ func (l txLedger) ManifestStore() (string, string, bool, error) {
 	return m.StoreID, m.ProjectRootFingerprint, ok, err
 }
 
-func (l txLedger) ManifestRecord(harness string) (adapters.Record, bool, bool, error) {
-	r, ok, err := projections.ManifestRecordOf(l.tx.Projection(projections.ManifestName), harness)
-	return adapters.RecordOf(r.Contract), r.Published, ok, err
+func (l txLedger) ManifestRecord(harness string) (events.BridgeRecord, bool, error) {
+	return projections.ManifestRecordOf(l.tx.Projection(projections.ManifestName), harness)
 }
 
 func (l txLedger) StateAt(harness string, now time.Time) (fsm.State, error) {

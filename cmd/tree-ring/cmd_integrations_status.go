@@ -226,7 +226,7 @@ type ledgerView struct {
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
 	diagnostics        map[string]string       // failed harnesses' codes
-	program            *adapters.ProgramRecord // nil: none recorded
+	program            *events.ProgramIdentity // nil: none recorded
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -309,7 +309,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 		e.Record = &rec
 	}
 	if lr, ok := lv.records[a.ID]; ok {
-		e.LedgerRecord = &activation.LedgerRecord{Record: adapters.RecordOf(lr.Contract), Published: lr.Published}
+		e.LedgerRecord = &lr
 	}
 	return e
 }
@@ -336,7 +336,7 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 		if p, ok, err := projections.ProgramOf(mkv); err != nil {
 			return err
 		} else if ok {
-			r := recordOf(p)
+			r := p.ProgramIdentity
 			lv.program = &r
 		}
 		for _, a := range adapters.All() {
@@ -400,7 +400,7 @@ type liveEvidence struct {
 // milliseconds for the release binary).
 type programCheck struct {
 	pr   *project
-	rec  *adapters.ProgramRecord
+	rec  *events.ProgramIdentity
 	once sync.Once
 	err  error
 }

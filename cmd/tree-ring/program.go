@@ -55,7 +55,7 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	case exists && rec != nil && have.SHA256 == rec.SHA256:
 		return nil
 	case exists && rec != nil:
-		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: recordOf(*rec)}
+		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: rec.ProgramIdentity}
 	}
 	// Absent, or there without a record: install the running build, or
 	// adopt what is there unless it is a partial copy of this build
@@ -82,8 +82,7 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 			reason = events.ProgramReasonUpgraded
 		}
 	}
-	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
-		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
+	p := &events.ProgramInstalled{Path: adapters.BinaryPath, ProgramIdentity: have, Reason: reason, CLIVersion: Version()}
 	if rec != nil && rec.SHA256 != have.SHA256 {
 		p.PreviousSHA256 = rec.SHA256
 	}
@@ -131,7 +130,7 @@ func runningBuild() ([]byte, error) {
 }
 
 // identifyProgram reads back what landed at adapters.BinaryPath.
-func (pr *project) identifyProgram() (adapters.ProgramRecord, error) {
+func (pr *project) identifyProgram() (events.ProgramIdentity, error) {
 	have, exists, err := adapters.IdentifyProgram(pr.root)
 	if err == nil && !exists {
 		err = errors.New("it vanished right after it was created")
@@ -140,9 +139,4 @@ func (pr *project) identifyProgram() (adapters.ProgramRecord, error) {
 		return have, fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
 	}
 	return have, nil
-}
-
-// recordOf is a recorded program as the adapters check it.
-func recordOf(p projections.Program) adapters.ProgramRecord {
-	return adapters.ProgramRecord{SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS}
 }
