@@ -200,8 +200,8 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	if len(data) > MaxBridgeFileBytes {
 		return Manifest{}, manifestErr("larger than %d bytes", MaxBridgeFileBytes)
 	}
-	raw, err := decodeRawManifest(data)
-	if err != nil {
+	var raw rawManifest
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Manifest{}, manifestErr("unknown key %q", uk.Key)
