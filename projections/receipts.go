@@ -134,7 +134,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			}
 		}
 	}
-	return kv.Put([]byte("h/"+id), appendReceiptProof(nil, &proof))
+	return putJSON(kv, []byte("h/"+id), proof)
 }
 
 func (p *ReceiptProof) prove(at, id string) {
@@ -150,7 +150,7 @@ func (p *ReceiptProof) prove(at, id string) {
 func (p *ReceiptProof) recompute(kv KV, harness string) error {
 	p.NewestAt, p.NewestID = "", ""
 	return kv.ForEach([]byte("e/"+harness+"/"), func(_, v []byte) error {
-		e, err := decodeReceiptEntry(v)
+		e, err := decodeJSON[receipt.Entry](v)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
@@ -193,7 +193,7 @@ func putEntry(kv KV, e receipt.Entry) error {
 		return err
 	}
 	k := entryKey(e)
-	if err := kv.Put([]byte(k), appendReceiptEntry(nil, &e)); err != nil {
+	if err := putJSON(kv, []byte(k), e); err != nil {
 		return err
 	}
 	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
@@ -267,7 +267,7 @@ func dropEntry(kv KV, receiptID string) error {
 	if raw == nil {
 		return fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	e, err := decodeReceiptEntry(raw)
+	e, err := decodeJSON[receipt.Entry](raw)
 	if err != nil {
 		return fmt.Errorf("receipt index entry: %w", err)
 	}
@@ -285,7 +285,7 @@ func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
 	if raw == nil {
 		return ReceiptProof{}, nil
 	}
-	p, err := decodeReceiptProof(raw)
+	p, err := decodeJSON[ReceiptProof](raw)
 	if err != nil {
 		return p, fmt.Errorf("receipt proof %s: %w", harness, err)
 	}
@@ -324,7 +324,7 @@ func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]receipt.Entry
 func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 	var out []receipt.Entry
 	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
-		e, err := decodeReceiptEntry(v)
+		e, err := decodeJSON[receipt.Entry](v)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
@@ -350,7 +350,7 @@ func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
 	if raw == nil {
 		return receipt.Entry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	e, err := decodeReceiptEntry(raw)
+	e, err := decodeJSON[receipt.Entry](raw)
 	return e, err == nil, err
 }
 
@@ -369,7 +369,7 @@ func ReceiptsRecordedBy(kv KV, cutoff string) ([]receipt.Entry, error) {
 		if raw == nil {
 			return fmt.Errorf("receipt index: age key %s points at a missing entry", k)
 		}
-		e, err := decodeReceiptEntry(raw)
+		e, err := decodeJSON[receipt.Entry](raw)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
