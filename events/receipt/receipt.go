@@ -15,8 +15,10 @@ package receipt
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -200,80 +202,16 @@ func Decode(data []byte) (Receipt, error) {
 	if len(data) > MaxBytes {
 		return Receipt{}, malformed("larger than %d bytes", MaxBytes)
 	}
-	var raw struct {
-		SchemaVersion          *int    `json:"schema_version"`
-		ProtocolVersion        *int    `json:"protocol_version"`
-		ReceiptID              *string `json:"receipt_id"`
-		HarnessID              *string `json:"harness_id"`
-		AdapterVersion         *string `json:"adapter_version"`
-		BridgeFingerprint      *string `json:"bridge_fingerprint"`
-		StoreID                *string `json:"store_id"`
-		ProjectRootFingerprint *string `json:"project_root_fingerprint"`
-		WorkerKeyFingerprint   *string `json:"worker_key_fingerprint"`
-		Session                *struct {
-			AgentProfile *string `json:"agent_profile"`
-			WorkflowID   *string `json:"workflow_id"`
-			SessionID    *string `json:"session_id"`
-		} `json:"session"`
-		State                   *string `json:"state"`
-		QueryClass              *string `json:"query_class"`
-		ResultCount             *int    `json:"result_count"`
-		SelectedMemoryIDsSHA256 *string `json:"selected_memory_ids_sha256"`
-		DurationMS              *int64  `json:"duration_ms"`
-		Status                  *string `json:"status"`
-		RecordedAt              *string `json:"recorded_at"`
-	}
-	if err := strictjson.Unmarshal(data, &raw); err != nil {
+	var r Receipt
+	if err := strictjson.Unmarshal(data, &r); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Receipt{}, malformed("unknown key%s", EchoKey(uk.Key))
 		}
 		return Receipt{}, malformed("not a receipt object")
 	}
-	missing := func(k string) error { return malformed("missing %s", k) }
-	switch {
-	case raw.SchemaVersion == nil:
-		return Receipt{}, missing("schema_version")
-	case raw.ProtocolVersion == nil:
-		return Receipt{}, missing("protocol_version")
-	case raw.ReceiptID == nil:
-		return Receipt{}, missing("receipt_id")
-	case raw.HarnessID == nil:
-		return Receipt{}, missing("harness_id")
-	case raw.AdapterVersion == nil:
-		return Receipt{}, missing("adapter_version")
-	case raw.BridgeFingerprint == nil:
-		return Receipt{}, missing("bridge_fingerprint")
-	case raw.StoreID == nil:
-		return Receipt{}, missing("store_id")
-	case raw.ProjectRootFingerprint == nil:
-		return Receipt{}, missing("project_root_fingerprint")
-	case raw.WorkerKeyFingerprint == nil:
-		return Receipt{}, missing("worker_key_fingerprint")
-	case raw.Session == nil || raw.Session.AgentProfile == nil || raw.Session.WorkflowID == nil || raw.Session.SessionID == nil:
-		return Receipt{}, missing("session")
-	case raw.State == nil:
-		return Receipt{}, missing("state")
-	case raw.QueryClass == nil:
-		return Receipt{}, missing("query_class")
-	case raw.ResultCount == nil:
-		return Receipt{}, missing("result_count")
-	case raw.SelectedMemoryIDsSHA256 == nil:
-		return Receipt{}, missing("selected_memory_ids_sha256")
-	case raw.DurationMS == nil:
-		return Receipt{}, missing("duration_ms")
-	case raw.Status == nil:
-		return Receipt{}, missing("status")
-	case raw.RecordedAt == nil:
-		return Receipt{}, missing("recorded_at")
-	}
-	r := Receipt{
-		SchemaVersion: *raw.SchemaVersion, ProtocolVersion: *raw.ProtocolVersion, ReceiptID: *raw.ReceiptID,
-		HarnessID: *raw.HarnessID, AdapterVersion: *raw.AdapterVersion, BridgeFingerprint: *raw.BridgeFingerprint,
-		StoreID: *raw.StoreID, ProjectRootFingerprint: *raw.ProjectRootFingerprint, WorkerKeyFingerprint: *raw.WorkerKeyFingerprint,
-		Session: Session{AgentProfile: *raw.Session.AgentProfile, WorkflowID: *raw.Session.WorkflowID, SessionID: *raw.Session.SessionID},
-		State:   *raw.State, QueryClass: *raw.QueryClass, ResultCount: *raw.ResultCount,
-		SelectedMemoryIDsSHA256: *raw.SelectedMemoryIDsSHA256, DurationMS: *raw.DurationMS, Status: *raw.Status, RecordedAt: *raw.RecordedAt,
+	if k := absent(data); k != "" {
+		return Receipt{}, malformed("missing %s", k)
 	}
 	switch {
 	case !ValidID(r.ReceiptID):
@@ -293,6 +231,47 @@ func Decode(data []byte) (Receipt, error) {
 		return Receipt{}, malformed("recorded_at is not an RFC 3339 UTC time in whole seconds")
 	}
 	return r, nil
+}
+
+// fileKeys and sessionKeys are the receipt file's members, in order: every
+// one is required.
+var fileKeys, sessionKeys = memberNames(reflect.TypeFor[Receipt]()), memberNames(reflect.TypeFor[Session]())
+
+func memberNames(t reflect.Type) []string {
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
+}
+
+// absent is the first member of the file (or "session", for one of the
+// session's) that data, a document that decodes as a Receipt, lacks or
+// holds as null; "" when none.
+func absent(data []byte) string {
+	var top map[string]json.RawMessage
+	if strictjson.Unmarshal(data, &top) != nil {
+		return fileKeys[0]
+	}
+	for _, k := range fileKeys {
+		v, ok := top[k]
+		if !ok || string(v) == "null" {
+			return k
+		}
+		if k != "session" {
+			continue
+		}
+		var session map[string]json.RawMessage
+		if json.Unmarshal(v, &session) != nil {
+			return k
+		}
+		for _, sk := range sessionKeys {
+			if sv, ok := session[sk]; !ok || string(sv) == "null" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // SubagentProfile accepts the "{harness}:{type}:{16 hex}" profiles

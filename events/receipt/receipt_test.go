@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -219,4 +220,35 @@ func FuzzDecodeReceipt(f *testing.F) {
 			t.Fatalf("re-encode: %+v %v", back, err)
 		}
 	})
+}
+
+// Every member of the file is required: absent or null, it is named.
+func TestDecodeRequiresEveryMember(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(sample().Encode(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	try := func(name, want string, edit func(m map[string]any)) {
+		t.Helper()
+		m := map[string]any{}
+		for k, v := range doc {
+			m[k] = v
+		}
+		m["session"] = map[string]any{"agent_profile": "claude-code", "workflow_id": "workflow-01", "session_id": "session-01"}
+		edit(m)
+		b, _ := json.Marshal(m)
+		_, err := Decode(b)
+		var re *Error
+		if !errors.As(err, &re) || re.Rule != 0 || re.Reason != "missing "+want {
+			t.Errorf("%s: %v, want missing %s", name, err, want)
+		}
+	}
+	for k := range doc {
+		try("without "+k, k, func(m map[string]any) { delete(m, k) })
+		try(k+" null", k, func(m map[string]any) { m[k] = nil })
+	}
+	for _, k := range []string{"agent_profile", "workflow_id", "session_id"} {
+		try("session without "+k, "session", func(m map[string]any) { delete(m["session"].(map[string]any), k) })
+		try("session "+k+" null", "session", func(m map[string]any) { m["session"].(map[string]any)[k] = nil })
+	}
 }
