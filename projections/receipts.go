@@ -86,16 +86,22 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if tr, moves := events.Moves(p); moves && !fsm.Proven(fsm.State(tr.To)) {
 		proof.Epoch, proof.NewestAt, proof.NewestID = e.Position, "", ""
 	}
+	if err := foldReceipt(kv, &proof, id, at, e, p); err != nil {
+		return err
+	}
+	return putJSON(kv, []byte("h/"+id), proof)
+}
+
+// foldReceipt applies p, the payload of e on harness id's stream (recorded
+// at at, RFC 3339 with nanoseconds), to the index and to proof.
+func foldReceipt(kv KV, proof *ReceiptProof, id, at string, e *events.Envelope, p any) error {
 	switch pl := p.(type) {
 	case *events.PreflightSucceeded:
 		if fsm.Proven(fsm.State(pl.To)) {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptRecorded:
-		entry := receipt.Entry{
-			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
-			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position,
-		}
+		entry := receipt.EntryOf(pl, id, e.Position)
 		if entry.RecordedAt == "" {
 			entry.RecordedAt = events.ReceiptTime(e.RecordedAt)
 		}
@@ -106,35 +112,35 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptAdopted:
-		entry := receipt.Entry{
-			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
-			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position, Adopted: true,
-		}
-		if err := putEntry(kv, entry); err != nil {
-			return err
-		}
-		if err := markForeign(kv, pl.ReceiptID); err != nil {
-			return err
-		}
-		// Its proof dates from the receipt, as replay's does.
-		if rat, err := time.Parse(events.ReceiptTimeFormat, pl.RecordedAt); err == nil && proves(entry) {
-			proof.prove(rat.UTC().Format(time.RFC3339Nano), pl.ReceiptID)
-		}
+		return adoptEntry(kv, proof, receipt.EntryOf(&pl.ReceiptRecorded, id, e.Position))
 	case *events.ReceiptForeign:
-		if err := markForeign(kv, pl.ReceiptID); err != nil {
-			return err
-		}
+		return markForeign(kv, pl.ReceiptID)
 	case *events.ReceiptPruned:
 		if err := dropEntry(kv, pl.ReceiptID); err != nil {
 			return err
 		}
 		if pl.ReceiptID == proof.NewestID {
-			if err := proof.recompute(kv, id); err != nil {
-				return err
-			}
+			return proof.recompute(kv, id)
 		}
 	}
-	return putJSON(kv, []byte("h/"+id), proof)
+	return nil
+}
+
+// adoptEntry indexes a receipt another writer's file holds: retention
+// drops the entry, never the file, and its proof dates from the receipt,
+// as replay's does.
+func adoptEntry(kv KV, proof *ReceiptProof, entry receipt.Entry) error {
+	entry.Adopted = true
+	if err := putEntry(kv, entry); err != nil {
+		return err
+	}
+	if err := markForeign(kv, entry.ReceiptID); err != nil {
+		return err
+	}
+	if rat, err := time.Parse(events.ReceiptTimeFormat, entry.RecordedAt); err == nil && proves(entry) {
+		proof.prove(rat.UTC().Format(time.RFC3339Nano), entry.ReceiptID)
+	}
+	return nil
 }
 
 func (p *ReceiptProof) prove(at, id string) {

@@ -172,26 +172,10 @@ func Assess(e Evidence, live Live) Status {
 	if !e.Events && e.Record == nil {
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
-	if e.Manifest != ManifestPresent || e.Record == nil {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+".")
+	if st, settled := s.checkRecord(e); settled {
+		return st
 	}
 	rec := *e.Record
-	if !preflight.Current(a, rec) {
-		s.Bridge = BridgeStale
-		return s.set(fsm.NeedsUserReview, NextStale)
-	}
-	if lr := e.LedgerRecord; lr == nil || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(rec) {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's.")
-	}
-	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
-	}
 	fp, ok := s.checkBridge(a, rec, live)
 	if !ok {
 		return s
@@ -206,6 +190,42 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
+	return s.proof(e, fp, live)
+}
+
+// checkRecord settles the status (settled) when the manifest's record on
+// disk is absent, stale, differs from the ledger's, or not the passive
+// binding the adapter requires.
+func (s Status) checkRecord(e Evidence) (st Status, settled bool) {
+	a := e.Adapter
+	if e.Manifest != ManifestPresent || e.Record == nil {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+"."), true
+	}
+	rec := *e.Record
+	if !preflight.Current(a, rec) {
+		s.Bridge = BridgeStale
+		return s.set(fsm.NeedsUserReview, NextStale), true
+	}
+	if lr := e.LedgerRecord; lr == nil || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(rec) {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's."), true
+	}
+	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)), true
+	}
+	return s, false
+}
+
+// proof is the status of a harness whose record, bridge and program check
+// out: the host's trust decision, read live, then the newest valid receipt
+// of bridge fingerprint fp.
+func (s Status) proof(e Evidence, fp string, live Live) Status {
+	a := e.Adapter
 	var gateUnknown *adapters.Trust
 	if g := a.TrustGate; g != nil && g.Inspect != nil {
 		// While the host would skip the project's hooks, no receipt is

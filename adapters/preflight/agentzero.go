@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events/receipt"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -117,7 +117,7 @@ func decodeDescriptor(data []byte) (Descriptor, error) {
 	if err := strictjson.Unmarshal(data, &raw); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
-			return Descriptor{}, descErr("unknown key%s", receipt.EchoKey(uk.Key))
+			return Descriptor{}, descErr("unknown key%s", memory.EchoKey(uk.Key))
 		}
 		return Descriptor{}, descErr("not a descriptor object")
 	}

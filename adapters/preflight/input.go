@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events/receipt"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -258,7 +258,7 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		return Request{}, ErrContract
 	}
 	if len(res.unknown) > 0 {
-		return Request{}, inputErr("invalid adapter preflight stdin fields%s", receipt.EchoKey(res.unknown[0]))
+		return Request{}, inputErr("invalid adapter preflight stdin fields%s", memory.EchoKey(res.unknown[0]))
 	}
 	var r Request
 	vals := map[string]string{}

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events/receipt"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -110,7 +110,7 @@ func scanErr(err error) error {
 	var deep *strictjson.DepthError
 	switch {
 	case errors.As(err, &dup):
-		return fmt.Errorf("repeats a key%s", receipt.EchoKey(dup.Key))
+		return fmt.Errorf("repeats a key%s", memory.EchoKey(dup.Key))
 	case errors.As(err, &deep):
 		return fmt.Errorf("nests deeper than %d levels", maxDepth)
 	default:

@@ -1,5 +1,7 @@
 package receipt
 
+import "github.com/tree-ring/tree-ring/events"
+
 // Entry is one retained receipt as the receipt index (projections,
 // "receipts") stores it, and as retention (adapters/preflight) decides
 // over it. Its JSON is projection bytes: a change here is a change of that
@@ -18,4 +20,13 @@ type Entry struct {
 	// Adopted is true for a receipt another writer's file holds
 	// (receipt.adopted): retention drops the entry, never the file.
 	Adopted bool `json:"adopted,omitempty"`
+}
+
+// EntryOf is the entry of the receipt p records on harness's stream at
+// ledger position position.
+func EntryOf(p *events.ReceiptRecorded, harness string, position uint64) Entry {
+	return Entry{
+		ReceiptID: p.ReceiptID, HarnessID: harness, Worker: p.WorkerKeyFingerprint, RecordedAt: p.RecordedAt,
+		Path: p.Path, SHA256: p.SHA256, State: p.State, Status: p.Status, Position: position,
+	}
 }

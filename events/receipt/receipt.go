@@ -206,31 +206,45 @@ func Decode(data []byte) (Receipt, error) {
 	if err := strictjson.Unmarshal(data, &r); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
-			return Receipt{}, malformed("unknown key%s", EchoKey(uk.Key))
+			return Receipt{}, malformed("unknown key%s", memory.EchoKey(uk.Key))
 		}
 		return Receipt{}, malformed("not a receipt object")
 	}
 	if k := absent(data); k != "" {
 		return Receipt{}, malformed("missing %s", k)
 	}
-	switch {
-	case !ValidID(r.ReceiptID):
-		return Receipt{}, malformed("receipt_id is not receipt-<uuid>")
-	case !Hex64(r.BridgeFingerprint) || !Hex64(r.ProjectRootFingerprint) || !Hex64(r.WorkerKeyFingerprint) || !Hex64(r.SelectedMemoryIDsSHA256):
-		return Receipt{}, malformed("a fingerprint is not 64 lowercase hex")
-	case r.QueryClass != "task_hint" && r.QueryClass != "startup_fallback":
-		return Receipt{}, malformed("query_class is not an approved class")
-	case r.ResultCount < 0 || r.ResultCount > MaxResults:
-		return Receipt{}, malformed("receipt result count exceeds preflight limit")
-	case r.DurationMS < 0:
-		return Receipt{}, malformed("duration_ms is negative")
-	case !SafeIdent(r.Session.AgentProfile) && !SubagentProfile(r.Session.AgentProfile) || !SafeIdent(r.Session.WorkflowID) || !SafeIdent(r.Session.SessionID):
-		return Receipt{}, malformed("session identity is not normalized")
-	}
-	if _, err := ParseTime(r.RecordedAt); err != nil {
-		return Receipt{}, malformed("recorded_at is not an RFC 3339 UTC time in whole seconds")
+	if err := r.check(); err != nil {
+		return Receipt{}, err
 	}
 	return r, nil
+}
+
+// check applies the file's value rules to a decoded receipt.
+func (r Receipt) check() error {
+	switch {
+	case !ValidID(r.ReceiptID):
+		return malformed("receipt_id is not receipt-<uuid>")
+	case !Hex64(r.BridgeFingerprint) || !Hex64(r.ProjectRootFingerprint) || !Hex64(r.WorkerKeyFingerprint) || !Hex64(r.SelectedMemoryIDsSHA256):
+		return malformed("a fingerprint is not 64 lowercase hex")
+	case r.QueryClass != "task_hint" && r.QueryClass != "startup_fallback":
+		return malformed("query_class is not an approved class")
+	case r.ResultCount < 0 || r.ResultCount > MaxResults:
+		return malformed("receipt result count exceeds preflight limit")
+	case r.DurationMS < 0:
+		return malformed("duration_ms is negative")
+	case !normalizedSession(r.Session):
+		return malformed("session identity is not normalized")
+	}
+	if _, err := ParseTime(r.RecordedAt); err != nil {
+		return malformed("recorded_at is not an RFC 3339 UTC time in whole seconds")
+	}
+	return nil
+}
+
+// normalizedSession reports whether s is as identity normalization leaves
+// it: safe components, or a subagent's "{harness}:{type}:{digest}" profile.
+func normalizedSession(s Session) bool {
+	return (SafeIdent(s.AgentProfile) || SubagentProfile(s.AgentProfile)) && SafeIdent(s.WorkflowID) && SafeIdent(s.SessionID)
 }
 
 // fileKeys and sessionKeys are the receipt file's members, in order: every
@@ -319,33 +333,16 @@ func SafeIdent(v string) bool {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
+		if !identByte(v[i]) {
 			return false
 		}
 	}
 	return memory.InspectText(v) == memory.SensitivityNormal
 }
 
-// EchoKey renders a key of a document from outside for an error message.
-// Keys are chosen by whoever wrote the document, so only what looks like
-// a field name (at most 40 bytes of lowercase letters, digits and '_',
-// normal sensitivity) is echoed; anything else could carry a value (a
-// path, an id, a secret) and is not repeated.
-func EchoKey(key string) string {
-	if key == "" || len(key) > 40 {
-		return ""
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return ""
-		}
-	}
-	if memory.InspectText(key) != memory.SensitivityNormal {
-		return ""
-	}
-	return fmt.Sprintf(" (%q)", key)
+// identByte reports whether c may appear in a kept identity value.
+func identByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@'
 }
 
 // Recorded is r as receipt.recorded and receipt.adopted carry it: every
