@@ -13,13 +13,13 @@
 package receipt
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,49 +130,16 @@ func (r Receipt) Summary() Summary {
 }
 
 // Encode returns the receipt file's bytes: pretty JSON (two spaces), no
-// HTML escaping, a trailing newline, keys in field order: exactly what a
-// json.Encoder with SetIndent("", "  ") and SetEscapeHTML(false) writes
-// (TestReceiptEncodeMatchesEncodingJSON), without its reflection, whose
-// first use cost a hook more than the rest of the receipt.
+// HTML escaping, a trailing newline, keys in field order.
 func (r Receipt) Encode() []byte {
-	b := make([]byte, 0, 1024)
-	str := func(key, v string, last bool) {
-		b = append(append(append(b, "  \""...), key...), "\": "...)
-		b = strictjson.AppendStringNoHTML(b, v)
-		if !last {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		panic(err) // a struct of strings and integers always encodes
 	}
-	num := func(key string, v int64) {
-		b = append(append(append(b, "  \""...), key...), "\": "...)
-		b = append(strconv.AppendInt(b, v, 10), ",\n"...)
-	}
-	b = append(b, "{\n"...)
-	num("schema_version", int64(r.SchemaVersion))
-	num("protocol_version", int64(r.ProtocolVersion))
-	str("receipt_id", r.ReceiptID, false)
-	str("harness_id", r.HarnessID, false)
-	str("adapter_version", r.AdapterVersion, false)
-	str("bridge_fingerprint", r.BridgeFingerprint, false)
-	str("store_id", r.StoreID, false)
-	str("project_root_fingerprint", r.ProjectRootFingerprint, false)
-	str("worker_key_fingerprint", r.WorkerKeyFingerprint, false)
-	b = append(b, "  \"session\": {\n  "...)
-	str("agent_profile", r.Session.AgentProfile, false)
-	b = append(b, "  "...)
-	str("workflow_id", r.Session.WorkflowID, false)
-	b = append(b, "  "...)
-	str("session_id", r.Session.SessionID, true)
-	b = append(b, "  },\n"...)
-	str("state", r.State, false)
-	str("query_class", r.QueryClass, false)
-	num("result_count", int64(r.ResultCount))
-	str("selected_memory_ids_sha256", r.SelectedMemoryIDsSHA256, false)
-	num("duration_ms", r.DurationMS)
-	str("status", r.Status, false)
-	str("recorded_at", r.RecordedAt, true)
-	return append(b, "}\n"...)
+	return b.Bytes()
 }
 
 // Error is a receipt that cannot be read back or fails
