@@ -108,7 +108,7 @@ func InspectProgram(root *ProjectRoot, want events.ProgramIdentity, full bool) (
 	if !full && have.Size != want.Size {
 		return have, false, &ProgramError{Code: ProgramDiffers, Have: have, Want: want}
 	}
-	if !full && executable && have.Inode != 0 && have.Inode == want.Inode && have.MtimeNS == want.MtimeNS && have.CtimeNS == want.CtimeNS {
+	if !full && executable && untouched(have, want) {
 		have.SHA256 = want.SHA256
 		return have, false, nil
 	}
@@ -124,6 +124,12 @@ func InspectProgram(root *ProjectRoot, want events.ProgramIdentity, full bool) (
 		return have, true, &ProgramError{Code: ProgramNotExecutable, Have: have, Want: want}
 	}
 	return have, true, nil
+}
+
+// untouched reports whether the file's identity (inode, mtime, ctime) is
+// the recorded one, which lets the quick check skip the digest.
+func untouched(have, want events.ProgramIdentity) bool {
+	return have.Inode != 0 && have.Inode == want.Inode && have.MtimeNS == want.MtimeNS && have.CtimeNS == want.CtimeNS
 }
 
 // IdentifyProgram reads the installed program's record as it is now (its
