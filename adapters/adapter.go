@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -186,10 +187,10 @@ func (a *Adapter) Record(m Material) Record {
 		BridgePath:        m.BridgePath,
 	}
 	for _, f := range m.Files {
-		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: f.Path, SHA256: SHA256Hex(f.Data)})
+		r.OwnedFiles = append(r.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: SHA256Hex(f.Data)})
 	}
 	for _, b := range m.Blocks {
-		r.ManagedBlocks = append(r.ManagedBlocks, ManagedBlock{Path: b.Path, BlockID: b.ID, SHA256: SHA256Hex(b.Digest)})
+		r.ManagedBlocks = append(r.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.ID, SHA256: SHA256Hex(b.Digest)})
 	}
 	r.normalize()
 	r.BridgeFingerprint = BridgeFingerprint(a.ID, a.Version, r.OwnedFiles, r.ManagedBlocks)

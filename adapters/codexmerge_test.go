@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // mergeCodexHooks returns the user's hooks.json document with Tree Ring's
@@ -80,8 +82,8 @@ func TestCodexHooksResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := a.Record(res)
-			asFile := slices.ContainsFunc(rec.OwnedFiles, func(f OwnedFile) bool { return f.Path == codexHooks })
-			asBlock := slices.ContainsFunc(rec.ManagedBlocks, func(b ManagedBlock) bool { return b.Path == codexHooks && b.BlockID == codexHooksID })
+			asFile := slices.ContainsFunc(rec.OwnedFiles, func(f events.FileDigest) bool { return f.Path == codexHooks })
+			asBlock := slices.ContainsFunc(rec.ManagedBlocks, func(b events.BlockDigest) bool { return b.Path == codexHooks && b.BlockID == codexHooksID })
 			if asFile != (c.form == "file") || asBlock != (c.form == "block") {
 				t.Fatalf("record %+v, want the hooks as a %s", rec, c.form)
 			}

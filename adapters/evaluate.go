@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // Review reason codes: why publication stopped short of replacing anything.
@@ -232,7 +234,7 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 			changed = append(changed, f.Path)
 			continue
 		}
-		disk.OwnedFiles = append(disk.OwnedFiles, OwnedFile{Path: f.Path, SHA256: SHA256Hex(e.Data)})
+		disk.OwnedFiles = append(disk.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: SHA256Hex(e.Data)})
 	}
 	for _, b := range rec.ManagedBlocks {
 		t, ok := a.blockTarget(b.Path, b.BlockID)
@@ -261,7 +263,7 @@ func DiskRecord(root *ProjectRoot, id string, rec Record) (disk Record, changed 
 			changed = append(changed, b.Path)
 			continue
 		}
-		disk.ManagedBlocks = append(disk.ManagedBlocks, ManagedBlock{Path: b.Path, BlockID: b.BlockID, SHA256: SHA256Hex(digest), LeadingSeparator: b.LeadingSeparator})
+		disk.ManagedBlocks = append(disk.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.BlockID, SHA256: SHA256Hex(digest), LeadingSeparator: b.LeadingSeparator})
 	}
 	disk.normalize()
 	disk.BridgeFingerprint = BridgeFingerprint(id, rec.AdapterVersion, disk.OwnedFiles, disk.ManagedBlocks)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"sort"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // SHA256Hex is the lowercase hex SHA-256 of b: the digest form of every
@@ -38,15 +40,15 @@ func CanonicalProjectRoot(dir string) (string, error) {
 // block_id, sha256, leading_separator) the fields "block", path, block_id,
 // sha256, leading_separator. An empty separator still contributes its
 // zero length. No project root is included. The inputs are not modified.
-func BridgeFingerprint(harnessID, adapterVersion string, files []OwnedFile, blocks []ManagedBlock) string {
-	fs := append([]OwnedFile(nil), files...)
+func BridgeFingerprint(harnessID, adapterVersion string, files []events.FileDigest, blocks []events.BlockDigest) string {
+	fs := append([]events.FileDigest(nil), files...)
 	sort.Slice(fs, func(i, j int) bool {
 		if fs[i].Path != fs[j].Path {
 			return fs[i].Path < fs[j].Path
 		}
 		return fs[i].SHA256 < fs[j].SHA256
 	})
-	bs := append([]ManagedBlock(nil), blocks...)
+	bs := append([]events.BlockDigest(nil), blocks...)
 	sort.Slice(bs, func(i, j int) bool { return blockLess(bs[i], bs[j]) })
 	h := sha256.New()
 	var n [8]byte
@@ -72,7 +74,7 @@ func BridgeFingerprint(harnessID, adapterVersion string, files []OwnedFile, bloc
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func blockLess(a, b ManagedBlock) bool {
+func blockLess(a, b events.BlockDigest) bool {
 	switch {
 	case a.Path != b.Path:
 		return a.Path < b.Path

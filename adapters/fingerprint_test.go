@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // stream builds the protocol's length-delimited field stream by hand, as
@@ -24,8 +26,8 @@ func hexSum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(
 
 func TestBridgeFingerprintEncoding(t *testing.T) {
 	c, d, e := strings.Repeat("c", 64), strings.Repeat("d", 64), strings.Repeat("e", 64)
-	files := []OwnedFile{{Path: "z/SKILL.md", SHA256: c}, {Path: "a/hooks.json", SHA256: e}}
-	blocks := []ManagedBlock{{Path: "AGENTS.md", BlockID: "codex", SHA256: d, LeadingSeparator: "\n"}}
+	files := []events.FileDigest{{Path: "z/SKILL.md", SHA256: c}, {Path: "a/hooks.json", SHA256: e}}
+	blocks := []events.BlockDigest{{Path: "AGENTS.md", BlockID: "codex", SHA256: d, LeadingSeparator: "\n"}}
 	want := hexSum(stream("codex", "4",
 		"file", "a/hooks.json", e,
 		"file", "z/SKILL.md", c,

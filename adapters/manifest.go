@@ -34,28 +34,13 @@ type Manifest struct {
 // preflight verifies (version, capability, bridge fingerprint, owned files,
 // managed blocks) and the adapter's state before proof.
 type Record struct {
-	State             string         `json:"state"`
-	AdapterVersion    string         `json:"adapter_version"`
-	AdapterCapability string         `json:"adapter_capability"`
-	BridgeFingerprint string         `json:"bridge_fingerprint,omitempty"`
-	BridgePath        string         `json:"bridge_path,omitempty"`
-	OwnedFiles        []OwnedFile    `json:"owned_files,omitempty"`
-	ManagedBlocks     []ManagedBlock `json:"managed_blocks,omitempty"`
-}
-
-// OwnedFile is a complete file an adapter owns and its digest.
-type OwnedFile struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-}
-
-// ManagedBlock is a block an adapter manages inside a file, its digest and
-// the adapter-owned whitespace before it ("" omitted on the wire).
-type ManagedBlock struct {
-	Path             string `json:"path"`
-	BlockID          string `json:"block_id"`
-	SHA256           string `json:"sha256"`
-	LeadingSeparator string `json:"leading_separator,omitempty"`
+	State             string               `json:"state"`
+	AdapterVersion    string               `json:"adapter_version"`
+	AdapterCapability string               `json:"adapter_capability"`
+	BridgeFingerprint string               `json:"bridge_fingerprint,omitempty"`
+	BridgePath        string               `json:"bridge_path,omitempty"`
+	OwnedFiles        []events.FileDigest  `json:"owned_files,omitempty"`
+	ManagedBlocks     []events.BlockDigest `json:"managed_blocks,omitempty"`
 }
 
 // normalize sorts files and blocks into fingerprint order so that equal
@@ -91,11 +76,11 @@ func RecordOf(c events.BridgeContract) Record {
 		State: c.RecordState, AdapterVersion: c.AdapterVersion, AdapterCapability: c.Capability,
 		BridgeFingerprint: c.BridgeFingerprint, BridgePath: c.BridgePath,
 	}
-	for _, f := range c.OwnedFiles {
-		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: f.Path, SHA256: f.SHA256})
+	if len(c.OwnedFiles) > 0 {
+		r.OwnedFiles = slices.Clone(c.OwnedFiles)
 	}
-	for _, b := range c.ManagedBlocks {
-		r.ManagedBlocks = append(r.ManagedBlocks, ManagedBlock{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+	if len(c.ManagedBlocks) > 0 {
+		r.ManagedBlocks = slices.Clone(c.ManagedBlocks)
 	}
 	r.normalize()
 	return r
@@ -106,13 +91,7 @@ func ContractOf(r Record) events.BridgeContract {
 	c := events.BridgeContract{
 		AdapterVersion: r.AdapterVersion, Capability: r.AdapterCapability, BridgeFingerprint: r.BridgeFingerprint,
 		BridgePath: r.BridgePath, RecordState: r.State,
-		OwnedFiles: []events.FileDigest{}, ManagedBlocks: []events.BlockDigest{},
-	}
-	for _, f := range r.OwnedFiles {
-		c.OwnedFiles = append(c.OwnedFiles, events.FileDigest{Path: f.Path, SHA256: f.SHA256})
-	}
-	for _, b := range r.ManagedBlocks {
-		c.ManagedBlocks = append(c.ManagedBlocks, events.BlockDigest{Path: b.Path, BlockID: b.BlockID, SHA256: b.SHA256, LeadingSeparator: b.LeadingSeparator})
+		OwnedFiles: append([]events.FileDigest{}, r.OwnedFiles...), ManagedBlocks: append([]events.BlockDigest{}, r.ManagedBlocks...),
 	}
 	return c
 }
@@ -147,8 +126,8 @@ func (r Record) Paths() []string {
 // Differs lists the paths whose owned file or managed block one of r and o
 // records and the other does not record the same way, sorted.
 func (r Record) Differs(o Record) []string {
-	ps := oneSided(r.OwnedFiles, o.OwnedFiles, func(f OwnedFile) string { return f.Path })
-	ps = append(ps, oneSided(r.ManagedBlocks, o.ManagedBlocks, func(b ManagedBlock) string { return b.Path })...)
+	ps := oneSided(r.OwnedFiles, o.OwnedFiles, func(f events.FileDigest) string { return f.Path })
+	ps = append(ps, oneSided(r.ManagedBlocks, o.ManagedBlocks, func(b events.BlockDigest) string { return b.Path })...)
 	return sortedUnique(ps)
 }
 
@@ -221,14 +200,30 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	if len(data) > MaxBridgeFileBytes {
 		return Manifest{}, manifestErr("larger than %d bytes", MaxBridgeFileBytes)
 	}
-	raw, err := decodeRawManifest(data)
-	if err != nil {
+	var raw rawManifest
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
 			return Manifest{}, manifestErr("unknown key %q", uk.Key)
 		}
 		return Manifest{}, &ManifestError{Reason: err.Error()}
 	}
+	m, err := raw.head()
+	if err != nil {
+		return Manifest{}, err
+	}
+	for id, rr := range *raw.Harnesses {
+		r, err := rr.record(id)
+		if err != nil {
+			return Manifest{}, err
+		}
+		m.Harnesses[id] = r
+	}
+	return m, nil
+}
+
+// head reads and checks the manifest's members but its harnesses.
+func (raw rawManifest) head() (Manifest, error) {
 	switch {
 	case raw.SchemaVersion == nil:
 		return Manifest{}, manifestErr("missing key %q", "schema_version")
@@ -259,13 +254,6 @@ func DecodeManifest(data []byte) (Manifest, error) {
 	}
 	if err := checkIdent("cli_version", m.CLIVersion); err != nil {
 		return Manifest{}, err
-	}
-	for id, rr := range *raw.Harnesses {
-		r, err := rr.record(id)
-		if err != nil {
-			return Manifest{}, err
-		}
-		m.Harnesses[id] = r
 	}
 	return m, nil
 }
@@ -311,111 +299,145 @@ func (rr rawRecord) record(id string) (Record, error) {
 	if !ok {
 		return Record{}, manifestErr("harness %q is not a registered adapter", id)
 	}
-	fail := func(format string, args ...any) (Record, error) {
-		return Record{}, manifestErr("harness %s: %s", id, fmt.Sprintf(format, args...))
+	r, err := rr.head()
+	if err == nil {
+		err = rr.owned(a, &r)
 	}
+	if err != nil {
+		return Record{}, manifestErr("harness %s: %v", id, err)
+	}
+	r.normalize()
+	return r, nil
+}
+
+// head reads and checks the record's scalar members.
+func (rr rawRecord) head() (Record, error) {
 	if rr.State == nil {
-		return fail("missing key %q", "state")
+		return Record{}, fmt.Errorf("missing key %q", "state")
 	}
 	if rr.AdapterCapability == nil {
-		return fail("missing key %q", "adapter_capability")
+		return Record{}, fmt.Errorf("missing key %q", "adapter_capability")
 	}
 	r := Record{State: *rr.State, AdapterVersion: "1", AdapterCapability: *rr.AdapterCapability}
-	if rr.AdapterVersion != nil {
-		r.AdapterVersion = *rr.AdapterVersion
-	}
-	if rr.BridgeFingerprint != nil {
-		r.BridgeFingerprint = *rr.BridgeFingerprint
-	}
-	if rr.BridgePath != nil {
-		r.BridgePath = *rr.BridgePath
-	}
+	setPresent(&r.AdapterVersion, rr.AdapterVersion)
+	setPresent(&r.BridgeFingerprint, rr.BridgeFingerprint)
+	setPresent(&r.BridgePath, rr.BridgePath)
 	if !fsm.Valid(fsm.State(r.State)) {
-		return fail("state %q is not an activation state", r.State)
+		return Record{}, fmt.Errorf("state %q is not an activation state", r.State)
 	}
 	switch Capability(r.AdapterCapability) {
 	case NativePreflight, WrapperPreflight, GuidanceOnly:
 	default:
-		return fail("adapter_capability %q is not a capability", r.AdapterCapability)
+		return Record{}, fmt.Errorf("adapter_capability %q is not a capability", r.AdapterCapability)
 	}
 	if err := checkIdent("adapter_version", r.AdapterVersion); err != nil {
-		return fail("%v", err)
+		return Record{}, err
 	}
 	if r.BridgeFingerprint != "" && !isHex64(r.BridgeFingerprint) {
-		return fail("bridge_fingerprint is not 64 lowercase hex")
+		return Record{}, errors.New("bridge_fingerprint is not 64 lowercase hex")
 	}
+	return r, nil
+}
+
+// setPresent sets *dst to an optional member that is present.
+func setPresent(dst, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// owned reads and checks the record's owned files, managed blocks and
+// bridge path into r: each on a's allow-list, no path owned twice or both
+// as a file and as a block, the bridge path one of them.
+func (rr rawRecord) owned(a *Adapter, r *Record) error {
 	seen := map[string]string{}
 	own := func(p, as string) error {
-		if prev, dup := seen[p]; dup {
-			if prev != as || as == "file" {
-				return fmt.Errorf("%s is owned both as %s and as %s", p, prev, as)
-			}
+		if prev, dup := seen[p]; dup && (prev != as || as == "file") {
+			return fmt.Errorf("%s is owned both as %s and as %s", p, prev, as)
 		}
 		seen[p] = as
 		return nil
 	}
 	for _, f := range rr.OwnedFiles {
-		if f.Path == nil || f.SHA256 == nil {
-			return fail("owned file without path or sha256")
+		fd, err := f.digest(a)
+		if err == nil {
+			err = own(fd.Path, "file")
 		}
-		if err := CheckRelPath(*f.Path); err != nil {
-			return fail("%v", err)
+		if err != nil {
+			return err
 		}
-		if !isHex64(*f.SHA256) {
-			return fail("owned file %s: sha256 is not 64 lowercase hex", *f.Path)
-		}
-		if !a.ownsFile(*f.Path) {
-			return fail("owned file %s is not on the adapter's allow-list", *f.Path)
-		}
-		if err := own(*f.Path, "file"); err != nil {
-			return fail("%v", err)
-		}
-		r.OwnedFiles = append(r.OwnedFiles, OwnedFile{Path: *f.Path, SHA256: *f.SHA256})
+		r.OwnedFiles = append(r.OwnedFiles, fd)
 	}
 	blockIDs := map[[2]string]bool{}
 	for _, b := range rr.ManagedBlocks {
-		if b.Path == nil || b.BlockID == nil || b.SHA256 == nil {
-			return fail("managed block without path, block_id or sha256")
-		}
-		mb := ManagedBlock{Path: *b.Path, BlockID: *b.BlockID, SHA256: *b.SHA256}
-		if b.LeadingSeparator != nil {
-			mb.LeadingSeparator = *b.LeadingSeparator
-		}
-		if err := CheckRelPath(mb.Path); err != nil {
-			return fail("%v", err)
-		}
-		if err := checkIdent("block_id", mb.BlockID); err != nil {
-			return fail("%v", err)
-		}
-		if !isHex64(mb.SHA256) {
-			return fail("managed block %s#%s: sha256 is not 64 lowercase hex", mb.Path, mb.BlockID)
-		}
-		if !ValidSeparator(mb.LeadingSeparator) {
-			return fail("managed block %s#%s: leading_separator must be \"\", \"\\n\" or \"\\n\\n\"", mb.Path, mb.BlockID)
-		}
-		if _, ok := a.blockTarget(mb.Path, mb.BlockID); !ok {
-			return fail("managed block %s#%s is not on the adapter's allow-list", mb.Path, mb.BlockID)
+		mb, err := b.digest(a)
+		if err != nil {
+			return err
 		}
 		key := [2]string{mb.Path, mb.BlockID}
 		if blockIDs[key] {
-			return fail("managed block %s#%s is listed twice", mb.Path, mb.BlockID)
+			return fmt.Errorf("managed block %s#%s is listed twice", mb.Path, mb.BlockID)
 		}
 		blockIDs[key] = true
 		if err := own(mb.Path, "block"); err != nil {
-			return fail("%v", err)
+			return err
 		}
 		r.ManagedBlocks = append(r.ManagedBlocks, mb)
 	}
 	if r.BridgePath != "" {
 		if err := CheckRelPath(r.BridgePath); err != nil {
-			return fail("bridge_path: %v", err)
+			return fmt.Errorf("bridge_path: %v", err)
 		}
 		if _, ok := seen[r.BridgePath]; !ok {
-			return fail("bridge_path %s is not one of the record's owned paths", r.BridgePath)
+			return fmt.Errorf("bridge_path %s is not one of the record's owned paths", r.BridgePath)
 		}
 	}
-	r.normalize()
-	return r, nil
+	return nil
+}
+
+// digest checks an owned file of a's record.
+func (f rawOwnedFile) digest(a *Adapter) (events.FileDigest, error) {
+	if f.Path == nil || f.SHA256 == nil {
+		return events.FileDigest{}, errors.New("owned file without path or sha256")
+	}
+	fd := events.FileDigest{Path: *f.Path, SHA256: *f.SHA256}
+	if err := CheckRelPath(fd.Path); err != nil {
+		return fd, err
+	}
+	if !isHex64(fd.SHA256) {
+		return fd, fmt.Errorf("owned file %s: sha256 is not 64 lowercase hex", fd.Path)
+	}
+	if !a.ownsFile(fd.Path) {
+		return fd, fmt.Errorf("owned file %s is not on the adapter's allow-list", fd.Path)
+	}
+	return fd, nil
+}
+
+// digest checks a managed block of a's record.
+func (b rawManagedBlk) digest(a *Adapter) (events.BlockDigest, error) {
+	if b.Path == nil || b.BlockID == nil || b.SHA256 == nil {
+		return events.BlockDigest{}, errors.New("managed block without path, block_id or sha256")
+	}
+	mb := events.BlockDigest{Path: *b.Path, BlockID: *b.BlockID, SHA256: *b.SHA256}
+	if b.LeadingSeparator != nil {
+		mb.LeadingSeparator = *b.LeadingSeparator
+	}
+	if err := CheckRelPath(mb.Path); err != nil {
+		return mb, err
+	}
+	if err := checkIdent("block_id", mb.BlockID); err != nil {
+		return mb, err
+	}
+	if !isHex64(mb.SHA256) {
+		return mb, fmt.Errorf("managed block %s#%s: sha256 is not 64 lowercase hex", mb.Path, mb.BlockID)
+	}
+	if !ValidSeparator(mb.LeadingSeparator) {
+		return mb, fmt.Errorf("managed block %s#%s: leading_separator must be \"\", \"\\n\" or \"\\n\\n\"", mb.Path, mb.BlockID)
+	}
+	if _, ok := a.blockTarget(mb.Path, mb.BlockID); !ok {
+		return mb, fmt.Errorf("managed block %s#%s is not on the adapter's allow-list", mb.Path, mb.BlockID)
+	}
+	return mb, nil
 }
 
 // CheckRelPath accepts a clean, slash-separated, project-relative path of at

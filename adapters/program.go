@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // The program the bridges run is BinaryPath: every hook command line and
@@ -14,18 +16,6 @@ import (
 // missing, non-executable or different file makes status and the hook's
 // contract check report failed with the repair (docs/reliability.md, "The
 // installed program").
-
-// ProgramRecord is what the ledger records of the installed program: its
-// digest and size, and the file's identity right after it was linked into
-// place (inode, modification and change times), which lets the hook skip
-// the digest while the file is untouched.
-type ProgramRecord struct {
-	SHA256  string
-	Size    int64
-	Inode   uint64
-	MtimeNS int64
-	CtimeNS int64
-}
 
 // Diagnostic codes of the installed program.
 const (
@@ -46,8 +36,8 @@ const (
 type ProgramError struct {
 	Code string
 	// Have is what is there, when it could be read.
-	Have ProgramRecord
-	Want ProgramRecord
+	Have events.ProgramIdentity
+	Want events.ProgramIdentity
 }
 
 const programReinstall = "move it aside (`mv " + BinaryPath + " " + BinaryPath + ".replaced`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest"
@@ -95,7 +85,7 @@ func short(sha string) string {
 // digest is computed and compared. Full (status, audit): the digest is
 // always computed. hashed reports whether it was. The observed identity is
 // returned for a caller that records it.
-func InspectProgram(root *ProjectRoot, want ProgramRecord, full bool) (have ProgramRecord, hashed bool, err error) {
+func InspectProgram(root *ProjectRoot, want events.ProgramIdentity, full bool) (have events.ProgramIdentity, hashed bool, err error) {
 	f, exists, err := root.OpenRead(BinaryPath)
 	var nr *NotRegularError
 	var sl *SymlinkError
@@ -118,7 +108,7 @@ func InspectProgram(root *ProjectRoot, want ProgramRecord, full bool) (have Prog
 	if !full && have.Size != want.Size {
 		return have, false, &ProgramError{Code: ProgramDiffers, Have: have, Want: want}
 	}
-	if !full && executable && have.Inode != 0 && have.Inode == want.Inode && have.MtimeNS == want.MtimeNS && have.CtimeNS == want.CtimeNS {
+	if !full && executable && untouched(have, want) {
 		have.SHA256 = want.SHA256
 		return have, false, nil
 	}
@@ -136,9 +126,15 @@ func InspectProgram(root *ProjectRoot, want ProgramRecord, full bool) (have Prog
 	return have, true, nil
 }
 
+// untouched reports whether the file's identity (inode, mtime, ctime) is
+// the recorded one, which lets the quick check skip the digest.
+func untouched(have, want events.ProgramIdentity) bool {
+	return have.Inode != 0 && have.Inode == want.Inode && have.MtimeNS == want.MtimeNS && have.CtimeNS == want.CtimeNS
+}
+
 // IdentifyProgram reads the installed program's record as it is now (its
 // digest, size and identity); exists is false when there is none.
-func IdentifyProgram(root *ProjectRoot) (rec ProgramRecord, exists bool, err error) {
+func IdentifyProgram(root *ProjectRoot) (rec events.ProgramIdentity, exists bool, err error) {
 	f, exists, err := root.OpenRead(BinaryPath)
 	if err != nil || !exists {
 		return rec, exists, err

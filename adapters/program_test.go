@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tree-ring/tree-ring/events"
 )
 
 // installed creates data as the installed program under a fresh root and
 // returns the root, the project path and the record init would append.
-func installed(t testing.TB, data []byte) (*ProjectRoot, string, ProgramRecord) {
+func installed(t testing.TB, data []byte) (*ProjectRoot, string, events.ProgramIdentity) {
 	t.Helper()
 	r, dir := openTestRoot(t)
 	if err := r.CreateFile(BinaryPath, data, 0o755, 0o700); err != nil {

@@ -169,6 +169,19 @@ func uuidV4(s string) bool {
 	return s[14] == '4' && strings.IndexByte("89ab", s[19]) >= 0
 }
 
+// ProgramIdentity is the installed program as the ledger records it: its
+// digest and size, and the file's identity right after it was linked into
+// place (inode, modification and change times), which lets the hook skip
+// the digest while the file is untouched. program.installed carries it,
+// the manifest projection stores it, adapters checks the file against it.
+type ProgramIdentity struct {
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	Inode   uint64 `json:"inode"`
+	MtimeNS int64  `json:"mtime_ns"`
+	CtimeNS int64  `json:"ctime_ns"`
+}
+
 // ProgramInstalled records the program the bridges run
 // (.tree-ring/bin/tree-ring) as init left it: installed from the running
 // build, or found there and adopted (a project initialized before
@@ -178,12 +191,8 @@ func uuidV4(s string) bool {
 // the hook skip the digest while the file is untouched; they are not
 // paths and name nothing outside the project.
 type ProgramInstalled struct {
-	Path           string `json:"path"`
-	SHA256         string `json:"sha256"`
-	Size           int64  `json:"size"`
-	Inode          uint64 `json:"inode"`
-	MtimeNS        int64  `json:"mtime_ns"`
-	CtimeNS        int64  `json:"ctime_ns"`
+	Path string `json:"path"`
+	ProgramIdentity
 	Reason         string `json:"reason"`
 	PreviousSHA256 string `json:"previous_sha256,omitempty"`
 	CLIVersion     string `json:"cli_version,omitempty"`

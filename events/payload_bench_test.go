@@ -6,9 +6,8 @@ import (
 )
 
 // BenchmarkDecodePayload is the strict payload decode of one event
-// (DecodePayload: the value built, decoded and checked), per type: the
-// hook's payloads, which take the hand-written decoders, and a memory
-// import's memory.captured, which is decoded by reflection.
+// (DecodePayload: the value built, decoded by strictjson and checked), per
+// type: the hook's payloads and a memory import's memory.captured.
 func BenchmarkDecodePayload(b *testing.B) {
 	rc, items := 3, int64(2)
 	cases := []struct {

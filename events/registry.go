@@ -133,12 +133,8 @@ func DecodePayload(e *Envelope) (any, error) {
 		return nil, err
 	}
 	v := spec.NewPayload()
-	// Without reflection where a hand-written decoder reads the payload
-	// (strictjson would accept it the same), else strictly by reflection.
-	if !decodeFast(raw, v) {
-		if err := strictjson.Unmarshal(raw, v); err != nil {
-			return nil, fmt.Errorf("%s payload: %w", e.Type, err)
-		}
+	if err := strictjson.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
 	}
 	if c, ok := v.(interface{ Check() error }); ok {
 		if err := c.Check(); err != nil {
@@ -175,8 +171,7 @@ type Factory struct {
 
 // New builds an unsealed envelope of type typ on stream with payload p, at
 // the type's current schema version. The payload is marshalled once here
-// (by its hand-written encoder when it has one, payload_codec.go) and
-// validated once: the envelope carries the value its validation decoded
+// (json.Marshal) and validated once: the envelope carries the value its validation decoded
 // (VerifiedPayload), so Tx.Append and the folds it runs do not decode the
 // bytes again. The carried value is the decoded bytes', never p.
 func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
@@ -187,19 +182,16 @@ func (f *Factory) New(stream, typ string, p any) (Envelope, error) {
 	if !spec.isPayload(p) {
 		return Envelope{}, fmt.Errorf("%s: payload is %T, want %v", typ, p, spec.payload)
 	}
-	var raw []byte
-	var err error
-	if b, ok := appendPayload(make([]byte, 0, 512), p); ok {
-		raw = b
-	} else if raw, err = json.Marshal(p); err != nil {
+	raw, err := json.Marshal(p)
+	if err != nil {
 		return Envelope{}, fmt.Errorf("marshal %s payload: %w", typ, err)
 	}
 	e := Envelope{
 		ID: f.NewID(), Stream: stream, Type: typ, SchemaVersion: spec.SchemaVersion,
 		RecordedAt: f.Now().UTC(), Actor: f.Actor, Payload: raw,
 	}
-	// Both encoders write compact JSON (json.Marshal compacts what a
-	// MarshalJSON returns too): no whitespace scan.
+	// json.Marshal writes compact JSON (it compacts what a MarshalJSON
+	// returns too): no whitespace scan.
 	v, err := e.validate(false)
 	if err != nil {
 		return Envelope{}, err

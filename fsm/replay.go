@@ -67,10 +67,11 @@ func (s *Step) Reason() string {
 	return reason(p)
 }
 
-// Receipt is a proof a preflight left: from preflight.succeeded (to active
-// or active-isolated) or a successful receipt.recorded. Both events of one
-// preflight carry the same receipt id; the first one seen counts.
-type Receipt struct {
+// Proof is what replay keeps of a receipt (events/receipt owns the
+// receipt itself): the proof a preflight left, from preflight.succeeded (to
+// active or active-isolated) or a successful receipt.recorded. Both events
+// of one preflight carry the same receipt id; the first one seen counts.
+type Proof struct {
 	ID       string
 	Worker   string // worker_key_fingerprint
 	At       time.Time
@@ -79,8 +80,8 @@ type Receipt struct {
 	dead     bool // pruned
 }
 
-// ExpiresAt is the first instant at which the receipt no longer proves.
-func (r Receipt) ExpiresAt() time.Time { return r.At.Add(ReceiptTTL) }
+// ExpiresAt is the first instant at which the proof no longer holds.
+func (r Proof) ExpiresAt() time.Time { return r.At.Add(ReceiptTTL) }
 
 // History is the replay of one harness stream up to an instant.
 type History struct {
@@ -100,7 +101,7 @@ type History struct {
 	lastVersion uint64
 	stopped     bool
 	clock       time.Time // latest recorded_at replayed
-	rs          []Receipt // live receipts since the harness last entered a proven state, oldest first
+	rs          []Proof   // live receipts since the harness last entered a proven state, oldest first
 	rbase       int       // absolute index of rs[0]
 	ridx        map[string]int
 	newestAt    time.Time
@@ -109,8 +110,8 @@ type History struct {
 // Workers returns, per worker, its newest unpruned receipt since the harness
 // last entered a proven state, sorted by worker fingerprint. A receipt is
 // Fresh relative to the instant of the replay.
-func (h *History) Workers() []Receipt {
-	by := map[string]Receipt{}
+func (h *History) Workers() []Proof {
+	by := map[string]Proof{}
 	for _, r := range h.rs {
 		if r.dead {
 			continue
@@ -119,7 +120,7 @@ func (h *History) Workers() []Receipt {
 			by[r.Worker] = r
 		}
 	}
-	out := make([]Receipt, 0, len(by))
+	out := make([]Proof, 0, len(by))
 	for _, r := range by {
 		out = append(out, r)
 	}
@@ -263,11 +264,11 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 	switch e.Type {
 	case events.TypePreflightSucceeded:
 		if Proven(st.To) {
-			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: at, State: st.To, Position: e.Position})
+			h.addReceipt(Proof{ID: c.receipt, Worker: c.worker, At: at, State: st.To, Position: e.Position})
 		}
 	case events.TypeReceiptRecorded:
 		if s := State(c.state); c.status == "success" && Proven(s) {
-			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: at, State: s, Position: e.Position})
+			h.addReceipt(Proof{ID: c.receipt, Worker: c.worker, At: at, State: s, Position: e.Position})
 		}
 	case events.TypeReceiptAdopted:
 		// The proof dates from the receipt's recorded_at (it passed rule 8
@@ -277,7 +278,7 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 			return fail(BadEvent, id, "adopted receipt's recorded_at is not a receipt time at or before its adoption")
 		}
 		if s := State(c.state); c.status == "success" && Proven(s) {
-			h.addReceipt(Receipt{ID: c.receipt, Worker: c.worker, At: rat, State: s, Position: e.Position})
+			h.addReceipt(Proof{ID: c.receipt, Worker: c.worker, At: rat, State: s, Position: e.Position})
 		}
 	case events.TypeReceiptPruned:
 		if i, ok := h.ridx[c.receipt]; ok {
@@ -331,8 +332,8 @@ func (h *History) check(t time.Time) {
 }
 
 // newestLive is the newest unpruned receipt recorded at or before t.
-func (h *History) newestLive(t time.Time) (Receipt, bool) {
-	var best Receipt
+func (h *History) newestLive(t time.Time) (Proof, bool) {
+	var best Proof
 	found := false
 	for i := len(h.rs) - 1; i >= 0; i-- {
 		r := h.rs[i]
@@ -349,7 +350,7 @@ func (h *History) newestLive(t time.Time) (Receipt, bool) {
 	return best, found
 }
 
-func (h *History) addReceipt(r Receipt) {
+func (h *History) addReceipt(r Proof) {
 	if r.ID == "" {
 		return
 	}

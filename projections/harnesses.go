@@ -52,7 +52,7 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	key := []byte("h/" + id)
 	var h Harness
 	if raw := kv.Get(key); raw != nil {
-		if h, err = decodeHarness(raw); err != nil {
+		if h, err = decodeJSON[Harness](raw); err != nil {
 			return fmt.Errorf("harness %s state: %w", id, err)
 		}
 	}
@@ -79,7 +79,7 @@ func (p *harnessesProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	default:
 		h.Reason, h.Paths = "", nil
 	}
-	return kv.Put(key, appendHarness(nil, &h))
+	return putJSON(kv, key, h)
 }
 
 // HarnessState returns the folded state of harness id; ok is false when the
@@ -89,7 +89,7 @@ func HarnessState(kv KV, id string) (Harness, bool, error) {
 	if raw == nil {
 		return Harness{}, false, nil
 	}
-	h, err := decodeHarness(raw)
+	h, err := decodeJSON[Harness](raw)
 	if err != nil {
 		return Harness{}, false, fmt.Errorf("harness %s state: %w", id, err)
 	}

@@ -78,12 +78,8 @@ type PublishedManifest struct {
 // Program is the installed program as the last program.installed
 // recorded it (Position is that event's).
 type Program struct {
-	Path     string `json:"path"`
-	SHA256   string `json:"sha256"`
-	Size     int64  `json:"size"`
-	Inode    uint64 `json:"inode"`
-	MtimeNS  int64  `json:"mtime_ns"`
-	CtimeNS  int64  `json:"ctime_ns"`
+	Path string `json:"path"`
+	events.ProgramIdentity
 	Position uint64 `json:"position"`
 }
 
@@ -94,7 +90,7 @@ func ProgramOf(kv KV) (Program, bool, error) {
 	if raw == nil {
 		return Program{}, false, nil
 	}
-	p, err := decodeProgram(raw)
+	p, err := decodeJSON[Program](raw)
 	if err != nil {
 		return Program{}, false, fmt.Errorf("recorded program: %w", err)
 	}
@@ -129,13 +125,7 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	put := func(key string, val any) error {
-		raw, err := json.Marshal(val)
-		if err != nil {
-			return err
-		}
-		return kv.Put([]byte(key), raw)
-	}
+	put := func(key string, val any) error { return putJSON(kv, []byte(key), val) }
 	switch p := v.(type) {
 	case *events.StoreInitialized:
 		return put("store", ManifestStore{StoreID: p.StoreID, ProjectRootFingerprint: p.ProjectRootFingerprint})
@@ -144,8 +134,7 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	case *events.StoreAdopted:
 		return put("adopted", p.ManifestSHA256)
 	case *events.ProgramInstalled:
-		return put("program", Program{Path: p.Path, SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS,
-			Position: e.Position})
+		return put("program", Program{Path: p.Path, ProgramIdentity: p.ProgramIdentity, Position: e.Position})
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
 		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))
@@ -164,7 +153,7 @@ func ManifestRecordOf(kv KV, id string) (events.BridgeRecord, bool, error) {
 	if raw == nil {
 		return events.BridgeRecord{}, false, nil
 	}
-	r, err := decodeStoredRecord(raw)
+	r, err := decodeJSON[storedRecord](raw)
 	if err != nil {
 		return events.BridgeRecord{}, false, fmt.Errorf("manifest record %s: %w", id, err)
 	}
@@ -192,7 +181,7 @@ func ManifestStoreOf(kv KV) (m ManifestStore, ok bool, err error) {
 	if raw == nil {
 		return ManifestStore{}, false, nil
 	}
-	if m, err = decodeManifestStore(raw); err != nil {
+	if m, err = decodeJSON[ManifestStore](raw); err != nil {
 		return ManifestStore{}, false, fmt.Errorf("manifest store: %w", err)
 	}
 	return m, true, nil
@@ -206,12 +195,12 @@ func ManifestOf(kv KV) (m ManifestState, ok bool, err error) {
 	if raw == nil {
 		return ManifestState{}, false, nil
 	}
-	if m.ManifestStore, err = decodeManifestStore(raw); err != nil {
+	if m.ManifestStore, err = decodeJSON[ManifestStore](raw); err != nil {
 		return ManifestState{}, false, fmt.Errorf("manifest store: %w", err)
 	}
 	m.Records = map[string]events.BridgeRecord{}
 	err = kv.ForEach([]byte("record/"), func(k, v []byte) error {
-		r, err := decodeStoredRecord(v)
+		r, err := decodeJSON[storedRecord](v)
 		if err != nil {
 			return fmt.Errorf("manifest record %s: %w", k, err)
 		}

@@ -7,6 +7,7 @@
 package projections
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -76,7 +77,7 @@ func plainPayload(e *events.Envelope) (any, error) {
 		return nil, err
 	}
 	v := spec.NewPayload()
-	if err := events.UnmarshalPayload(raw, v); err != nil {
+	if err := json.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("%s payload: %w", e.Type, err)
 	}
 	return v, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -31,25 +32,8 @@ import (
 //	a/<receipt_id>                                   a receipt file found at adoption (never removed)
 const ReceiptsName = "receipts"
 
-// ReceiptEntry is one retained receipt.
-type ReceiptEntry struct {
-	ReceiptID  string `json:"receipt_id"`
-	HarnessID  string `json:"harness_id"`
-	Worker     string `json:"worker"`      // worker_key_fingerprint
-	RecordedAt string `json:"recorded_at"` // the receipt's, whole seconds
-	Path       string `json:"path,omitempty"`
-	SHA256     string `json:"sha256"`
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	// Position is the ledger position of its receipt.recorded.
-	Position uint64 `json:"position"`
-	// Adopted is true for a receipt another writer's file holds
-	// (receipt.adopted): retention drops the entry, never the file.
-	Adopted bool `json:"adopted,omitempty"`
-}
-
 // proves reports whether the entry is a proof (fsm replay's rule).
-func (e ReceiptEntry) proves() bool {
+func proves(e receipt.Entry) bool {
 	return e.Status == events.ReceiptStatusSuccess && fsm.Proven(fsm.State(e.State))
 }
 
@@ -102,55 +86,61 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if tr, moves := events.Moves(p); moves && !fsm.Proven(fsm.State(tr.To)) {
 		proof.Epoch, proof.NewestAt, proof.NewestID = e.Position, "", ""
 	}
+	if err := foldReceipt(kv, &proof, id, at, e, p); err != nil {
+		return err
+	}
+	return putJSON(kv, []byte("h/"+id), proof)
+}
+
+// foldReceipt applies p, the payload of e on harness id's stream (recorded
+// at at, RFC 3339 with nanoseconds), to the index and to proof.
+func foldReceipt(kv KV, proof *ReceiptProof, id, at string, e *events.Envelope, p any) error {
 	switch pl := p.(type) {
 	case *events.PreflightSucceeded:
 		if fsm.Proven(fsm.State(pl.To)) {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptRecorded:
-		entry := ReceiptEntry{
-			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
-			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position,
-		}
+		entry := receipt.EntryOf(pl, id, e.Position)
 		if entry.RecordedAt == "" {
 			entry.RecordedAt = events.ReceiptTime(e.RecordedAt)
 		}
 		if err := putEntry(kv, entry); err != nil {
 			return err
 		}
-		if entry.proves() {
+		if proves(entry) {
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptAdopted:
-		entry := ReceiptEntry{
-			ReceiptID: pl.ReceiptID, HarnessID: id, Worker: pl.WorkerKeyFingerprint, RecordedAt: pl.RecordedAt,
-			Path: pl.Path, SHA256: pl.SHA256, State: pl.State, Status: pl.Status, Position: e.Position, Adopted: true,
-		}
-		if err := putEntry(kv, entry); err != nil {
-			return err
-		}
-		if err := markForeign(kv, pl.ReceiptID); err != nil {
-			return err
-		}
-		// Its proof dates from the receipt, as replay's does.
-		if rat, err := time.Parse(events.ReceiptTimeFormat, pl.RecordedAt); err == nil && entry.proves() {
-			proof.prove(rat.UTC().Format(time.RFC3339Nano), pl.ReceiptID)
-		}
+		return adoptEntry(kv, proof, receipt.EntryOf(&pl.ReceiptRecorded, id, e.Position))
 	case *events.ReceiptForeign:
-		if err := markForeign(kv, pl.ReceiptID); err != nil {
-			return err
-		}
+		return markForeign(kv, pl.ReceiptID)
 	case *events.ReceiptPruned:
 		if err := dropEntry(kv, pl.ReceiptID); err != nil {
 			return err
 		}
 		if pl.ReceiptID == proof.NewestID {
-			if err := proof.recompute(kv, id); err != nil {
-				return err
-			}
+			return proof.recompute(kv, id)
 		}
 	}
-	return kv.Put([]byte("h/"+id), appendReceiptProof(nil, &proof))
+	return nil
+}
+
+// adoptEntry indexes a receipt another writer's file holds: retention
+// drops the entry, never the file, and its proof dates from the receipt,
+// as replay's does.
+func adoptEntry(kv KV, proof *ReceiptProof, entry receipt.Entry) error {
+	entry.Adopted = true
+	if err := putEntry(kv, entry); err != nil {
+		return err
+	}
+	if err := markForeign(kv, entry.ReceiptID); err != nil {
+		return err
+	}
+	if rat, err := time.Parse(events.ReceiptTimeFormat, entry.RecordedAt); err == nil && proves(entry) {
+		proof.prove(rat.UTC().Format(time.RFC3339Nano), entry.ReceiptID)
+	}
+	return nil
 }
 
 func (p *ReceiptProof) prove(at, id string) {
@@ -166,11 +156,11 @@ func (p *ReceiptProof) prove(at, id string) {
 func (p *ReceiptProof) recompute(kv KV, harness string) error {
 	p.NewestAt, p.NewestID = "", ""
 	return kv.ForEach([]byte("e/"+harness+"/"), func(_, v []byte) error {
-		e, err := decodeReceiptEntry(v)
+		e, err := decodeJSON[receipt.Entry](v)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
-		if e.Position <= p.Epoch || !e.proves() {
+		if e.Position <= p.Epoch || !proves(e) {
 			return nil
 		}
 		// The proof's time is its envelope's; whole seconds here differ
@@ -193,7 +183,7 @@ func laterThan(a, b string) bool {
 	return err1 == nil && err2 == nil && ta.After(tb)
 }
 
-func entryKey(e ReceiptEntry) string {
+func entryKey(e receipt.Entry) string {
 	return "e/" + e.HarnessID + "/" + e.Worker + "/" + e.RecordedAt + "/" + e.ReceiptID
 }
 
@@ -201,7 +191,7 @@ func entryKey(e ReceiptEntry) string {
 // cannot be a key component (no writer of ours produces one; receipt files
 // are named receipt-<uuid>) is not indexed, and a receipt id recorded again
 // replaces its earlier entry.
-func putEntry(kv KV, e ReceiptEntry) error {
+func putEntry(kv KV, e receipt.Entry) error {
 	if e.ReceiptID == "" || strings.Contains(e.ReceiptID, "/") || strings.Contains(e.Worker, "/") {
 		return nil
 	}
@@ -209,7 +199,7 @@ func putEntry(kv KV, e ReceiptEntry) error {
 		return err
 	}
 	k := entryKey(e)
-	if err := kv.Put([]byte(k), appendReceiptEntry(nil, &e)); err != nil {
+	if err := putJSON(kv, []byte(k), e); err != nil {
 		return err
 	}
 	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
@@ -283,7 +273,7 @@ func dropEntry(kv KV, receiptID string) error {
 	if raw == nil {
 		return fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	e, err := decodeReceiptEntry(raw)
+	e, err := decodeJSON[receipt.Entry](raw)
 	if err != nil {
 		return fmt.Errorf("receipt index entry: %w", err)
 	}
@@ -301,7 +291,7 @@ func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
 	if raw == nil {
 		return ReceiptProof{}, nil
 	}
-	p, err := decodeReceiptProof(raw)
+	p, err := decodeJSON[ReceiptProof](raw)
 	if err != nil {
 		return p, fmt.Errorf("receipt proof %s: %w", harness, err)
 	}
@@ -310,7 +300,7 @@ func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
 
 // HarnessReceipts returns the retained receipts of a harness, newest first
 // (recorded_at, then receipt id, descending).
-func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
+func HarnessReceipts(kv KV, harness string) ([]receipt.Entry, error) {
 	out, err := entries(kv, "e/"+harness+"/", -1)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].RecordedAt != out[j].RecordedAt {
@@ -323,24 +313,24 @@ func HarnessReceipts(kv KV, harness string) ([]ReceiptEntry, error) {
 
 // WorkerReceipts returns the retained receipts of one harness/worker,
 // oldest first (recorded_at, then receipt id).
-func WorkerReceipts(kv KV, harness, worker string) ([]ReceiptEntry, error) {
+func WorkerReceipts(kv KV, harness, worker string) ([]receipt.Entry, error) {
 	return entries(kv, "e/"+harness+"/"+worker+"/", -1)
 }
 
 // OldestWorkerReceipts returns at most n of the oldest retained receipts
 // of one harness/worker (all of them when n < 0), oldest first; retention
 // only ever needs the ones beyond the newest 99.
-func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]ReceiptEntry, error) {
+func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]receipt.Entry, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	return entries(kv, "e/"+harness+"/"+worker+"/", n)
 }
 
-func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
-	var out []ReceiptEntry
+func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
+	var out []receipt.Entry
 	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
-		e, err := decodeReceiptEntry(v)
+		e, err := decodeJSON[receipt.Entry](v)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}
@@ -357,16 +347,16 @@ func entries(kv KV, prefix string, limit int) ([]ReceiptEntry, error) {
 }
 
 // ReceiptByID returns a retained receipt by id.
-func ReceiptByID(kv KV, receiptID string) (ReceiptEntry, bool, error) {
+func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
 	k := kv.Get([]byte("i/" + receiptID))
 	if k == nil {
-		return ReceiptEntry{}, false, nil
+		return receipt.Entry{}, false, nil
 	}
 	raw := kv.Get(k)
 	if raw == nil {
-		return ReceiptEntry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
+		return receipt.Entry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
 	}
-	e, err := decodeReceiptEntry(raw)
+	e, err := decodeJSON[receipt.Entry](raw)
 	return e, err == nil, err
 }
 
@@ -375,8 +365,8 @@ var errStopScan = errors.New("stop")
 // ReceiptsRecordedBy returns every retained receipt, of any harness,
 // recorded at or before cutoff (a receipt-format time), oldest first. It
 // reads the age index only as far as cutoff.
-func ReceiptsRecordedBy(kv KV, cutoff string) ([]ReceiptEntry, error) {
-	var out []ReceiptEntry
+func ReceiptsRecordedBy(kv KV, cutoff string) ([]receipt.Entry, error) {
+	var out []receipt.Entry
 	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
 		if ts, _, _ := strings.Cut(string(k[2:]), "/"); ts > cutoff {
 			return errStopScan
@@ -385,7 +375,7 @@ func ReceiptsRecordedBy(kv KV, cutoff string) ([]ReceiptEntry, error) {
 		if raw == nil {
 			return fmt.Errorf("receipt index: age key %s points at a missing entry", k)
 		}
-		e, err := decodeReceiptEntry(raw)
+		e, err := decodeJSON[receipt.Entry](raw)
 		if err != nil {
 			return fmt.Errorf("receipt index entry: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -113,9 +114,9 @@ func (l *ledger) preflight(h, worker string) bool {
 	add(stream, events.TypeReceiptRecorded, &events.ReceiptRecorded{HarnessID: h, ReceiptID: id, ProtocolVersion: 1, AdapterVersion: "4",
 		BridgeFingerprint: strings.Repeat("b", 64), StoreID: "s", ProjectRootFingerprint: strings.Repeat("a", 64), WorkerKeyFingerprint: wk,
 		State: string(to), QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("0", 64), Status: "success",
-		SHA256: strings.Repeat("f", 64), RecordedAt: preflight.FormatTime(l.now), Path: "r/" + id + ".json"})
+		SHA256: strings.Repeat("f", 64), RecordedAt: receipt.FormatTime(l.now), Path: "r/" + id + ".json"})
 	rkv := l.kv[ReceiptsName]
-	expired, err := ReceiptsRecordedBy(rkv, preflight.FormatTime(l.now.Add(-preflight.RetentionAge)))
+	expired, err := ReceiptsRecordedBy(rkv, receipt.FormatTime(l.now.Add(-preflight.RetentionAge)))
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func (l *ledger) preflight(h, worker string) bool {
 	if all, _ := WorkerReceipts(rkv, h, wk); len(all) != WorkerReceiptCount(rkv, h, wk) {
 		l.t.Fatalf("worker count %d, entries %d", WorkerReceiptCount(rkv, h, wk), len(all))
 	}
-	var ex, mn []preflight.Indexed
+	var ex, mn []receipt.Entry
 	for _, e := range expired {
 		ex = append(ex, indexedOf(e))
 	}
@@ -287,8 +288,8 @@ func TestReceiptIndexRetention(t *testing.T) {
 }
 
 // indexedOf converts an index entry for preflight's retention decision.
-func indexedOf(e ReceiptEntry) preflight.Indexed {
-	return preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
+func indexedOf(e receipt.Entry) receipt.Entry {
+	return receipt.Entry{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
 }
 
 // The harness and receipts folds handle exactly the types their sets

@@ -10,6 +10,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -204,17 +205,9 @@ func (o *Outcome) adoptReceipts(scan []ScannedReceipt) error {
 			continue
 		}
 		r.eligible = true
-		rc := r.Receipt
-		session := events.ReceiptSession(rc.Session)
 		o.add(o.Adapter, events.TypeReceiptAdopted, &events.ReceiptAdopted{
-			Transition: events.Transition{From: string(o.State), To: string(to)},
-			ReceiptRecorded: events.ReceiptRecorded{
-				HarnessID: rc.HarnessID, ReceiptID: rc.ReceiptID, ProtocolVersion: rc.ProtocolVersion, AdapterVersion: rc.AdapterVersion,
-				BridgeFingerprint: rc.BridgeFingerprint, StoreID: rc.StoreID, ProjectRootFingerprint: rc.ProjectRootFingerprint,
-				WorkerKeyFingerprint: rc.WorkerKeyFingerprint, State: rc.State, QueryClass: rc.QueryClass, ResultCount: rc.ResultCount,
-				SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: rc.DurationMS, Status: rc.Status,
-				SHA256: r.SHA256, RecordedAt: rc.RecordedAt, Session: &session, Path: r.Path,
-			},
+			Transition:      events.Transition{From: string(o.State), To: string(to)},
+			ReceiptRecorded: r.Receipt.Recorded(r.SHA256, r.Path),
 		})
 		o.State = to
 		o.NextStep = NextFor(o.Adapter, o.State, false)
@@ -228,7 +221,7 @@ var (
 )
 
 func foreignReason(err error) string {
-	var re *preflight.ReceiptError
+	var re *receipt.Error
 	switch {
 	case errors.Is(err, errMisplaced):
 		return events.ForeignMisplaced
@@ -243,9 +236,9 @@ type ScannedReceipt struct {
 	Path      string // project-relative
 	ReceiptID string // from the file name
 	SHA256    string // of the file's bytes
-	Receipt   preflight.Receipt
+	Receipt   receipt.Receipt
 	// Err is why the receipt proves nothing: malformed, misplaced, or a
-	// *preflight.ReceiptError of the eight rules; nil for a verified one.
+	// *receipt.Error of the eight rules; nil for a verified one.
 	Err      error
 	eligible bool
 }
@@ -260,7 +253,7 @@ type ScannedReceipt struct {
 // proofs are adopted: recorded_at, then receipt id (unparseable ones
 // first). At most limit files are read; more is ErrAdoptTooLarge.
 func ScanReceipts(root *adapters.ProjectRoot, m adapters.Manifest, id, recomputed string, now time.Time, limit int) ([]ScannedReceipt, error) {
-	dir := preflight.ReceiptsDir + "/" + id
+	dir := receipt.Dir + "/" + id
 	workers, absent, err := root.ListDir(dir, maxAdoptDirEntries)
 	if err != nil || absent {
 		return nil, adoptListErr(err)
@@ -278,7 +271,7 @@ func ScanReceipts(root *adapters.ProjectRoot, m adapters.Manifest, id, recompute
 		}
 		for _, n := range names {
 			rid, ok := strings.CutSuffix(n, ".json")
-			if !ok || !preflight.ValidReceiptID(rid) {
+			if !ok || !receipt.ValidID(rid) {
 				continue
 			}
 			if len(out) == limit {
@@ -309,7 +302,7 @@ func adoptListErr(err error) error {
 
 func scanOne(root *adapters.ProjectRoot, m adapters.Manifest, id, worker, path, rid, recomputed string, now time.Time) ScannedReceipt {
 	s := ScannedReceipt{Path: path, ReceiptID: rid}
-	f, err := root.ReadFile(path, preflight.MaxReceiptBytes)
+	f, err := root.ReadFile(path, receipt.MaxBytes)
 	switch {
 	case err != nil:
 		s.Err = fmt.Errorf("read receipt: %w", err)
@@ -319,7 +312,7 @@ func scanOne(root *adapters.ProjectRoot, m adapters.Manifest, id, worker, path, 
 		return s
 	}
 	s.SHA256 = adapters.SHA256Hex(f.Data)
-	r, err := preflight.DecodeReceipt(f.Data)
+	r, err := receipt.Decode(f.Data)
 	if err != nil {
 		s.Err = err
 		return s
@@ -344,7 +337,7 @@ func NewestVerified(scan []ScannedReceipt, now time.Time) Found {
 			continue
 		}
 		r := scan[i].Receipt
-		at, _ := preflight.ParseTime(r.RecordedAt)
+		at, _ := receipt.ParseTime(r.RecordedAt)
 		f.Receipt, f.Age = &r, int64(now.Sub(at)/time.Second)
 		return f
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -26,8 +27,8 @@ func TestAssessUnadopted(t *testing.T) {
 	persistedActive.State = string(fsm.Active)
 	notPassive := *current(az)
 	notPassive.State = string(fsm.ConfiguredAwaitingProof)
-	receipt := &preflight.Receipt{State: string(fsm.Active), ResultCount: 2, QueryClass: "startup_fallback"}
-	isolated := &preflight.Receipt{State: string(fsm.ActiveIsolated)}
+	proven := &receipt.Receipt{State: string(fsm.Active), ResultCount: 2, QueryClass: "startup_fallback"}
+	isolated := &receipt.Receipt{State: string(fsm.ActiveIsolated)}
 	for _, tc := range []struct {
 		name  string
 		a     *adapters.Adapter
@@ -41,15 +42,15 @@ func TestAssessUnadopted(t *testing.T) {
 		{"guidance-only", goose, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextFor(goose, fsm.Unsupported, false), ""},
 		{"manifest invalid", claude, activation.ManifestInvalid, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
 		{"no record", claude, activation.ManifestPresent, nil, fakeLive{}, fsm.Unsupported, activation.NextInit, ""},
-		{"version 3 codex", codex, activation.ManifestPresent, &stale, fakeLive{found: activation.Found{Receipt: receipt}}, fsm.NeedsUserReview, activation.NextStale, ""},
+		{"version 3 codex", codex, activation.ManifestPresent, &stale, fakeLive{found: activation.Found{Receipt: proven}}, fsm.NeedsUserReview, activation.NextStale, ""},
 		{"bridge changed", claude, activation.ManifestPresent, current(claude), fakeLive{fp: strings.Repeat("0", 64), changed: []string{".claude/settings.json"}},
 			fsm.NeedsUserReview, activation.NextReview("claude-code") + " Changed on disk: .claude/settings.json.", "bridge"},
 		{"awaiting proof", claude, activation.ManifestPresent, current(claude), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
 		{"persisted active without a receipt", claude, activation.ManifestPresent, &persistedActive, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
-		{"receipt", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: receipt}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
+		{"receipt", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: proven}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
 		{"isolated receipt", codex, activation.ManifestPresent, current(codex), fakeLive{found: activation.Found{Receipt: isolated}}, fsm.ActiveIsolated, activation.NextAdopt, "bridge receipt"},
-		{"pi needs trust, proven", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: receipt}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
-		{"agent zero without its plugin", az, activation.ManifestPresent, current(az), fakeLive{plugin: os.ErrNotExist, found: activation.Found{Receipt: receipt}}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "plugin"},
+		{"pi needs trust, proven", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: proven}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
+		{"agent zero without its plugin", az, activation.ManifestPresent, current(az), fakeLive{plugin: os.ErrNotExist, found: activation.Found{Receipt: proven}}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "plugin"},
 		{"agent zero with its plugin", az, activation.ManifestPresent, current(az), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "plugin bridge receipt"},
 		{"agent zero not passive", az, activation.ManifestPresent, &notPassive, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "plugin"},
 	} {
@@ -71,20 +72,20 @@ func FuzzAdopt(f *testing.F) {
 	rec := *current(codex)
 	m := adapters.Manifest{SchemaVersion: 1, ProtocolVersion: 1, StoreID: "5b0c9d3e-7a41-4f2b-9c6d-1e8f2a3b4c5d",
 		ProjectRootFingerprint: strings.Repeat("a", 64), CLIVersion: "0.15.13", Harnesses: map[string]adapters.Record{"codex": rec}}
-	r := preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", HarnessID: "codex",
+	r := receipt.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", HarnessID: "codex",
 		AdapterVersion: rec.AdapterVersion, BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
 		WorkerKeyFingerprint: preflight.WorkerKeyFingerprint("codex", "codex"), Session: preflight.Identity{AgentProfile: "codex", WorkflowID: "s", SessionID: "s"},
 		State: "active", QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("f", 64), Status: "success", RecordedAt: "2026-10-31T12:00:00Z"}
 	f.Add(m.Encode(), r.Encode())
 	f.Add([]byte(`{"schema_version":1}`), []byte(`{`))
-	f.Fuzz(func(t *testing.T, manifest, receipt []byte) {
+	f.Fuzz(func(t *testing.T, manifest, rcpt []byte) {
 		dir := t.TempDir()
 		dir, _ = filepath.EvalSymlinks(dir)
 		fp := adapters.ProjectRootFingerprint(dir)
 		manifest = []byte(strings.ReplaceAll(string(manifest), strings.Repeat("a", 64), fp))
-		receipt = []byte(strings.ReplaceAll(string(receipt), strings.Repeat("a", 64), fp))
-		rel := preflight.WorkerDir("codex", "codex") + "/" + r.ReceiptID + ".json"
-		for p, data := range map[string][]byte{adapters.ManifestPath: manifest, rel: receipt} {
+		rcpt = []byte(strings.ReplaceAll(string(rcpt), strings.Repeat("a", 64), fp))
+		rel := receipt.WorkerDir("codex", "codex") + "/" + r.ReceiptID + ".json"
+		for p, data := range map[string][]byte{adapters.ManifestPath: manifest, rel: rcpt} {
 			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -148,13 +149,13 @@ func adoptProject(t *testing.T, ids ...string) (dir string, m adapters.Manifest)
 	return dir, m
 }
 
-func receiptFor(m adapters.Manifest, harness, id string, at time.Time) preflight.Receipt {
+func receiptFor(m adapters.Manifest, harness, id string, at time.Time) receipt.Receipt {
 	rec := m.Harnesses[harness]
-	return preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: harness, AdapterVersion: rec.AdapterVersion,
+	return receipt.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: harness, AdapterVersion: rec.AdapterVersion,
 		BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
 		WorkerKeyFingerprint: preflight.WorkerKeyFingerprint(harness, harness), Session: preflight.Identity{AgentProfile: harness, WorkflowID: "w", SessionID: "s"},
 		State: string(fsm.Active), QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("f", 64), Status: "success",
-		RecordedAt: preflight.FormatTime(at)}
+		RecordedAt: receipt.FormatTime(at)}
 }
 
 // Adopt, harness by harness: the events and the state each record is
@@ -181,7 +182,7 @@ func TestAdoptOutcomes(t *testing.T) {
 		}, map[string]fsm.State{"pi": fsm.Active}, "bridge.published receipt.adopted"},
 		{"a receipt in another worker's directory", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
 			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
-			writeReceipt(t, dir, preflight.WorkerDir("codex", "someone-else")+"/"+r.ReceiptID+".json", r.Encode())
+			writeReceipt(t, dir, receipt.WorkerDir("codex", "someone-else")+"/"+r.ReceiptID+".json", r.Encode())
 		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign"},
 		{"a receipt from the future", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
 			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(time.Hour))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -46,16 +48,10 @@ type Evidence struct {
 	// the 30-day receipt expiry).
 	LedgerState fsm.State
 	// LedgerRecord is the ledger's manifest record (nil: none).
-	LedgerRecord *LedgerRecord
+	LedgerRecord *events.BridgeRecord
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
 	// the recorded state is failed.
 	LedgerDiagnostic string
-}
-
-// LedgerRecord is a harness's record in the ledger's manifest projection.
-type LedgerRecord struct {
-	Record    adapters.Record
-	Published bool
 }
 
 // Live is the evidence status reads from outside the ledger, only when
@@ -86,9 +82,9 @@ type Live interface {
 
 // Found is the receipt search's result.
 type Found struct {
-	Receipt  *preflight.Receipt // nil: no valid receipt
-	Age      int64              // seconds since the receipt's recorded_at
-	Rejected int                // receipts looked at and rejected before it
+	Receipt  *receipt.Receipt // nil: no valid receipt
+	Age      int64            // seconds since the receipt's recorded_at
+	Rejected int              // receipts looked at and rejected before it
 }
 
 // Status is one harness's state, its next step, and the evidence that
@@ -176,26 +172,10 @@ func Assess(e Evidence, live Live) Status {
 	if !e.Events && e.Record == nil {
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
-	if e.Manifest != ManifestPresent || e.Record == nil {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+".")
+	if st, settled := s.checkRecord(e); settled {
+		return st
 	}
 	rec := *e.Record
-	if !preflight.Current(a, rec) {
-		s.Bridge = BridgeStale
-		return s.set(fsm.NeedsUserReview, NextStale)
-	}
-	if lr := e.LedgerRecord; lr == nil || !lr.Published || !lr.Record.Equal(rec) {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's.")
-	}
-	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
-	}
 	fp, ok := s.checkBridge(a, rec, live)
 	if !ok {
 		return s
@@ -210,6 +190,42 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
+	return s.proof(e, fp, live)
+}
+
+// checkRecord settles the status (settled) when the manifest's record on
+// disk is absent, stale, differs from the ledger's, or not the passive
+// binding the adapter requires.
+func (s Status) checkRecord(e Evidence) (st Status, settled bool) {
+	a := e.Adapter
+	if e.Manifest != ManifestPresent || e.Record == nil {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+"."), true
+	}
+	rec := *e.Record
+	if !preflight.Current(a, rec) {
+		s.Bridge = BridgeStale
+		return s.set(fsm.NeedsUserReview, NextStale), true
+	}
+	if lr := e.LedgerRecord; lr == nil || !lr.Published || !adapters.RecordOf(lr.Contract).Equal(rec) {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's."), true
+	}
+	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)), true
+	}
+	return s, false
+}
+
+// proof is the status of a harness whose record, bridge and program check
+// out: the host's trust decision, read live, then the newest valid receipt
+// of bridge fingerprint fp.
+func (s Status) proof(e Evidence, fp string, live Live) Status {
+	a := e.Adapter
 	var gateUnknown *adapters.Trust
 	if g := a.TrustGate; g != nil && g.Inspect != nil {
 		// While the host would skip the project's hooks, no receipt is

@@ -7,7 +7,8 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
-	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -82,8 +83,8 @@ func TestAssessEveryState(t *testing.T) {
 	azNotPassive.State = string(fsm.Active)
 	other := *rec
 	other.BridgePath = "elsewhere"
-	published := func(r *adapters.Record) *activation.LedgerRecord {
-		return &activation.LedgerRecord{Record: *r, Published: true}
+	published := func(r *adapters.Record) *events.BridgeRecord {
+		return &events.BridgeRecord{Contract: adapters.ContractOf(*r), Published: true}
 	}
 	// ok is the evidence of a codex bridge that matches everywhere.
 	ok := func(ledger fsm.State) activation.Evidence {
@@ -103,8 +104,8 @@ func TestAssessEveryState(t *testing.T) {
 		return activation.Evidence{Adapter: pi, Ledger: true, Manifest: activation.ManifestPresent, Record: piRec,
 			Events: true, LedgerState: ledger, LedgerRecord: published(piRec)}
 	}
-	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
-	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
+	activeReceipt := &receipt.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
+	isolatedReceipt := &receipt.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
 	cases := []struct {
 		name   string

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -95,45 +96,56 @@ func LoadDescriptor(path, canonicalProject string) (Descriptor, error) {
 	return d, nil
 }
 
+// rawDescriptor detects the descriptor's absent members.
+type rawDescriptor struct {
+	SchemaVersion             *int    `json:"schema_version"`
+	Kind                      *string `json:"kind"`
+	PluginID                  *string `json:"plugin_id"`
+	PluginVersion             *string `json:"plugin_version"`
+	ActivationProtocolVersion *int    `json:"activation_protocol_version"`
+	TreeRingVersion           *struct {
+		Min   *string `json:"min"`
+		Minor *string `json:"minor"`
+	} `json:"tree_ring_version"`
+	Enabled *bool `json:"enabled"`
+}
+
+// check applies the descriptor's schema to its members.
+func (raw rawDescriptor) check() error {
+	switch {
+	case raw.SchemaVersion == nil || *raw.SchemaVersion != 1:
+		return descErr("schema_version must be 1")
+	case raw.Kind == nil || *raw.Kind != descriptorKind:
+		return descErr("kind must be %s", descriptorKind)
+	case raw.PluginID == nil || *raw.PluginID != pluginID:
+		return descErr("plugin_id must be %s", pluginID)
+	case raw.PluginVersion == nil:
+		return descErr("plugin_version is missing")
+	case raw.ActivationProtocolVersion == nil || *raw.ActivationProtocolVersion != 1:
+		return descErr("activation_protocol_version must be 1")
+	case raw.TreeRingVersion == nil || raw.TreeRingVersion.Min == nil || raw.TreeRingVersion.Minor == nil:
+		return descErr("tree_ring_version needs min and minor")
+	case raw.Enabled == nil:
+		return descErr("enabled is missing")
+	case !*raw.Enabled:
+		return descErr("the plugin is disabled")
+	}
+	return nil
+}
+
 // decodeDescriptor applies the descriptor's schema and the compatibility
 // allow-list to its bytes (LoadDescriptor has checked where they came from).
 func decodeDescriptor(data []byte) (Descriptor, error) {
-	var raw struct {
-		SchemaVersion             *int    `json:"schema_version"`
-		Kind                      *string `json:"kind"`
-		PluginID                  *string `json:"plugin_id"`
-		PluginVersion             *string `json:"plugin_version"`
-		ActivationProtocolVersion *int    `json:"activation_protocol_version"`
-		TreeRingVersion           *struct {
-			Min   *string `json:"min"`
-			Minor *string `json:"minor"`
-		} `json:"tree_ring_version"`
-		Enabled *bool `json:"enabled"`
-	}
+	var raw rawDescriptor
 	if err := strictjson.Unmarshal(data, &raw); err != nil {
 		var uk *strictjson.UnknownKeyError
 		if errors.As(err, &uk) {
-			return Descriptor{}, descErr("unknown key%s", named(uk.Key))
+			return Descriptor{}, descErr("unknown key%s", memory.EchoKey(uk.Key))
 		}
 		return Descriptor{}, descErr("not a descriptor object")
 	}
-	switch {
-	case raw.SchemaVersion == nil || *raw.SchemaVersion != 1:
-		return Descriptor{}, descErr("schema_version must be 1")
-	case raw.Kind == nil || *raw.Kind != descriptorKind:
-		return Descriptor{}, descErr("kind must be %s", descriptorKind)
-	case raw.PluginID == nil || *raw.PluginID != pluginID:
-		return Descriptor{}, descErr("plugin_id must be %s", pluginID)
-	case raw.PluginVersion == nil:
-		return Descriptor{}, descErr("plugin_version is missing")
-	case raw.ActivationProtocolVersion == nil || *raw.ActivationProtocolVersion != 1:
-		return Descriptor{}, descErr("activation_protocol_version must be 1")
-	case raw.TreeRingVersion == nil || raw.TreeRingVersion.Min == nil || raw.TreeRingVersion.Minor == nil:
-		return Descriptor{}, descErr("tree_ring_version needs min and minor")
-	case raw.Enabled == nil:
-		return Descriptor{}, descErr("enabled is missing")
-	case !*raw.Enabled:
-		return Descriptor{}, descErr("the plugin is disabled")
+	if err := raw.check(); err != nil {
+		return Descriptor{}, err
 	}
 	d := Descriptor{PluginVersion: *raw.PluginVersion, Min: *raw.TreeRingVersion.Min, Minor: *raw.TreeRingVersion.Minor}
 	if err := CheckSeries(d, adapters.Contract()); err != nil {

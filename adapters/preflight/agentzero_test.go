@@ -210,7 +210,7 @@ func TestOutputs(t *testing.T) {
 	if got := string(HookOutput(SubagentStart, "a <b> & \"c\"\n")); got != `{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"a <b> & \"c\"\n"}}`+"\n" {
 		t.Errorf("hook output %s", got)
 	}
-	id := Identity{"codex:explorer:0123456789abcdef", "s1", "agent-1"}
+	id := Identity{AgentProfile: "codex:explorer:0123456789abcdef", WorkflowID: "s1", SessionID: "agent-1"}
 	reason := CheckpointReason("0f0e0d0c-0b0a-4908-8706-050403020100", "project-abc", "/srv/my-proj", id)
 	lines := strings.Split(reason, "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "Tree Ring automatic capture checkpoint 0f0e0d0c-0b0a-4908-8706-050403020100. ") {
@@ -234,7 +234,7 @@ func TestOutputs(t *testing.T) {
 // (no $(...), redirection, quote, pipe, ampersand or angle bracket): only
 // the project path is quoted, and only when it needs it.
 func TestCheckpointLinesAreInert(t *testing.T) {
-	id := Identity{"claude-code:Explore:0123456789abcdef", "session-0123", "agent-abc"}
+	id := Identity{AgentProfile: "claude-code:Explore:0123456789abcdef", WorkflowID: "session-0123", SessionID: "agent-abc"}
 	for _, c := range []struct{ root, bin string }{
 		{"/home/u/src/app", "/home/u/src/app/.tree-ring/bin/tree-ring --root /home/u/src/app/.tree-ring "},
 		{"/home/u/my app", `'/home/u/my app/.tree-ring/bin/tree-ring' --root '/home/u/my app/.tree-ring' `},

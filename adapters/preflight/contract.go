@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -159,7 +160,7 @@ func PassiveBinding(rec adapters.Record) bool {
 // only when its size matches and its identity (inode, mtime, ctime) is not
 // the recorded one. A refusal is an *adapters.ProgramError naming the
 // repair; no receipt is written.
-func CheckProgram(root *adapters.ProjectRoot, rec *adapters.ProgramRecord) error {
+func CheckProgram(root *adapters.ProjectRoot, rec *events.ProgramIdentity) error {
 	if rec == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -72,7 +73,7 @@ func TestCheckActivationContract(t *testing.T) {
 	// A record whose own digests are not the bridge's, fingerprinted
 	// consistently: the bridge changed, the record is current.
 	rec = m.Harnesses["codex"]
-	rec.OwnedFiles = append([]adapters.OwnedFile(nil), rec.OwnedFiles...)
+	rec.OwnedFiles = append([]events.FileDigest(nil), rec.OwnedFiles...)
 	rec.OwnedFiles[0].SHA256 = adapters.SHA256Hex([]byte("other"))
 	rec.BridgeFingerprint = adapters.BridgeFingerprint("codex", rec.AdapterVersion, rec.OwnedFiles, rec.ManagedBlocks)
 	stale.Harnesses = map[string]adapters.Record{"codex": rec}
@@ -114,12 +115,12 @@ func TestEligibleAndPassive(t *testing.T) {
 		"state":       func(r *adapters.Record) { r.State = string(fsm.ConfiguredAwaitingProof) },
 		"bridge path": func(r *adapters.Record) { r.BridgePath = "x" },
 		"two files": func(r *adapters.Record) {
-			r.OwnedFiles = append(r.OwnedFiles, adapters.OwnedFile{Path: "y", SHA256: r.OwnedFiles[0].SHA256})
+			r.OwnedFiles = append(r.OwnedFiles, events.FileDigest{Path: "y", SHA256: r.OwnedFiles[0].SHA256})
 		},
-		"a block": func(r *adapters.Record) { r.ManagedBlocks = []adapters.ManagedBlock{{Path: "z"}} },
+		"a block": func(r *adapters.Record) { r.ManagedBlocks = []events.BlockDigest{{Path: "z"}} },
 	} {
 		r := rec
-		r.OwnedFiles = append([]adapters.OwnedFile(nil), rec.OwnedFiles...)
+		r.OwnedFiles = append([]events.FileDigest(nil), rec.OwnedFiles...)
 		mut(&r)
 		if PassiveBinding(r) {
 			t.Errorf("%s: still passive", name)

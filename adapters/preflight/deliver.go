@@ -10,6 +10,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // Store is the ledger a delivery writes, as the use case sees it (cmd
@@ -28,7 +29,7 @@ type Store interface {
 type Tx interface {
 	Ledger
 	// Program is the recorded program (nil: none recorded).
-	Program() (*adapters.ProgramRecord, error)
+	Program() (*events.ProgramIdentity, error)
 	// Append appends evs to stream at its current version.
 	Append(stream string, evs []events.Envelope) error
 	// Retained reports which receipt ids the index retains, for the
@@ -41,7 +42,7 @@ type Tx interface {
 	// with the receipt rc.
 	StartRun() error
 	SetStage(stage string)
-	FinishRun(rc Receipt) error
+	FinishRun(rc receipt.Receipt) error
 }
 
 // Delivery is one preflight to deliver.
@@ -142,7 +143,7 @@ func applyPlan(tx Tx, root *adapters.ProjectRoot, plan *Plan) (wrote bool, err e
 	}
 	// Strays in this worker's directory, against the index as of this
 	// transaction (prunes applied).
-	dir := WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
+	dir := receipt.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
 	if names, _, err := root.ListDir(dir, MaxWorkerFiles); err == nil {
 		retained, ok, err := tx.Retained(rc.HarnessID, rc.WorkerKeyFingerprint)
 		if err != nil {

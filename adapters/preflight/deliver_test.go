@@ -14,6 +14,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // fakeStore is a preflight.Store whose one transaction is a fakeTx over
@@ -39,7 +40,7 @@ type fakeTx struct{ *fakeStore }
 
 func (t fakeTx) call(s string) { t.calls = append(t.calls, s) }
 
-func (t fakeTx) Program() (*adapters.ProgramRecord, error) { t.call("program"); return nil, nil }
+func (t fakeTx) Program() (*events.ProgramIdentity, error) { t.call("program"); return nil, nil }
 func (t fakeTx) Append(stream string, evs []events.Envelope) error {
 	t.call("append " + stream)
 	return nil
@@ -48,9 +49,9 @@ func (t fakeTx) Retained(string, string) (func(string) bool, bool, error) {
 	t.call("retained")
 	return func(string) bool { return false }, true, nil
 }
-func (t fakeTx) StartRun() error                      { t.call("start"); return nil }
-func (t fakeTx) SetStage(s string)                    { t.call("stage " + s) }
-func (t fakeTx) FinishRun(rc preflight.Receipt) error { t.call("finish"); return nil }
+func (t fakeTx) StartRun() error                    { t.call("start"); return nil }
+func (t fakeTx) SetStage(s string)                  { t.call("stage " + s) }
+func (t fakeTx) FinishRun(rc receipt.Receipt) error { t.call("finish"); return nil }
 
 type failingWriter struct{ err error }
 
@@ -108,7 +109,7 @@ func TestDeliver(t *testing.T) {
 			if !slices.Equal(st.calls, want) {
 				t.Errorf("calls %v, want %v", st.calls, want)
 			}
-			files, _ := filepath.Glob(filepath.Join(dir, preflight.ReceiptsDir, "codex", "*", "*"))
+			files, _ := filepath.Glob(filepath.Join(dir, receipt.Dir, "codex", "*", "*"))
 			if kept := len(files) == 1; kept != c.fileKept {
 				t.Errorf("receipt files %v, want kept %v", files, c.fileKept)
 			}

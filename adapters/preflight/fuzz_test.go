@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // seedFiles adds every real-client payload and adapter stdin fixture.
@@ -88,7 +89,7 @@ func fuzzHook(f *testing.F, harness string) {
 			t.Fatalf("stop guard %+v from %v", in, m)
 		}
 		id := HookIdentity(harness, in)
-		if !safeIdent(id.WorkflowID) || !safeIdent(id.SessionID) || !safeIdent(id.AgentProfile) && !subagentProfile(id.AgentProfile) {
+		if !receipt.SafeIdent(id.WorkflowID) || !receipt.SafeIdent(id.SessionID) || !receipt.SafeIdent(id.AgentProfile) && !receipt.SubagentProfile(id.AgentProfile) {
 			t.Fatalf("identity not normalized: %+v", id)
 		}
 	})
@@ -132,7 +133,7 @@ func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 			t.Fatalf("claude identity %+v", r)
 		}
 		id := r.Identity
-		if !safeIdent(id.AgentProfile) || !safeIdent(id.WorkflowID) || !safeIdent(id.SessionID) {
+		if !receipt.SafeIdent(id.AgentProfile) || !receipt.SafeIdent(id.WorkflowID) || !receipt.SafeIdent(id.SessionID) {
 			t.Fatalf("identity not normalized: %+v", id)
 		}
 	})
@@ -154,25 +155,6 @@ func FuzzAdapterAgentZero(f *testing.F) {
 // FuzzAdapterOpenCode fuzzes the OpenCode plugin's preflight stdin.
 func FuzzAdapterOpenCode(f *testing.F) {
 	fuzzAdapter(f, "opencode", "adapters/opencode/stdin/*.json")
-}
-
-// FuzzDecodeReceipt: an accepted receipt re-encodes to bytes that decode
-// to the same receipt.
-func FuzzDecodeReceipt(f *testing.F) {
-	f.Add(testReceipt().Encode())
-	b, _ := os.ReadFile(filepath.Join("testdata", "receipt.json"))
-	f.Add(b)
-	f.Add([]byte(`{"schema_version":1}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := DecodeReceipt(data)
-		if err != nil {
-			return
-		}
-		back, err := DecodeReceipt(r.Encode())
-		if err != nil || back != r {
-			t.Fatalf("re-encode: %+v %v", back, err)
-		}
-	})
 }
 
 // FuzzDescriptor fuzzes the plugin descriptor's content and its sibling

@@ -7,18 +7,11 @@ import (
 	"path/filepath"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
-// Identity is a worker's session identity as a receipt records it.
-type Identity struct {
-	AgentProfile string `json:"agent_profile"`
-	WorkflowID   string `json:"workflow_id"`
-	SessionID    string `json:"session_id"`
-}
-
-// maxIdentBytes bounds an identity value kept as is.
-const maxIdentBytes = 128
+// Identity is a worker's session identity: the session a receipt names.
+type Identity = receipt.Session
 
 // Normalized is the published identity normalization: v is kept when it is
 // at most 128 bytes of [A-Za-z0-9-_.:@], not "." or "..", and inspects as
@@ -26,23 +19,10 @@ const maxIdentBytes = 128
 // result is therefore always safe inside double quotes in a shell command
 // and as a path component.
 func Normalized(label, v string) string {
-	if safeIdent(v) {
+	if receipt.SafeIdent(v) {
 		return v
 	}
 	return label + "-" + adapters.SHA256Hex([]byte(v))[:24]
-}
-
-func safeIdent(v string) bool {
-	if v == "" || len(v) > maxIdentBytes || v == "." || v == ".." {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
-			return false
-		}
-	}
-	return memory.InspectText(v) == memory.SensitivityNormal
 }
 
 // HookIdentity derives the worker identity of a lifecycle event, as

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -234,35 +235,50 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 	if len(res.forbidden) > 0 {
 		return Request{}, &ForbiddenError{Keys: res.forbidden}
 	}
-	const what = "adapter preflight stdin"
 	if harness == "claude-code" {
-		var r Request
-		session, err := requiredString(res, "session_id", what)
-		if err != nil {
-			return Request{}, err
-		}
-		if r.Cwd, err = requiredString(res, "cwd", what); err != nil {
-			return Request{}, err
-		}
-		if raw, ok := res.values["agent_type"]; ok {
-			if t, err := stringValue(raw); err != nil || t != "claude-code" {
-				return Request{}, inputErr("ambiguous Claude Code adapter identity")
-			}
-		}
-		s := Normalized("session", session)
-		r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
-		return r, nil
+		return claudeAdapterRequest(res)
 	}
 	if c.Mode != adapters.AdapterStdin {
 		return Request{}, ErrContract
 	}
+	return adapterRequest(c, res)
+}
+
+// adapterStdin names the adapter request in its errors.
+const adapterStdin = "adapter preflight stdin"
+
+// claudeAdapterRequest is Claude Code's adapter request: its session and
+// cwd, and no agent type but its own.
+func claudeAdapterRequest(res scanResult) (Request, error) {
+	var r Request
+	session, err := requiredString(res, "session_id", adapterStdin)
+	if err != nil {
+		return Request{}, err
+	}
+	if r.Cwd, err = requiredString(res, "cwd", adapterStdin); err != nil {
+		return Request{}, err
+	}
+	if raw, ok := res.values["agent_type"]; ok {
+		if t, err := stringValue(raw); err != nil || t != "claude-code" {
+			return Request{}, inputErr("ambiguous Claude Code adapter identity")
+		}
+	}
+	s := Normalized("session", session)
+	r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
+	return r, nil
+}
+
+// adapterRequest is the request of an adapter with an AdapterStdin
+// contract c: exactly its keys, the required ones strings.
+func adapterRequest(c adapters.StdinContract, res scanResult) (Request, error) {
 	if len(res.unknown) > 0 {
-		return Request{}, inputErr("invalid adapter preflight stdin fields%s", named(res.unknown[0]))
+		return Request{}, inputErr("invalid adapter preflight stdin fields%s", memory.EchoKey(res.unknown[0]))
 	}
 	var r Request
 	vals := map[string]string{}
+	var err error
 	for _, k := range c.Required {
-		if vals[k], err = requiredString(res, k, what); err != nil {
+		if vals[k], err = requiredString(res, k, adapterStdin); err != nil {
 			return Request{}, err
 		}
 	}

@@ -187,7 +187,7 @@ func TestParseAdapter(t *testing.T) {
 		t.Errorf("null hint: %+v %v", r, err)
 	}
 	r, err = ParseAdapter("claude-code", []byte(`{"session_id":"abc","cwd":"/p","hook_event_name":"SessionStart","transcript_path":"/t","agent_type":"claude-code"}`))
-	if err != nil || r.Identity != (Identity{"claude-code", "abc", "abc"}) || r.Cwd != "/p" {
+	if err != nil || r.Identity != (Identity{AgentProfile: "claude-code", WorkflowID: "abc", SessionID: "abc"}) || r.Cwd != "/p" {
 		t.Errorf("claude: %+v %v", r, err)
 	}
 	if r, err := ParseAdapter("agent-zero", []byte(`{"agent_profile":"agent-zero-worker","workflow_id":"w","session_id":"s"}`)); err != nil || r.Identity.AgentProfile != "agent-zero-worker" {

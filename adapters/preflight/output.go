@@ -8,6 +8,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -40,11 +41,11 @@ func HookOutput(event, context string) []byte {
 
 // JSONOutput is the json and pi-before-agent-start response:
 // {"context":C,"state":S,"receipt":ActivationReceiptSummary}.
-func JSONOutput(context, state string, s Summary) []byte {
+func JSONOutput(context, state string, s receipt.Summary) []byte {
 	return encodeLine(struct {
-		Context string  `json:"context"`
-		State   string  `json:"state"`
-		Receipt Summary `json:"receipt"`
+		Context string          `json:"context"`
+		State   string          `json:"state"`
+		Receipt receipt.Summary `json:"receipt"`
 	}{context, state, s})
 }
 

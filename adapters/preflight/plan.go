@@ -13,6 +13,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -25,9 +26,9 @@ type Ledger interface {
 	// ManifestStore is the store identity the ledger's manifest states
 	// (ok is false before any manifest.published).
 	ManifestStore() (storeID, projectFP string, ok bool, err error)
-	// ManifestRecord is harness's record in the ledger's manifest and
-	// whether it was published.
-	ManifestRecord(harness string) (rec adapters.Record, published, ok bool, err error)
+	// ManifestRecord is harness's record in the ledger's manifest (ok is
+	// false when it has none).
+	ManifestRecord(harness string) (rec events.BridgeRecord, ok bool, err error)
 	// StateAt is harness's FSM state at now: the recorded state with the
 	// 30-day receipt expiry.
 	StateAt(harness string, now time.Time) (fsm.State, error)
@@ -35,11 +36,11 @@ type Ledger interface {
 	Recall(q RecallQuery, now time.Time) (Recall, error)
 	// RecordedBy lists the retained receipts recorded at or before cutoff
 	// (receipt time format), any harness or worker.
-	RecordedBy(cutoff string) ([]Indexed, error)
+	RecordedBy(cutoff string) ([]receipt.Entry, error)
 	// WorkerReceipts is how many receipts harness/worker retains.
 	WorkerReceipts(harness, worker string) int
 	// OldestWorkerReceipts lists the n oldest receipts of harness/worker.
-	OldestWorkerReceipts(harness, worker string, n int) ([]Indexed, error)
+	OldestWorkerReceipts(harness, worker string, n int) ([]receipt.Entry, error)
 }
 
 // RecallQuery is the scoped recall of one preflight: the project's name and
@@ -94,7 +95,7 @@ type Append struct {
 // Removals and the strays (Strays).
 type Plan struct {
 	Appends  []Append // ordered by stream name
-	Receipt  Receipt
+	Receipt  receipt.Receipt
 	Body     []byte   // the receipt file's bytes, at Receipt.Path()
 	Context  string   // the rendered recall the caller prints
 	Removals []string // project-relative files of the pruned receipts
@@ -144,14 +145,14 @@ func Decide(l Ledger, j Job, d Deps) (Plan, error) {
 		return Plan{}, err
 	}
 	worker := WorkerKeyFingerprint(a.ID, j.Identity.AgentProfile)
-	rc := Receipt{
-		SchemaVersion: ReceiptSchemaVersion, ProtocolVersion: m.ProtocolVersion, ReceiptID: receiptID,
+	rc := receipt.Receipt{
+		SchemaVersion: receipt.SchemaVersion, ProtocolVersion: m.ProtocolVersion, ReceiptID: receiptID,
 		HarnessID: a.ID, AdapterVersion: j.Checked.Record.AdapterVersion, BridgeFingerprint: j.Checked.Record.BridgeFingerprint,
 		StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint, WorkerKeyFingerprint: worker,
 		Session: j.Identity, State: string(to), QueryClass: brief.QueryClass, ResultCount: brief.ResultCount,
 		SelectedMemoryIDsSHA256: brief.SelectedMemoryIDsSHA256,
 		DurationMS:              max(0, d.Now().Sub(d.Start).Milliseconds()),
-		Status:                  StatusSuccess, RecordedAt: FormatTime(now),
+		Status:                  receipt.StatusSuccess, RecordedAt: receipt.FormatTime(now),
 	}
 	p := Plan{Receipt: rc, Body: rc.Encode(), Context: brief.Text}
 	if err := b.record(stream, p, from, brief.Hint); err != nil {
@@ -171,12 +172,12 @@ func matchLedger(l Ledger, j Job) error {
 	if err != nil {
 		return err
 	}
-	rec, published, recOK, err := l.ManifestRecord(j.Checked.Adapter.ID)
+	rec, recOK, err := l.ManifestRecord(j.Checked.Adapter.ID)
 	if err != nil {
 		return err
 	}
 	if !ok || storeID != j.Manifest.StoreID || projectFP != j.Manifest.ProjectRootFingerprint ||
-		!recOK || !published || !rec.Equal(j.Checked.Record) {
+		!recOK || !rec.Published || !adapters.RecordOf(rec.Contract).Equal(j.Checked.Record) {
 		return ErrLedgerMismatch
 	}
 	return nil
@@ -230,21 +231,15 @@ func (b *builder) record(stream string, p Plan, from fsm.State, hint string) err
 	if err := b.add(stream, events.TypePreflightSucceeded, succeeded); err != nil {
 		return err
 	}
-	session := events.ReceiptSession(rc.Session)
-	return b.add(stream, events.TypeReceiptRecorded, &events.ReceiptRecorded{
-		HarnessID: rc.HarnessID, ReceiptID: rc.ReceiptID, ProtocolVersion: rc.ProtocolVersion, AdapterVersion: rc.AdapterVersion,
-		BridgeFingerprint: rc.BridgeFingerprint, StoreID: rc.StoreID, ProjectRootFingerprint: rc.ProjectRootFingerprint,
-		WorkerKeyFingerprint: rc.WorkerKeyFingerprint, State: rc.State, QueryClass: rc.QueryClass, ResultCount: rc.ResultCount,
-		SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, DurationMS: rc.DurationMS, Status: rc.Status,
-		SHA256: hex.EncodeToString(sum[:]), RecordedAt: rc.RecordedAt, Session: &session, Path: rc.Path(),
-	})
+	recorded := rc.Recorded(hex.EncodeToString(sum[:]), rc.Path())
+	return b.add(stream, events.TypeReceiptRecorded, &recorded)
 }
 
 // retain adds receipt.pruned for what retention drops, decided at this
 // writer's clock, and the files to remove after the commit.
 func (b *builder) retain(l Ledger, p *Plan, now time.Time) error {
 	rc := p.Receipt
-	expired, err := l.RecordedBy(FormatTime(now.Add(-RetentionAge)))
+	expired, err := l.RecordedBy(receipt.FormatTime(now.Add(-RetentionAge)))
 	if err != nil {
 		return err
 	}
@@ -260,7 +255,9 @@ func (b *builder) retain(l Ledger, p *Plan, now time.Time) error {
 		}); err != nil {
 			return err
 		}
-		if pr.Path != "" {
+		// An adopted receipt is another writer's file: pruning drops the
+		// entry, never the file.
+		if pr.Path != "" && !pr.Adopted {
 			p.Removals = append(p.Removals, pr.Path)
 		}
 	}
@@ -297,7 +294,7 @@ func Strays(dir string, names []string, retained func(receiptID string) bool, re
 			out = append(out, dir+"/"+n)
 			continue
 		}
-		if id, ok := strings.CutSuffix(n, ".json"); ok && ValidReceiptID(id) && !retained(id) && id != receiptID {
+		if id, ok := strings.CutSuffix(n, ".json"); ok && receipt.ValidID(id) && !retained(id) && id != receiptID {
 			out = append(out, dir+"/"+n)
 		}
 	}

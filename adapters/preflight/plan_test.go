@@ -17,6 +17,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -35,9 +36,9 @@ type fakeLedger struct {
 	published, hasRec  bool
 	state              fsm.State
 	recall             preflight.Recall
-	expired            []preflight.Indexed
+	expired            []receipt.Entry
 	count              int
-	oldest             []preflight.Indexed
+	oldest             []receipt.Entry
 	reads              []string
 	query              preflight.RecallQuery
 }
@@ -49,9 +50,9 @@ func (l *fakeLedger) ManifestStore() (string, string, bool, error) {
 	return l.storeID, l.projectFP, l.manifest, nil
 }
 
-func (l *fakeLedger) ManifestRecord(string) (adapters.Record, bool, bool, error) {
+func (l *fakeLedger) ManifestRecord(string) (events.BridgeRecord, bool, error) {
 	l.read("record")
-	return l.rec, l.published, l.hasRec, nil
+	return events.BridgeRecord{Contract: adapters.ContractOf(l.rec), Published: l.published}, l.hasRec, nil
 }
 
 func (l *fakeLedger) StateAt(string, time.Time) (fsm.State, error) {
@@ -65,14 +66,14 @@ func (l *fakeLedger) Recall(q preflight.RecallQuery, _ time.Time) (preflight.Rec
 	return l.recall, nil
 }
 
-func (l *fakeLedger) RecordedBy(string) ([]preflight.Indexed, error) {
+func (l *fakeLedger) RecordedBy(string) ([]receipt.Entry, error) {
 	l.read("expired")
 	return l.expired, nil
 }
 
 func (l *fakeLedger) WorkerReceipts(string, string) int { return l.count }
 
-func (l *fakeLedger) OldestWorkerReceipts(_, _ string, n int) ([]preflight.Indexed, error) {
+func (l *fakeLedger) OldestWorkerReceipts(_, _ string, n int) ([]receipt.Entry, error) {
 	l.read("oldest")
 	return l.oldest[:min(n, len(l.oldest))], nil
 }
@@ -203,7 +204,7 @@ func TestDecideProves(t *testing.T) {
 			if rr.SHA256 != hex.EncodeToString(sum[:]) || rr.Path != p.Receipt.Path() || rr.ReceiptID != p.Receipt.ReceiptID {
 				t.Errorf("receipt.recorded %+v does not state the receipt file", rr)
 			}
-			if back, err := preflight.DecodeReceipt(p.Body); err != nil || back != p.Receipt {
+			if back, err := receipt.Decode(p.Body); err != nil || back != p.Receipt {
 				t.Errorf("receipt file does not decode to the receipt: %v", err)
 			}
 			if l.query.Project != "my project" || l.query.SessionID != "session-1" || p.Context != l.recall.Text || len(p.Removals) != 0 {
@@ -262,19 +263,19 @@ func TestDecideRecordsTheHintDigestOnly(t *testing.T) {
 func TestDecideRetention(t *testing.T) {
 	j, l := job(t, "codex")
 	worker := preflight.WorkerKeyFingerprint("codex", "codex")
-	old := func(h, w, id, at, path string) preflight.Indexed {
-		return preflight.Indexed{HarnessID: h, Worker: w, ReceiptID: id, RecordedAt: at, Path: path}
+	old := func(h, w, id, at, path string) receipt.Entry {
+		return receipt.Entry{HarnessID: h, Worker: w, ReceiptID: id, RecordedAt: at, Path: path}
 	}
 	// Expired: another harness's receipt from 40 days ago (with a file)
 	// and one of this worker's (without). Over the limit: this worker holds
 	// 101, so with the new receipt its two oldest (the expired one and the
 	// next) go.
-	l.expired = []preflight.Indexed{
+	l.expired = []receipt.Entry{
 		old("pi", "w", "receipt-b", "2026-09-20T00:00:00Z", ".tree-ring/activation/receipts/pi/w/receipt-b.json"),
 		old("codex", worker, "receipt-a", "2026-09-21T00:00:00Z", ""),
 	}
 	l.count = 101
-	l.oldest = []preflight.Indexed{l.expired[1], old("codex", worker, "receipt-c", "2026-10-30T00:00:00Z", "c.json")}
+	l.oldest = []receipt.Entry{l.expired[1], old("codex", worker, "receipt-c", "2026-10-30T00:00:00Z", "c.json")}
 	p, err := preflight.Decide(l, j, deps())
 	if err != nil {
 		t.Fatal(err)
@@ -381,10 +382,10 @@ func TestFailure(t *testing.T) {
 }
 
 func TestEmptiedDirs(t *testing.T) {
-	w := func(agent string) string { return preflight.WorkerDir("claude-code", agent) }
+	w := func(agent string) string { return receipt.WorkerDir("claude-code", agent) }
 	got := preflight.EmptiedDirs([]string{
 		w("a") + "/receipt-1.json", w("b") + "/receipt-2.json", w("a") + "/receipt-3.json",
-		w("keep") + "/receipt-4.json", ".tree-ring/elsewhere/x.json", preflight.ReceiptsDir + "/claude-code/receipt-5.json",
+		w("keep") + "/receipt-4.json", ".tree-ring/elsewhere/x.json", receipt.Dir + "/claude-code/receipt-5.json",
 	}, w("keep"))
 	want := []string{w("a"), w("b")}
 	slices.Sort(want)

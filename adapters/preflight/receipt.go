@@ -1,28 +1,18 @@
 package preflight
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events"
-	"github.com/tree-ring/tree-ring/events/strictjson"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
-// Receipt constants.
+// Receipt file constants (the receipt itself, its codecs and its time
+// format are events/receipt's).
 const (
-	ReceiptSchemaVersion = 1
-	StatusSuccess        = events.ReceiptStatusSuccess
-	// ReceiptsDir holds the receipt files, one directory per harness and
-	// worker: <harness>/<sha256(agent_profile)>/<receipt_id>.json.
-	ReceiptsDir = ".tree-ring/activation/receipts"
-	// MaxReceiptBytes bounds a receipt file read back from disk.
-	MaxReceiptBytes = 16 << 10
 	// RetentionPerWorker and RetentionAge are the published retention: at
 	// most 100 receipts per harness/worker and none older than 30 days.
 	RetentionPerWorker = 100
@@ -32,134 +22,6 @@ const (
 	DirPerm  = 0o700
 )
 
-// TimeFormat is recorded_at's format: RFC 3339, UTC, whole seconds.
-const TimeFormat = events.ReceiptTimeFormat
-
-// FormatTime renders t as a receipt's recorded_at.
-func FormatTime(t time.Time) string { return events.ReceiptTime(t) }
-
-// ParseTime parses a recorded_at in exactly the receipt format (time.Parse
-// alone would also accept a fractional second).
-func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(TimeFormat, s)
-	if err == nil && t.Format(TimeFormat) != s {
-		err = fmt.Errorf("recorded_at %q is not in whole seconds", s)
-	}
-	return t, err
-}
-
-// Receipt is the persisted receipt, field order as on the wire. It holds
-// no prompt, hint, recalled text, secret, absolute path or capability.
-type Receipt struct {
-	SchemaVersion           int      `json:"schema_version"`
-	ProtocolVersion         int      `json:"protocol_version"`
-	ReceiptID               string   `json:"receipt_id"`
-	HarnessID               string   `json:"harness_id"`
-	AdapterVersion          string   `json:"adapter_version"`
-	BridgeFingerprint       string   `json:"bridge_fingerprint"`
-	StoreID                 string   `json:"store_id"`
-	ProjectRootFingerprint  string   `json:"project_root_fingerprint"`
-	WorkerKeyFingerprint    string   `json:"worker_key_fingerprint"`
-	Session                 Identity `json:"session"`
-	State                   string   `json:"state"`
-	QueryClass              string   `json:"query_class"`
-	ResultCount             int      `json:"result_count"`
-	SelectedMemoryIDsSHA256 string   `json:"selected_memory_ids_sha256"`
-	DurationMS              int64    `json:"duration_ms"`
-	Status                  string   `json:"status"`
-	RecordedAt              string   `json:"recorded_at"`
-}
-
-// Summary is the ActivationReceiptSummary a JSON preflight response
-// carries: the receipt without its session identity and state.
-type Summary struct {
-	SchemaVersion           int    `json:"schema_version"`
-	ProtocolVersion         int    `json:"protocol_version"`
-	ReceiptID               string `json:"receipt_id"`
-	HarnessID               string `json:"harness_id"`
-	AdapterVersion          string `json:"adapter_version"`
-	BridgeFingerprint       string `json:"bridge_fingerprint"`
-	StoreID                 string `json:"store_id"`
-	ProjectRootFingerprint  string `json:"project_root_fingerprint"`
-	WorkerKeyFingerprint    string `json:"worker_key_fingerprint"`
-	QueryClass              string `json:"query_class"`
-	ResultCount             int    `json:"result_count"`
-	SelectedMemoryIDsSHA256 string `json:"selected_memory_ids_sha256"`
-	DurationMS              int64  `json:"duration_ms"`
-	Status                  string `json:"status"`
-	RecordedAt              string `json:"recorded_at"`
-}
-
-// Summary returns r's summary.
-func (r Receipt) Summary() Summary {
-	return Summary{
-		SchemaVersion: r.SchemaVersion, ProtocolVersion: r.ProtocolVersion, ReceiptID: r.ReceiptID,
-		HarnessID: r.HarnessID, AdapterVersion: r.AdapterVersion, BridgeFingerprint: r.BridgeFingerprint,
-		StoreID: r.StoreID, ProjectRootFingerprint: r.ProjectRootFingerprint, WorkerKeyFingerprint: r.WorkerKeyFingerprint,
-		QueryClass: r.QueryClass, ResultCount: r.ResultCount, SelectedMemoryIDsSHA256: r.SelectedMemoryIDsSHA256,
-		DurationMS: r.DurationMS, Status: r.Status, RecordedAt: r.RecordedAt,
-	}
-}
-
-// Encode returns the receipt file's bytes: pretty JSON (two spaces), no
-// HTML escaping, a trailing newline, keys in field order: exactly what a
-// json.Encoder with SetIndent("", "  ") and SetEscapeHTML(false) writes
-// (TestReceiptEncodeMatchesEncodingJSON), without its reflection, whose
-// first use cost a hook more than the rest of the receipt.
-func (r Receipt) Encode() []byte {
-	b := make([]byte, 0, 1024)
-	str := func(key, v string, last bool) {
-		b = append(append(append(b, "  \""...), key...), "\": "...)
-		b = strictjson.AppendStringNoHTML(b, v)
-		if !last {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
-	}
-	num := func(key string, v int64) {
-		b = append(append(append(b, "  \""...), key...), "\": "...)
-		b = append(strconv.AppendInt(b, v, 10), ",\n"...)
-	}
-	b = append(b, "{\n"...)
-	num("schema_version", int64(r.SchemaVersion))
-	num("protocol_version", int64(r.ProtocolVersion))
-	str("receipt_id", r.ReceiptID, false)
-	str("harness_id", r.HarnessID, false)
-	str("adapter_version", r.AdapterVersion, false)
-	str("bridge_fingerprint", r.BridgeFingerprint, false)
-	str("store_id", r.StoreID, false)
-	str("project_root_fingerprint", r.ProjectRootFingerprint, false)
-	str("worker_key_fingerprint", r.WorkerKeyFingerprint, false)
-	b = append(b, "  \"session\": {\n  "...)
-	str("agent_profile", r.Session.AgentProfile, false)
-	b = append(b, "  "...)
-	str("workflow_id", r.Session.WorkflowID, false)
-	b = append(b, "  "...)
-	str("session_id", r.Session.SessionID, true)
-	b = append(b, "  },\n"...)
-	str("state", r.State, false)
-	str("query_class", r.QueryClass, false)
-	num("result_count", int64(r.ResultCount))
-	str("selected_memory_ids_sha256", r.SelectedMemoryIDsSHA256, false)
-	num("duration_ms", r.DurationMS)
-	str("status", r.Status, false)
-	str("recorded_at", r.RecordedAt, true)
-	return append(b, "}\n"...)
-}
-
-// Path is the receipt's project-relative file path.
-func (r Receipt) Path() string { return ReceiptPath(r.HarnessID, r.Session.AgentProfile, r.ReceiptID) }
-
-// ReceiptPath is .tree-ring/activation/receipts/<harness>/<sha256(agent_profile)>/<receipt_id>.json.
-func ReceiptPath(harness, agentProfile, receiptID string) string {
-	return WorkerDir(harness, agentProfile) + "/" + receiptID + ".json"
-}
-
-// WorkerDir is the directory of a harness/worker's receipts.
-func WorkerDir(harness, agentProfile string) string {
-	return ReceiptsDir + "/" + harness + "/" + adapters.SHA256Hex([]byte(agentProfile))
-}
-
 // NewReceiptID mints "receipt-<uuid v4>" from r (crypto/rand when nil).
 func NewReceiptID(r io.Reader) (string, error) {
 	u, err := adapters.NewStoreID(r)
@@ -167,161 +29,6 @@ func NewReceiptID(r io.Reader) (string, error) {
 		return "", fmt.Errorf("mint receipt id: %w", err)
 	}
 	return "receipt-" + u, nil
-}
-
-// ValidReceiptID reports whether id is "receipt-<uuid v4>".
-func ValidReceiptID(id string) bool {
-	u, ok := strings.CutPrefix(id, "receipt-")
-	return ok && adapters.ValidStoreID(u)
-}
-
-// ReceiptError is a receipt that cannot be read back or fails
-// verification. Rule is the published rule number (1..8), or 0 for a
-// malformed file.
-type ReceiptError struct {
-	Rule   int
-	Reason string
-}
-
-func (e *ReceiptError) Error() string {
-	if e.Rule == 0 {
-		return "receipt is malformed: " + e.Reason
-	}
-	return fmt.Sprintf("receipt fails rule %d: %s", e.Rule, e.Reason)
-}
-
-func malformed(format string, a ...any) error {
-	return &ReceiptError{Reason: fmt.Sprintf(format, a...)}
-}
-
-// DecodeReceipt strictly decodes a receipt file: at most MaxReceiptBytes,
-// no unknown or repeated keys, every field present, a receipt-<uuid> id,
-// 64-hex digests, a query class from the approved set, 0..8 results, a
-// recorded_at in the receipt format, safe session identity components.
-func DecodeReceipt(data []byte) (Receipt, error) {
-	if len(data) > MaxReceiptBytes {
-		return Receipt{}, malformed("larger than %d bytes", MaxReceiptBytes)
-	}
-	var raw struct {
-		SchemaVersion          *int    `json:"schema_version"`
-		ProtocolVersion        *int    `json:"protocol_version"`
-		ReceiptID              *string `json:"receipt_id"`
-		HarnessID              *string `json:"harness_id"`
-		AdapterVersion         *string `json:"adapter_version"`
-		BridgeFingerprint      *string `json:"bridge_fingerprint"`
-		StoreID                *string `json:"store_id"`
-		ProjectRootFingerprint *string `json:"project_root_fingerprint"`
-		WorkerKeyFingerprint   *string `json:"worker_key_fingerprint"`
-		Session                *struct {
-			AgentProfile *string `json:"agent_profile"`
-			WorkflowID   *string `json:"workflow_id"`
-			SessionID    *string `json:"session_id"`
-		} `json:"session"`
-		State                   *string `json:"state"`
-		QueryClass              *string `json:"query_class"`
-		ResultCount             *int    `json:"result_count"`
-		SelectedMemoryIDsSHA256 *string `json:"selected_memory_ids_sha256"`
-		DurationMS              *int64  `json:"duration_ms"`
-		Status                  *string `json:"status"`
-		RecordedAt              *string `json:"recorded_at"`
-	}
-	if err := strictjson.Unmarshal(data, &raw); err != nil {
-		var uk *strictjson.UnknownKeyError
-		if errors.As(err, &uk) {
-			return Receipt{}, malformed("unknown key%s", named(uk.Key))
-		}
-		return Receipt{}, malformed("not a receipt object")
-	}
-	missing := func(k string) error { return malformed("missing %s", k) }
-	switch {
-	case raw.SchemaVersion == nil:
-		return Receipt{}, missing("schema_version")
-	case raw.ProtocolVersion == nil:
-		return Receipt{}, missing("protocol_version")
-	case raw.ReceiptID == nil:
-		return Receipt{}, missing("receipt_id")
-	case raw.HarnessID == nil:
-		return Receipt{}, missing("harness_id")
-	case raw.AdapterVersion == nil:
-		return Receipt{}, missing("adapter_version")
-	case raw.BridgeFingerprint == nil:
-		return Receipt{}, missing("bridge_fingerprint")
-	case raw.StoreID == nil:
-		return Receipt{}, missing("store_id")
-	case raw.ProjectRootFingerprint == nil:
-		return Receipt{}, missing("project_root_fingerprint")
-	case raw.WorkerKeyFingerprint == nil:
-		return Receipt{}, missing("worker_key_fingerprint")
-	case raw.Session == nil || raw.Session.AgentProfile == nil || raw.Session.WorkflowID == nil || raw.Session.SessionID == nil:
-		return Receipt{}, missing("session")
-	case raw.State == nil:
-		return Receipt{}, missing("state")
-	case raw.QueryClass == nil:
-		return Receipt{}, missing("query_class")
-	case raw.ResultCount == nil:
-		return Receipt{}, missing("result_count")
-	case raw.SelectedMemoryIDsSHA256 == nil:
-		return Receipt{}, missing("selected_memory_ids_sha256")
-	case raw.DurationMS == nil:
-		return Receipt{}, missing("duration_ms")
-	case raw.Status == nil:
-		return Receipt{}, missing("status")
-	case raw.RecordedAt == nil:
-		return Receipt{}, missing("recorded_at")
-	}
-	r := Receipt{
-		SchemaVersion: *raw.SchemaVersion, ProtocolVersion: *raw.ProtocolVersion, ReceiptID: *raw.ReceiptID,
-		HarnessID: *raw.HarnessID, AdapterVersion: *raw.AdapterVersion, BridgeFingerprint: *raw.BridgeFingerprint,
-		StoreID: *raw.StoreID, ProjectRootFingerprint: *raw.ProjectRootFingerprint, WorkerKeyFingerprint: *raw.WorkerKeyFingerprint,
-		Session: Identity{AgentProfile: *raw.Session.AgentProfile, WorkflowID: *raw.Session.WorkflowID, SessionID: *raw.Session.SessionID},
-		State:   *raw.State, QueryClass: *raw.QueryClass, ResultCount: *raw.ResultCount,
-		SelectedMemoryIDsSHA256: *raw.SelectedMemoryIDsSHA256, DurationMS: *raw.DurationMS, Status: *raw.Status, RecordedAt: *raw.RecordedAt,
-	}
-	switch {
-	case !ValidReceiptID(r.ReceiptID):
-		return Receipt{}, malformed("receipt_id is not receipt-<uuid>")
-	case !hex64(r.BridgeFingerprint) || !hex64(r.ProjectRootFingerprint) || !hex64(r.WorkerKeyFingerprint) || !hex64(r.SelectedMemoryIDsSHA256):
-		return Receipt{}, malformed("a fingerprint is not 64 lowercase hex")
-	case r.QueryClass != "task_hint" && r.QueryClass != "startup_fallback":
-		return Receipt{}, malformed("query_class is not an approved class")
-	case r.ResultCount < 0 || r.ResultCount > 8:
-		return Receipt{}, malformed("receipt result count exceeds preflight limit")
-	case r.DurationMS < 0:
-		return Receipt{}, malformed("duration_ms is negative")
-	case !safeIdent(r.Session.AgentProfile) && !subagentProfile(r.Session.AgentProfile) || !safeIdent(r.Session.WorkflowID) || !safeIdent(r.Session.SessionID):
-		return Receipt{}, malformed("session identity is not normalized")
-	}
-	if _, err := ParseTime(r.RecordedAt); err != nil {
-		return Receipt{}, malformed("recorded_at is not an RFC 3339 UTC time in whole seconds")
-	}
-	return r, nil
-}
-
-// subagentProfile accepts the "{harness}:{type}:{16 hex}" profiles
-// HookIdentity derives, which may be longer than a plain identifier: the
-// harness runs to the first ':' (harness ids have none), the digest is
-// the 16 lowercase hex after the last, and the type is everything between
-// (a normalized value, which may itself hold ':', as Claude Code's
-// "plugin:agent" types do).
-func subagentProfile(p string) bool {
-	harness, rest, ok := strings.Cut(p, ":")
-	i := strings.LastIndexByte(rest, ':')
-	if !ok || i < 0 {
-		return false
-	}
-	typ, digest := rest[:i], rest[i+1:]
-	return safeIdent(harness) && safeIdent(typ) && len(digest) == 16 && lowerHex(digest)
-}
-
-func hex64(s string) bool { return len(s) == 64 && lowerHex(s) }
-
-func lowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Verify applies the protocol's eight equality rules to a receipt of
@@ -337,12 +44,12 @@ func lowerHex(s string) bool {
 //  7. status "success" and state active or active-isolated;
 //  8. recorded_at not in the future and newer than the 30-day cutoff.
 //
-// The first failing rule is returned as a *ReceiptError.
-func Verify(r Receipt, m adapters.Manifest, harness, recomputed string, now time.Time) error {
+// The first failing rule is returned as a *receipt.Error.
+func Verify(r receipt.Receipt, m adapters.Manifest, harness, recomputed string, now time.Time) error {
 	rec, ok := m.Harnesses[harness]
-	fail := func(rule int, reason string) error { return &ReceiptError{Rule: rule, Reason: reason} }
+	fail := func(rule int, reason string) error { return &receipt.Error{Rule: rule, Reason: reason} }
 	switch {
-	case r.SchemaVersion != ReceiptSchemaVersion || r.ProtocolVersion != m.ProtocolVersion || m.ProtocolVersion != adapters.ProtocolVersion:
+	case r.SchemaVersion != receipt.SchemaVersion || r.ProtocolVersion != m.ProtocolVersion || m.ProtocolVersion != adapters.ProtocolVersion:
 		return fail(1, "schema or protocol version")
 	case r.HarnessID != harness:
 		return fail(2, "harness id")
@@ -354,10 +61,10 @@ func Verify(r Receipt, m adapters.Manifest, harness, recomputed string, now time
 		return fail(5, "project root fingerprint")
 	case r.BridgeFingerprint != rec.BridgeFingerprint || rec.BridgeFingerprint != recomputed:
 		return fail(6, "bridge fingerprint")
-	case r.Status != StatusSuccess || !fsm.Proven(fsm.State(r.State)):
+	case r.Status != receipt.StatusSuccess || !fsm.Proven(fsm.State(r.State)):
 		return fail(7, "status or state")
 	}
-	at, err := ParseTime(r.RecordedAt)
+	at, err := receipt.ParseTime(r.RecordedAt)
 	if err != nil || !fsm.Fresh(at, now) {
 		return fail(8, "recorded_at is in the future or older than 30 days")
 	}

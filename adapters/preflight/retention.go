@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // Retention reasons recorded in receipt.pruned.
@@ -13,18 +15,9 @@ const (
 	PruneOverLimit = "over_limit" // beyond the newest 100 of its harness/worker
 )
 
-// Indexed is a receipt as the receipt index knows it.
-type Indexed struct {
-	HarnessID  string
-	Worker     string // worker_key_fingerprint
-	ReceiptID  string
-	RecordedAt string // receipt format (TimeFormat)
-	Path       string // project-relative; "" for receipts recorded without a file
-}
-
 // Prune is one retention decision.
 type Prune struct {
-	Indexed
+	receipt.Entry
 	Reason string
 }
 
@@ -40,17 +33,17 @@ type Prune struct {
 // clock); the receipt index fold only applies the resulting receipt.pruned
 // events. The result is ordered: expired by (recorded_at, id), then over
 // the limit oldest first.
-func Retain(now time.Time, expired, beyond []Indexed) []Prune {
+func Retain(now time.Time, expired, beyond []receipt.Entry) []Prune {
 	cutoff := now.Add(-RetentionAge)
 	var out []Prune
 	gone := map[string]bool{}
 	for _, e := range expired {
-		if at, err := time.Parse(TimeFormat, e.RecordedAt); err == nil && at.After(cutoff) {
+		if at, err := time.Parse(receipt.TimeFormat, e.RecordedAt); err == nil && at.After(cutoff) {
 			continue // not expired after all: the caller's cut was coarser
 		}
 		if !gone[e.ReceiptID] {
 			gone[e.ReceiptID] = true
-			out = append(out, Prune{Indexed: e, Reason: PruneExpired})
+			out = append(out, Prune{Entry: e, Reason: PruneExpired})
 		}
 	}
 	slices.SortFunc(out, func(a, b Prune) int {
@@ -60,7 +53,7 @@ func Retain(now time.Time, expired, beyond []Indexed) []Prune {
 		return strings.Compare(a.ReceiptID, b.ReceiptID)
 	})
 	over := slices.Clone(beyond)
-	slices.SortFunc(over, func(a, b Indexed) int {
+	slices.SortFunc(over, func(a, b receipt.Entry) int {
 		if c := strings.Compare(a.RecordedAt, b.RecordedAt); c != 0 {
 			return c
 		}
@@ -69,7 +62,7 @@ func Retain(now time.Time, expired, beyond []Indexed) []Prune {
 	for _, e := range over {
 		if !gone[e.ReceiptID] {
 			gone[e.ReceiptID] = true
-			out = append(out, Prune{Indexed: e, Reason: PruneOverLimit})
+			out = append(out, Prune{Entry: e, Reason: PruneOverLimit})
 		}
 	}
 	return out
@@ -90,7 +83,7 @@ func EmptiedDirs(removed []string, keep string) []string {
 	var out []string
 	for _, f := range removed {
 		d := path.Dir(f)
-		if d != keep && strings.HasPrefix(d, ReceiptsDir+"/") && strings.Count(d[len(ReceiptsDir):], "/") == 2 {
+		if d != keep && strings.HasPrefix(d, receipt.Dir+"/") && strings.Count(d[len(receipt.Dir):], "/") == 2 {
 			out = append(out, d)
 		}
 	}

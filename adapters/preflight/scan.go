@@ -110,33 +110,12 @@ func scanErr(err error) error {
 	var deep *strictjson.DepthError
 	switch {
 	case errors.As(err, &dup):
-		return fmt.Errorf("repeats a key%s", named(dup.Key))
+		return fmt.Errorf("repeats a key%s", memory.EchoKey(dup.Key))
 	case errors.As(err, &deep):
 		return fmt.Errorf("nests deeper than %d levels", maxDepth)
 	default:
 		return errors.New("is not valid JSON")
 	}
-}
-
-// named renders a key for an error message. Keys are chosen by whoever
-// wrote the document, so only what looks like a field name (at most 40
-// bytes of lowercase letters, digits and '_', normal sensitivity) is
-// echoed; anything else could carry a value (a path, an id, a secret) and
-// is not repeated.
-func named(key string) string {
-	if key == "" || len(key) > 40 {
-		return ""
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return ""
-		}
-	}
-	if memory.InspectText(key) != memory.SensitivityNormal {
-		return ""
-	}
-	return fmt.Sprintf(" (%q)", key)
 }
 
 // normKey is the form forbidden keys are matched in: lowercase, '-' as '_'.

@@ -12,7 +12,8 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
-	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // rustFixture is testdata/adopt/rust-project: a project as the Rust Tree
@@ -44,8 +45,8 @@ func newRustProject(t *testing.T) *proj {
 	now := time.Now().UTC()
 	repl := strings.NewReplacer(
 		"{{project_root_fingerprint}}", adapters.ProjectRootFingerprint(p.dir),
-		"{{recorded_recent}}", preflight.FormatTime(now.Add(-time.Hour)),
-		"{{recorded_expired}}", preflight.FormatTime(now.Add(-40*24*time.Hour)),
+		"{{recorded_recent}}", receipt.FormatTime(now.Add(-time.Hour)),
+		"{{recorded_expired}}", receipt.FormatTime(now.Add(-40*24*time.Hour)),
 	)
 	files := map[string]string{}
 	err := filepath.WalkDir(rustFixture, func(path string, d os.DirEntry, err error) error {
@@ -62,7 +63,7 @@ func newRustProject(t *testing.T) *proj {
 	}
 	const binding = ".tree-ring/activation/agent-zero.json"
 	sum := adapters.SHA256Hex([]byte(files[binding]))
-	fp := adapters.BridgeFingerprint("agent-zero", "1", []adapters.OwnedFile{{Path: binding, SHA256: sum}}, nil)
+	fp := adapters.BridgeFingerprint("agent-zero", "1", []events.FileDigest{{Path: binding, SHA256: sum}}, nil)
 	files[adapters.ManifestPath] = strings.NewReplacer("{{agent_zero_binding_sha256}}", sum, "{{agent_zero_bridge_fingerprint}}", fp).Replace(files[adapters.ManifestPath])
 	for rel, data := range files {
 		if strings.Contains(data, "{{") {
@@ -242,7 +243,7 @@ func TestAdoptRustProject(t *testing.T) {
 	if len(p.allEvents()) != n {
 		t.Fatal("a second init appended events")
 	}
-	dir := preflight.WorkerDir("claude-code", "claude-code")
+	dir := receipt.WorkerDir("claude-code", "claude-code")
 	// A receipt the Rust binary wrote after the adoption (its hooks may
 	// still run it): unknown to the ledger, and kept all the same.
 	const later = "receipt-4fc2ad6e-5071-4293-82e3-4a5b6c7d8e9f"
@@ -260,7 +261,7 @@ func TestAdoptRustProject(t *testing.T) {
 			t.Errorf("preflight removed the Rust receipt %s", id)
 		}
 	}
-	if !p.exists(preflight.WorkerDir("codex", "codex") + "/" + rustReceiptCodexV3 + ".json") {
+	if !p.exists(receipt.WorkerDir("codex", "codex") + "/" + rustReceiptCodexV3 + ".json") {
 		t.Error("the codex receipt is gone")
 	}
 	p.ok("audit", "verify")

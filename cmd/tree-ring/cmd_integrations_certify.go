@@ -13,6 +13,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -57,26 +58,35 @@ type certReport struct {
 type certEvidence struct {
 	certRecord
 	Evidence struct {
-		Manifest          string   `json:"manifest"`
-		Record            bool     `json:"record"`
-		LedgerState       string   `json:"ledger_state"`
-		Bridge            string   `json:"bridge,omitempty"`
-		BridgeFingerprint string   `json:"bridge_fingerprint,omitempty"`
-		RecomputedOnDisk  string   `json:"recomputed_on_disk,omitempty"`
-		ChangedPaths      []string `json:"changed_paths,omitempty"`
-		Plugin            string   `json:"plugin,omitempty"`
-		RejectedReceipts  int      `json:"rejected_receipts"`
-		Receipt           *struct {
-			ReceiptID            string `json:"receipt_id"`
-			RecordedAt           string `json:"recorded_at"`
-			WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
-			StoreID              string `json:"store_id"`
-			State                string `json:"state"`
-			QueryClass           string `json:"query_class"`
-			ResultCount          int    `json:"result_count"`
-			RulesPassed          int    `json:"rules_passed"`
-		} `json:"receipt"`
+		Manifest          string       `json:"manifest"`
+		Record            bool         `json:"record"`
+		LedgerState       string       `json:"ledger_state"`
+		Bridge            string       `json:"bridge,omitempty"`
+		BridgeFingerprint string       `json:"bridge_fingerprint,omitempty"`
+		RecomputedOnDisk  string       `json:"recomputed_on_disk,omitempty"`
+		ChangedPaths      []string     `json:"changed_paths,omitempty"`
+		Plugin            string       `json:"plugin,omitempty"`
+		RejectedReceipts  int          `json:"rejected_receipts"`
+		Receipt           *certReceipt `json:"receipt"`
 	} `json:"evidence"`
+}
+
+// certReceipt is the verified receipt a passing record cites: its
+// identifiers, digests and counts (no session identity).
+type certReceipt struct {
+	ReceiptID            string `json:"receipt_id"`
+	RecordedAt           string `json:"recorded_at"`
+	WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
+	StoreID              string `json:"store_id"`
+	State                string `json:"state"`
+	QueryClass           string `json:"query_class"`
+	ResultCount          int    `json:"result_count"`
+	RulesPassed          int    `json:"rules_passed"`
+}
+
+// certReceiptOf cites r, which passed all eight rules (preflight.Verify).
+func certReceiptOf(r *receipt.Receipt) *certReceipt {
+	return &certReceipt{r.ReceiptID, r.RecordedAt, r.WorkerKeyFingerprint, r.StoreID, r.State, r.QueryClass, r.ResultCount, 8}
 }
 
 func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []string) error {
@@ -213,16 +223,7 @@ func certify(h *harnessEval, ev *evaluation) certEvidence {
 	case h.Receipt != nil && fsm.Proven(h.State):
 		c.Status = certPass
 		c.Summary = fmt.Sprintf("verified receipt %s (%s, %d results) matches the manifest, the bridge on disk and store %s", h.Receipt.ReceiptID, h.Receipt.QueryClass, h.Receipt.ResultCount, h.Receipt.StoreID)
-		x.Receipt = &struct {
-			ReceiptID            string `json:"receipt_id"`
-			RecordedAt           string `json:"recorded_at"`
-			WorkerKeyFingerprint string `json:"worker_key_fingerprint"`
-			StoreID              string `json:"store_id"`
-			State                string `json:"state"`
-			QueryClass           string `json:"query_class"`
-			ResultCount          int    `json:"result_count"`
-			RulesPassed          int    `json:"rules_passed"`
-		}{h.Receipt.ReceiptID, h.Receipt.RecordedAt, h.Receipt.WorkerKeyFingerprint, h.Receipt.StoreID, h.Receipt.State, h.Receipt.QueryClass, h.Receipt.ResultCount, 8}
+		x.Receipt = certReceiptOf(h.Receipt)
 	case len(h.markers) == 0 && h.Record == nil && !h.Events:
 		c.Status, c.Summary = certSkip, "not installed here: no marker, manifest record or ledger event"
 	case h.adapter.Support == adapters.Unsupported && h.Record == nil:

@@ -23,6 +23,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -193,12 +194,12 @@ func seedReceipts(b *testing.B, dir string, n int) {
 				f.Now = func() time.Time { return at }
 				agent := fmt.Sprintf("codex:bench:%016x", j%100)
 				id := fmt.Sprintf("receipt-%08x-0000-4000-8000-%012x", j, j)
-				rc := preflight.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: "codex", AdapterVersion: rec.AdapterVersion,
+				rc := receipt.Receipt{SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: id, HarnessID: "codex", AdapterVersion: rec.AdapterVersion,
 					BridgeFingerprint: rec.BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
 					WorkerKeyFingerprint: preflight.WorkerKeyFingerprint("codex", agent),
 					Session:              preflight.Identity{AgentProfile: agent, WorkflowID: "wf", SessionID: fmt.Sprintf("agent-%d", j%100)},
 					State:                string(fsm.Active), QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("0", 64),
-					DurationMS: 3, Status: "success", RecordedAt: preflight.FormatTime(at)}
+					DurationMS: 3, Status: "success", RecordedAt: receipt.FormatTime(at)}
 				body := rc.Encode()
 				path := filepath.Join(dir, rc.Path())
 				os.MkdirAll(filepath.Dir(path), 0o700)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // e2e is a project driven only through the built binary and the exact
@@ -369,7 +370,7 @@ func TestHookConcurrent32(t *testing.T) {
 	for _, r := range p.receipts() {
 		ids[p.receipt(r).ReceiptID] = true
 	}
-	if len(ids) != n || !preflight.ValidReceiptID(p.receipt(p.receipts()[0]).ReceiptID) {
+	if len(ids) != n || !receipt.ValidID(p.receipt(p.receipts()[0]).ReceiptID) {
 		t.Fatal("receipt ids are not distinct")
 	}
 	t.Logf("hooks: %d processes, %d failures, %d receipts on disk, %d receipt.recorded events, %d distinct receipt ids, verify passed",

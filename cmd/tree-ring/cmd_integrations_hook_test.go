@@ -19,6 +19,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/activation"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // hp is a project driven in-process with one clock and one id source across
@@ -137,7 +138,7 @@ func (p *hp) hook(harness, stdin string) result {
 func (p *hp) receipts() []string {
 	p.t.Helper()
 	var out []string
-	root := filepath.Join(p.dir, preflight.ReceiptsDir)
+	root := filepath.Join(p.dir, receipt.Dir)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -158,13 +159,13 @@ func (p *hp) receipts() []string {
 	return out
 }
 
-func (p *hp) receipt(rel string) preflight.Receipt {
+func (p *hp) receipt(rel string) receipt.Receipt {
 	p.t.Helper()
 	b, err := os.ReadFile(filepath.Join(p.dir, rel))
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	r, err := preflight.DecodeReceipt(b)
+	r, err := receipt.Decode(b)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestHookSessionStartDeliversAndProves(t *testing.T) {
 	}
 	rc := p.receipt(rs[0])
 	m := p.manifestOf()
-	want := preflight.Receipt{
+	want := receipt.Receipt{
 		SchemaVersion: 1, ProtocolVersion: 1, ReceiptID: rc.ReceiptID, HarnessID: "claude-code", AdapterVersion: "4",
 		BridgeFingerprint: m.Harnesses["claude-code"].BridgeFingerprint, StoreID: m.StoreID, ProjectRootFingerprint: m.ProjectRootFingerprint,
 		WorkerKeyFingerprint: preflight.WorkerKeyFingerprint("claude-code", "claude-code"),
@@ -271,7 +272,7 @@ func TestHookSessionStartDeliversAndProves(t *testing.T) {
 		SelectedMemoryIDsSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		DurationMS:              rc.DurationMS, Status: "success", RecordedAt: rc.RecordedAt,
 	}
-	if rc != want || rs[0] != rc.Path() || !preflight.ValidReceiptID(rc.ReceiptID) {
+	if rc != want || rs[0] != rc.Path() || !receipt.ValidID(rc.ReceiptID) {
 		t.Fatalf("receipt\n got %+v\nwant %+v", rc, want)
 	}
 	fi, _ := os.Stat(filepath.Join(p.dir, rs[0]))

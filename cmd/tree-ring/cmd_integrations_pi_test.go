@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // installFakePi lays out an npm install of Pi under prefix (the package's
@@ -95,7 +95,7 @@ func TestStatusPiTrust(t *testing.T) {
 func TestPreflightPiFailureInStatus(t *testing.T) {
 	p := newHP(t, ".pi")
 	p.init()
-	dir := filepath.Join(p.dir, preflight.WorkerDir("pi", "pi"))
+	dir := filepath.Join(p.dir, receipt.WorkerDir("pi", "pi"))
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		t.Fatal(err)
 	}

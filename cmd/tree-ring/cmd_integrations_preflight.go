@@ -20,6 +20,7 @@ import (
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 	"github.com/tree-ring/tree-ring/projections/recall"
@@ -276,7 +277,7 @@ type delivery struct {
 // delivered is what the caller's print renders.
 type delivered struct {
 	context string
-	receipt preflight.Receipt
+	receipt receipt.Receipt
 }
 
 // hookLockTimeout is --lock-timeout's default for the preflight and the
@@ -408,7 +409,7 @@ type deliveryTx struct {
 	run *Run
 }
 
-func (t deliveryTx) Program() (*adapters.ProgramRecord, error) { return txProgram(t.tx) }
+func (t deliveryTx) Program() (*events.ProgramIdentity, error) { return txProgram(t.tx) }
 
 func (t deliveryTx) Append(stream string, evs []events.Envelope) error {
 	_, err := t.tx.Append(stream, int64(t.tx.StreamVersion(stream)), evs...)
@@ -431,7 +432,7 @@ func (t deliveryTx) Retained(harness, workerFP string) (func(string) bool, bool,
 
 func (t deliveryTx) StartRun() error       { return t.run.StartIn(t.tx) }
 func (t deliveryTx) SetStage(stage string) { t.run.SetStage(stage) }
-func (t deliveryTx) FinishRun(rc preflight.Receipt) error {
+func (t deliveryTx) FinishRun(rc receipt.Receipt) error {
 	t.run.SetRecall(rc.QueryClass, rc.ResultCount)
 	t.run.SetReceipt(rc.ReceiptID)
 	return t.run.FinishIn(t.tx, nil)
@@ -453,12 +454,12 @@ func (e *deliveryError) Error() string {
 func (e *deliveryError) Unwrap() error { return e.err }
 
 // txProgram is the recorded program (nil: none recorded).
-func txProgram(tx *bolt.Tx) (*adapters.ProgramRecord, error) {
+func txProgram(tx *bolt.Tx) (*events.ProgramIdentity, error) {
 	p, ok, err := projections.ProgramOf(tx.Projection(projections.ManifestName))
 	if !ok || err != nil {
 		return nil, err
 	}
-	r := recordOf(p)
+	r := p.ProgramIdentity
 	return &r, nil
 }
 
@@ -473,9 +474,8 @@ func (l txLedger) ManifestStore() (string, string, bool, error) {
 	return m.StoreID, m.ProjectRootFingerprint, ok, err
 }
 
-func (l txLedger) ManifestRecord(harness string) (adapters.Record, bool, bool, error) {
-	r, ok, err := projections.ManifestRecordOf(l.tx.Projection(projections.ManifestName), harness)
-	return adapters.RecordOf(r.Contract), r.Published, ok, err
+func (l txLedger) ManifestRecord(harness string) (events.BridgeRecord, bool, error) {
+	return projections.ManifestRecordOf(l.tx.Projection(projections.ManifestName), harness)
 }
 
 func (l txLedger) StateAt(harness string, now time.Time) (fsm.State, error) {
@@ -495,18 +495,16 @@ func (l txLedger) Recall(q preflight.RecallQuery, now time.Time) (preflight.Reca
 	return r, err
 }
 
-func (l txLedger) RecordedBy(cutoff string) ([]preflight.Indexed, error) {
-	es, err := projections.ReceiptsRecordedBy(l.tx.Projection(projections.ReceiptsName), cutoff)
-	return indexed(es), err
+func (l txLedger) RecordedBy(cutoff string) ([]receipt.Entry, error) {
+	return projections.ReceiptsRecordedBy(l.tx.Projection(projections.ReceiptsName), cutoff)
 }
 
 func (l txLedger) WorkerReceipts(harness, worker string) int {
 	return projections.WorkerReceiptCount(l.tx.Projection(projections.ReceiptsName), harness, worker)
 }
 
-func (l txLedger) OldestWorkerReceipts(harness, worker string, n int) ([]preflight.Indexed, error) {
-	es, err := projections.OldestWorkerReceipts(l.tx.Projection(projections.ReceiptsName), harness, worker, n)
-	return indexed(es), err
+func (l txLedger) OldestWorkerReceipts(harness, worker string, n int) ([]receipt.Entry, error) {
+	return projections.OldestWorkerReceipts(l.tx.Projection(projections.ReceiptsName), harness, worker, n)
 }
 
 // loadContract opens the project root and verifies harness a's activation
@@ -529,15 +527,4 @@ func loadContract(loc storeLoc, a *adapters.Adapter) (root *adapters.ProjectRoot
 		return nil, m, checked, err
 	}
 	return root, m, checked, nil
-}
-
-func indexed(es []projections.ReceiptEntry) []preflight.Indexed {
-	out := make([]preflight.Indexed, len(es))
-	for i, e := range es {
-		out[i] = preflight.Indexed{HarnessID: e.HarnessID, Worker: e.Worker, ReceiptID: e.ReceiptID, RecordedAt: e.RecordedAt, Path: e.Path}
-		if e.Adopted {
-			out[i].Path = "" // another writer's file: pruning drops the entry, never the file
-		}
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 type jsonPreflight struct {
@@ -252,7 +253,7 @@ func TestPreflightAgentZero(t *testing.T) {
 func TestPreflightFailureLeavesNothing(t *testing.T) {
 	p := newHP(t, ".codex")
 	p.init()
-	dir := filepath.Join(p.dir, preflight.WorkerDir("codex", "codex"))
+	dir := filepath.Join(p.dir, receipt.WorkerDir("codex", "codex"))
 	os.MkdirAll(filepath.Dir(dir), 0o700)
 	if err := os.WriteFile(dir, []byte("in the way"), 0o600); err != nil {
 		t.Fatal(err)

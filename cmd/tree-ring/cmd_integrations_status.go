@@ -18,6 +18,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/fsm"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -236,11 +237,11 @@ type ledgerView struct {
 	storeID, projectFP string
 	versions           map[string]uint64
 	records            map[string]events.BridgeRecord
-	receipts           map[string][]projections.ReceiptEntry
+	receipts           map[string][]receipt.Entry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
 	diagnostics        map[string]string       // failed harnesses' codes
-	program            *adapters.ProgramRecord // nil: none recorded
+	program            *events.ProgramIdentity // nil: none recorded
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -323,7 +324,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 		e.Record = &rec
 	}
 	if lr, ok := lv.records[a.ID]; ok {
-		e.LedgerRecord = &activation.LedgerRecord{Record: adapters.RecordOf(lr.Contract), Published: lr.Published}
+		e.LedgerRecord = &lr
 	}
 	return e
 }
@@ -333,7 +334,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 // 30-day expiry), the recorded states.
 func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
-		receipts: map[string][]projections.ReceiptEntry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
+		receipts: map[string][]receipt.Entry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
 		diagnostics: map[string]string{}}
 	st, err := g.OpenLongReader()
 	if err != nil {
@@ -365,7 +366,7 @@ func (lv *ledgerView) read(r *bolt.Reader) error {
 	if p, ok, err := projections.ProgramOf(mkv); err != nil {
 		return err
 	} else if ok {
-		r := recordOf(p)
+		r := p.ProgramIdentity
 		lv.program = &r
 	}
 	for _, a := range adapters.All() {
@@ -423,7 +424,7 @@ type liveEvidence struct {
 	pr      *project
 	m       adapters.Manifest
 	a       *adapters.Adapter
-	entries []projections.ReceiptEntry // newest first
+	entries []receipt.Entry // newest first
 	proof   projections.ReceiptProof
 	now     time.Time
 	program *programCheck
@@ -434,7 +435,7 @@ type liveEvidence struct {
 // milliseconds for the release binary).
 type programCheck struct {
 	pr   *project
-	rec  *adapters.ProgramRecord
+	rec  *events.ProgramIdentity
 	once sync.Once
 	err  error
 }
@@ -474,7 +475,7 @@ func (l *liveEvidence) NewestReceipt(recomputed string) activation.Found {
 			continue
 		}
 		if r, ok := l.verified(e, recomputed); ok {
-			at, _ := time.Parse(preflight.TimeFormat, r.RecordedAt)
+			at, _ := time.Parse(receipt.TimeFormat, r.RecordedAt)
 			f.Receipt, f.Age = &r, int64(l.now.Sub(at)/time.Second)
 			return f
 		}
@@ -485,12 +486,12 @@ func (l *liveEvidence) NewestReceipt(recomputed string) activation.Found {
 
 // verified reads e's receipt file and checks it against the index entry
 // and the eight rules.
-func (l *liveEvidence) verified(e projections.ReceiptEntry, recomputed string) (preflight.Receipt, bool) {
-	f, err := l.pr.root.ReadFile(e.Path, preflight.MaxReceiptBytes)
+func (l *liveEvidence) verified(e receipt.Entry, recomputed string) (receipt.Receipt, bool) {
+	f, err := l.pr.root.ReadFile(e.Path, receipt.MaxBytes)
 	if err != nil || !f.Exists {
-		return preflight.Receipt{}, false
+		return receipt.Receipt{}, false
 	}
-	r, err := preflight.DecodeReceipt(f.Data)
+	r, err := receipt.Decode(f.Data)
 	ok := err == nil && adapters.SHA256Hex(f.Data) == e.SHA256 && r.ReceiptID == e.ReceiptID && r.WorkerKeyFingerprint == e.Worker &&
 		preflight.Verify(r, l.m, l.a.ID, recomputed, l.now) == nil
 	return r, ok

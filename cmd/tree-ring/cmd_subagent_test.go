@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/events/memory"
+	"github.com/tree-ring/tree-ring/events/receipt"
 )
 
 // captureFlag reads a flag's value from the first capture line of a stop
@@ -73,7 +73,7 @@ func TestRetentionRemovesSpentSpawnDirectories(t *testing.T) {
 	p.init()
 	dirs := func() []string {
 		var out []string
-		base := filepath.Join(p.dir, preflight.ReceiptsDir, "claude-code")
+		base := filepath.Join(p.dir, receipt.Dir, "claude-code")
 		ents, _ := os.ReadDir(base)
 		for _, e := range ents {
 			out = append(out, e.Name())
@@ -93,7 +93,7 @@ func TestRetentionRemovesSpentSpawnDirectories(t *testing.T) {
 	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", nil)); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	want := filepath.Base(preflight.WorkerDir("claude-code", "claude-code"))
+	want := filepath.Base(receipt.WorkerDir("claude-code", "claude-code"))
 	if got := dirs(); len(got) != 1 || got[0] != want {
 		t.Fatalf("directories after expiry: %v, want only the session's %s", got, want)
 	}

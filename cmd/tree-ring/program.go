@@ -46,14 +46,13 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	case exists && rec != nil && have.SHA256 == rec.SHA256:
 		return nil
 	case exists && rec != nil:
-		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: recordOf(*rec)}
+		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: rec.ProgramIdentity}
 	}
 	have, reason, err := pr.installRunningBuild(rec, have)
 	if err != nil {
 		return err
 	}
-	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
-		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
+	p := &events.ProgramInstalled{Path: adapters.BinaryPath, ProgramIdentity: have, Reason: reason, CLIVersion: Version()}
 	if rec != nil && rec.SHA256 != have.SHA256 {
 		p.PreviousSHA256 = rec.SHA256
 	}
@@ -85,7 +84,7 @@ func recordedProgram(st *bolt.Store) (rec *projections.Program, version uint64, 
 // when it is absent, or adopts what is there (have) unless it is a partial
 // copy of this build (installOwn refuses that with the repair), and says
 // why against the record rec (nil: none).
-func (pr *project) installRunningBuild(rec *projections.Program, have adapters.ProgramRecord) (adapters.ProgramRecord, string, error) {
+func (pr *project) installRunningBuild(rec *projections.Program, have events.ProgramIdentity) (events.ProgramIdentity, string, error) {
 	data, err := runningBuild()
 	if err != nil {
 		return have, "", err
@@ -140,7 +139,7 @@ func runningBuild() ([]byte, error) {
 }
 
 // identifyProgram reads back what landed at adapters.BinaryPath.
-func (pr *project) identifyProgram() (adapters.ProgramRecord, error) {
+func (pr *project) identifyProgram() (events.ProgramIdentity, error) {
 	have, exists, err := adapters.IdentifyProgram(pr.root)
 	if err == nil && !exists {
 		err = errors.New("it vanished right after it was created")
@@ -149,9 +148,4 @@ func (pr *project) identifyProgram() (adapters.ProgramRecord, error) {
 		return have, fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
 	}
 	return have, nil
-}
-
-// recordOf is a recorded program as the adapters check it.
-func recordOf(p projections.Program) adapters.ProgramRecord {
-	return adapters.ProgramRecord{SHA256: p.SHA256, Size: p.Size, Inode: p.Inode, MtimeNS: p.MtimeNS, CtimeNS: p.CtimeNS}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/events/receipt"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -43,7 +44,7 @@ func (d receiptDrift) String() string {
 // project root, read-only and without following symlinks. Each directory
 // listing is bounded (preflight.MaxWorkerFiles names).
 func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift, error) {
-	var retained []projections.ReceiptEntry
+	var retained []receipt.Entry
 	err := st.View(func(r *bolt.Reader) error {
 		var err error
 		retained, err = projections.AllReceipts(r.Projection(projections.ReceiptsName))
@@ -66,12 +67,12 @@ func checkReceiptFiles(st *bolt.Store, root *adapters.ProjectRoot) (receiptDrift
 			w.d.Missing = append(w.d.Missing, e.Path)
 		}
 	}
-	harnesses, absent, err := root.ListDir(preflight.ReceiptsDir, preflight.MaxWorkerFiles)
+	harnesses, absent, err := root.ListDir(receipt.Dir, preflight.MaxWorkerFiles)
 	if err != nil || absent {
 		return w.d, err
 	}
 	for _, h := range harnesses {
-		if err := w.harness(preflight.ReceiptsDir + "/" + h); err != nil {
+		if err := w.harness(receipt.Dir + "/" + h); err != nil {
 			return w.d, err
 		}
 	}
