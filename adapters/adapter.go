@@ -108,7 +108,7 @@ type Adapter struct {
 	// Stdin is the input contract the preflight and hook commands enforce.
 	Stdin StdinContract
 	// Capabilities the commands branch on, so that adding a harness never
-	// edits cmd (DESIGN.md section 3).
+	// edits cmd (CONTRIBUTING.md, "Adding a harness").
 	//
 	// (The hook events it answers are HookEvents, from its stdin contract.)
 	//

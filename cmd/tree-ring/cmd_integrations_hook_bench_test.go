@@ -29,7 +29,7 @@ import (
 )
 
 // Whole-process benchmarks of the lifecycle hook; docs/benchmarks.md
-// ("Preflight and hooks") explains the method and records the figures.
+// ("SessionStart hook, whole process") explains the method and records the figures.
 //
 //	go test ./cmd/tree-ring -run '^$' -bench HookSessionStart -benchtime 400x
 //

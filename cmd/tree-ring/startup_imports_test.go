@@ -16,7 +16,7 @@ import (
 )
 
 // Packages whose init every start of tree-ring, every hook, would pay
-// (docs/benchmarks.md, "Start-up, session 7"): BurntSushi/toml looks up the
+// (docs/benchmarks.md, "Start-up"): BurntSushi/toml looks up the
 // local time zone (Codex's configuration is read with go-toml).
 func TestStartupImports(t *testing.T) {
 	for _, p := range goList(t) {
