@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Globals struct {
 	// discovered is the project root found from a subdirectory when
 	// neither --root nor --source-root was given ("" otherwise).
 	discovered string
+	// createsStore is true for the commands that may create a project's
+	// ledger (storeCreators).
+	createsStore bool
 }
 
 // Clock is the injected clock and id sources, which tests fix.
@@ -184,9 +188,43 @@ func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
 }
 
 // openStore opens with opts, refusing to create the ledger of a root whose
-// activation.json names a store (see OpenStore).
+// activation.json names a store (see OpenStore), and, for every command
+// but the storeCreators, the ledger of a project's own store: inside a
+// project only init creates the store (*cli.NoStoreError).
 func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
+	if !opts.ReadOnly && !g.createsStore && !cli.ManifestNamesStore(g.Root) {
+		if _, ok := g.projectStore(); ok {
+			opts.MustExist = true
+			st, err := cli.OpenStore(g.Root, opts)
+			var nf *bolt.NotFoundError
+			if errors.As(err, &nf) {
+				return nil, &cli.NoStoreError{}
+			}
+			return st, err
+		}
+	}
 	return cli.OpenStore(g.Root, opts)
+}
+
+// storeCreators are the commands that may create the ledger of a project's
+// own store: init, and events import, which restores an export into a
+// fresh checkout (docs/ledger.md).
+var storeCreators = map[string]bool{"init": true, "events import": true}
+
+// projectStore is the canonical project root when --root is the project's
+// own store (the .tree-ring directly under --source-root, as the hooks
+// and init use it); ok is false for a store elsewhere.
+func (g *Globals) projectStore() (canonical string, ok bool) {
+	canonical, err := adapters.CanonicalProjectRoot(g.SourceRoot)
+	if err != nil {
+		return "", false
+	}
+	abs, err := filepath.Abs(g.Root)
+	if err != nil || filepath.Base(abs) != adapters.StoreDir {
+		return "", false
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	return canonical, err == nil && parent == canonical
 }
 
 // options is implemented by every command's options struct.
@@ -405,6 +443,7 @@ func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, arg
 	if err := g.setupLog(); err != nil {
 		return err
 	}
+	g.createsStore = storeCreators[cmd.name]
 	return cmd.run(ctx, g, o, fs.Args())
 }
 
