@@ -400,7 +400,6 @@ func parseLeading(g *Globals, argv []string) (leading, error) {
 	pre.SetOutput(io.Discard)
 	pre.SetInterspersed(false)
 	pre.SortFlags = false // never printed: VisitAll need not sort
-	pre.ParseErrorsAllowlist.UnknownFlags = true
 	g.AddFlags(pre)
 	lead := leading{FlagSet: pre}
 	help := pre.BoolP("help", "h", false, "show help")
@@ -450,29 +449,29 @@ func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, arg
 // noCommand answers words that name no command: help (general, of a
 // command, of a group), a group's subcommands on bare use or --help, or
 // the usage error that suggests the nearest command.
+// Help of words that name nothing is the usage error, exit 2.
 func noCommand(g *Globals, rest []string, help bool) error {
 	switch {
-	case len(rest) == 0 || rest[0] == "help":
-		if len(rest) > 1 {
-			if c, _ := lookup(rest[1:]); c != nil {
-				return printCommandHelp(g, c)
-			}
-			if isGroup(rest[1]) {
-				printGroupHelp(g.Stdout, rest[1])
-				return nil
-			}
+	case len(rest) == 0 || rest[0] == "help" && len(rest) == 1:
+		printHelp(g.Stdout)
+		return nil
+	case rest[0] == "help":
+		if c, _ := lookup(rest[1:]); c != nil {
+			return printCommandHelp(g, c)
 		}
-		printHelp(g.Stdout)
-		return nil
-	case isGroup(rest[0]) && (len(rest) == 1 || help || rest[1] == "--help" || rest[1] == "-h"):
+		if isGroup(rest[1]) && (len(rest) == 2 || isGroupHelp(rest[2])) {
+			printGroupHelp(g.Stdout, rest[1])
+			return nil
+		}
+		return unknownCommand(rest[1:])
+	case isGroup(rest[0]) && (len(rest) == 1 || help || isGroupHelp(rest[1])):
 		printGroupHelp(g.Stdout, rest[0])
-		return nil
-	case help:
-		printHelp(g.Stdout)
 		return nil
 	}
 	return unknownCommand(rest)
 }
+
+func isGroupHelp(word string) bool { return word == "--help" || word == "-h" }
 
 // newFlagSet is the flag set of command c: o's flags, then the global
 // flags it does not define itself, which may also follow the command. The

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,4 +92,84 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Issue 26 item 6: usage errors exit 2 with one line on stderr and
+// nothing on stdout; help of what exists still exits 0.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--bogus"}, "tree-ring: unknown flag --bogus (see --help)\n"},
+		{[]string{"--bogus", "remember", "x"}, "tree-ring: unknown flag --bogus (see --help)\n"},
+		{[]string{"remember", "--bogus", "x"}, "tree-ring: remember: unknown flag --bogus (see --help)\n"},
+		{[]string{"help", "foo"}, "tree-ring: unknown command \"foo\" (see `tree-ring --help`)\n"},
+		{[]string{"--help", "foo"}, "tree-ring: unknown command \"foo\" (see `tree-ring --help`)\n"},
+		{[]string{"help", "remeber"}, "tree-ring: unknown command \"remeber\"; did you mean `tree-ring remember`? (see `tree-ring --help`)\n"},
+		{[]string{"help", "audit", "verfy"}, "tree-ring: unknown audit subcommand \"verfy\"; did you mean `tree-ring audit verify`?\n"},
+		{[]string{"completion", "tcsh"}, "tree-ring: completion: unknown shell \"tcsh\"; want bash, zsh or fish\n"},
+	} {
+		r := runCLI(t, "", tc.args...)
+		if r.code != exitError || r.stdout != "" || r.stderr != tc.stderr {
+			t.Errorf("%q: %+v, want stderr %q", tc.args, r, tc.stderr)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "audit"}, {"help", "audit", "verify"}} {
+		if r := runCLI(t, "", args...); r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "Usage: tree-ring") {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+}
+
+// Issue 26 item 6: the bash completion script, loaded in bash, completes
+// command words, subcommands after a global flag's value, and flags.
+func TestBashCompletionCompletes(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	r := runCLI(t, "", "completion", "bash")
+	if r.code != 0 {
+		t.Fatalf("completion bash: %+v", r)
+	}
+	script := filepath.Join(t.TempDir(), "tree-ring.bash")
+	if err := os.WriteFile(script, []byte(r.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ words, want string }{
+		{"tree-ring integ", "integrations"},
+		{"tree-ring --root x integrations sta", "status"},
+		{"tree-ring audit v", "verify"},
+		{"tree-ring remember --event", "--event-type"},
+		{"tree-ring comp", "completion"},
+	} {
+		w := strings.Fields(tc.words)
+		cmd := exec.Command("bash", "-c", `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($#-1)); _tree_ring; echo "${COMPREPLY[@]}"`, "bash", script)
+		cmd.Args = append(cmd.Args, w...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != tc.want {
+			t.Errorf("%s: %v %q, want %q", tc.words, err, out, tc.want)
+		}
+	}
+	for _, shell := range []string{"zsh", "fish"} {
+		if r := runCLI(t, "", "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "remember") {
+			t.Errorf("completion %s: %+v", shell, r)
+		}
+	}
+}
+
+// Issue 26 item 6: --help states the defaults the command really uses.
+func TestHelpDefaultsAreTrue(t *testing.T) {
+	r := runCLI(t, "", "remember", "--help")
+	for _, want := range []string{
+		"--source-root string             project root (default: the git checkout's top level",
+		"--root string                    memory store root, a directory named .tree-ring (default: the project root's .tree-ring)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("remember --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, `(default ".")`) || strings.Contains(r.stdout, `(default ".tree-ring")`) {
+		t.Errorf("a literal root default:\n%s", r.stdout)
+	}
 }
