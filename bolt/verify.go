@@ -39,6 +39,12 @@ type VerifyReport struct {
 // projection. Verify reads every event once; it holds one read transaction
 // for the whole walk.
 func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
+	return s.VerifyProgress(ctx, nil)
+}
+
+// VerifyProgress is Verify reporting, when progress is not nil, the events
+// checked of the head every 4,096 events.
+func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyReport, error) {
 	var rep VerifyReport
 	err := s.view(func(tx *bbolt.Tx) error {
 		// Drain the whole channel: returning early would leave bbolt's
@@ -86,6 +92,9 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 			if want%4096 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
+				}
+				if progress != nil {
+					progress(want, head)
 				}
 			}
 			if len(k) != 8 {

@@ -512,7 +512,7 @@ func lookup(words []string) (*command, int) {
 }
 
 func (g *Globals) setupLog() error {
-	l, err := g.Logger(g.Stderr)
+	l, err := g.Logger(g.LogWriter())
 	g.Log = l
 	return err
 }

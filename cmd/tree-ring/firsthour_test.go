@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 )
@@ -171,5 +172,80 @@ func TestHelpDefaultsAreTrue(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, `(default ".")`) || strings.Contains(r.stdout, `(default ".tree-ring")`) {
 		t.Errorf("a literal root default:\n%s", r.stdout)
+	}
+}
+
+// Issue 26 item 12: progress of audit verify and projections rebuild on a
+// terminal's stderr only; a pipe sees none, and stdout is the same.
+func TestProgressOnATerminalOnly(t *testing.T) {
+	c := newMemCLI(t)
+	c.ok("remember", "--event-type", "lesson", "one")
+	c.ok("remember", "--event-type", "lesson", "two")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "verify"}, "\rverified 2/2 events (100%)\n"},
+		{[]string{"projections", "rebuild"}, "(100%)\n"},
+	} {
+		piped := c.run("", tc.args...)
+		term := invocation{deps: c.d, stderrTerminal: true}.run(append([]string{"--root", c.root}, tc.args...)...)
+		if piped.code != 0 || piped.stderr != "" || term.code != 0 {
+			t.Fatalf("%v: piped %+v, terminal %+v", tc.args, piped, term)
+		}
+		if !strings.HasPrefix(term.stderr, "\r") || !strings.HasSuffix(term.stderr, tc.want) || strings.Count(term.stderr, "\n") != 1 {
+			t.Errorf("%v on a terminal: stderr %q, want it to end %q", tc.args, term.stderr, tc.want)
+		}
+	}
+}
+
+// The progress line is redrawn once a tenth of the work or once a second.
+func TestProgressThrottles(t *testing.T) {
+	var b strings.Builder
+	now := hpStart
+	p := &progress{w: &b, now: func() time.Time { return now }, what: "verified"}
+	for done := uint64(1); done <= 100; done++ {
+		p.update(done, 100)
+	}
+	p.end()
+	if got := strings.Count(b.String(), "\r"); got != 11 || !strings.HasSuffix(b.String(), "\rverified 100/100 events (100%)\n") {
+		t.Fatalf("%d redraws: %q", got, b.String())
+	}
+	b.Reset()
+	p = &progress{w: &b, now: func() time.Time { now = now.Add(2 * time.Second); return now }, what: "verified"}
+	p.update(1, 1000)
+	p.update(2, 1000)
+	if got := strings.Count(b.String(), "\r"); got != 2 {
+		t.Fatalf("a second passed, %d redraws: %q", got, b.String())
+	}
+	var none *progress // stderr not a terminal
+	none.update(1, 2)
+	none.end()
+}
+
+// Issue 26 item 12: --log-level debug is zerolog's console format on a
+// terminal and JSON lines through a pipe.
+func TestDebugLogIsReadableOnATerminal(t *testing.T) {
+	c := newMemCLI(t)
+	c.ok("remember", "--event-type", "lesson", "one")
+	args := []string{"--root", c.root, "--log-level", "debug", "projections", "rebuild"}
+	piped := invocation{deps: c.d}.run(args...)
+	term := invocation{deps: c.d, stderrTerminal: true}.run(args...)
+	if piped.code != 0 || !strings.HasPrefix(piped.stderr, `{"level":"debug"`) {
+		t.Fatalf("piped: %+v", piped)
+	}
+	if term.code != 0 || !strings.Contains(term.stderr, "DBG") || strings.Contains(term.stderr, `{"level"`) {
+		t.Fatalf("terminal: %+v", term)
+	}
+}
+
+// Issue 26 item 12: a second init says it found the initialized store.
+func TestSecondInitSaysItFoundTheStore(t *testing.T) {
+	p := newHP(t, ".claude")
+	if out := p.ok("", "init"); !strings.HasPrefix(out, "Tree Ring Memory initialized.\n") {
+		t.Fatalf("first init: %q", out)
+	}
+	if out := p.ok("", "init"); !strings.HasPrefix(out, "Tree Ring Memory: found the store initialized already; it is kept as it is.\n") {
+		t.Fatalf("second init: %q", out)
 	}
 }
