@@ -348,15 +348,21 @@ func ignoresStore(gitignore []byte) bool {
 
 func printInitDryRun(g *Globals, plan *activation.Plan) error {
 	var rs []report
+	// The JSON entries are init's (the same names for the same things,
+	// docs/json.md): what a run would create is their changed_paths.
+	var entries []initEntry
 	for _, o := range plan.Outcomes {
-		rs = append(rs, reportOf(o, true))
+		r := reportOf(o, true)
+		rs = append(rs, r)
+		entries = append(entries, initEntry{ID: o.Adapter.ID, Name: o.Adapter.Name, State: r.State,
+			Capability: string(o.Adapter.Capability), ChangedPaths: r.ChangedPaths, NextStep: r.NextStep})
 	}
 	if g.JSON {
 		if err := writeJSON(g.Stdout, struct {
-			OK           bool     `json:"ok"`
-			DryRun       bool     `json:"dry_run"`
-			Integrations []report `json:"integrations"`
-		}{true, true, rs}); err != nil {
+			OK           bool        `json:"ok"`
+			DryRun       bool        `json:"dry_run"`
+			Integrations []initEntry `json:"integrations"`
+		}{true, true, entries}); err != nil {
 			return err
 		}
 		return activation.NeedsReview(plan.Outcomes)
