@@ -107,8 +107,11 @@ project root as the managed hooks do.
 - ` + "`.tree-ring/bin/tree-ring capture SUMMARY --event-type TYPE --ring RING --project PROJECT --agent-profile AGENT --workflow-id WORKFLOW --session-id SESSION --operation-id OPERATION --source-ref REF`" + `: one strict durable candidate.
 
 QUERY and SUMMARY are one line each in double quotes, with no quote, backslash,
-dollar sign or backtick inside; PROJECT is the project alias the preflight
-context names; TYPE is preference, decision, lesson, warning, correction or
+dollar sign or backtick inside; PROJECT is this project's alias, the name its
+session brief recalls: the name of the project root directory when it has only
+letters, digits and the characters - _ . : @, else project- followed by the
+first 24 hex digits of the SHA-256 of that name; capture and remember run inside
+the project fill it in when --project is left out; TYPE is preference, decision, lesson, warning, correction or
 seed; RING is cambium, scar or seed. A stop checkpoint prints the capture lines
 ready to run from any directory, with the project's binary by absolute path and
 every value but SUMMARY, TYPE and RING filled in.

@@ -39,6 +39,12 @@ type VerifyReport struct {
 // projection. Verify reads every event once; it holds one read transaction
 // for the whole walk.
 func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
+	return s.VerifyProgress(ctx, func(uint64, uint64) {})
+}
+
+// VerifyProgress is Verify reporting the events checked of the head every
+// 4,096 events (progress must not be nil).
+func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyReport, error) {
 	var rep VerifyReport
 	err := s.view(func(tx *bbolt.Tx) error {
 		// Drain the whole channel: returning early would leave bbolt's
@@ -87,6 +93,7 @@ func (s *Store) Verify(ctx context.Context) (VerifyReport, error) {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+				progress(want, head)
 			}
 			if len(k) != 8 {
 				return &VerifyError{Position: want, Detail: fmt.Sprintf("events bucket holds a key of %d bytes", len(k))}

@@ -107,7 +107,7 @@ func TestAdoptRustProject(t *testing.T) {
 	var dry struct {
 		DryRun       bool `json:"dry_run"`
 		Integrations []struct {
-			HarnessID    string   `json:"harness_id"`
+			HarnessID    string   `json:"id"`
 			State        string   `json:"state"`
 			ChangedPaths []string `json:"changed_paths"`
 		} `json:"integrations"`

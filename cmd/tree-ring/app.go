@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Globals struct {
 	// discovered is the project root found from a subdirectory when
 	// neither --root nor --source-root was given ("" otherwise).
 	discovered string
+	// createsStore is true for the commands that may create a project's
+	// ledger (storeCreators).
+	createsStore bool
 }
 
 // Clock is the injected clock and id sources, which tests fix.
@@ -184,9 +188,43 @@ func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
 }
 
 // openStore opens with opts, refusing to create the ledger of a root whose
-// activation.json names a store (see OpenStore).
+// activation.json names a store (see OpenStore), and, for every command
+// but the storeCreators, the ledger of a project's own store: inside a
+// project only init creates the store (*cli.NoStoreError).
 func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
+	if !opts.ReadOnly && !g.createsStore && !cli.ManifestNamesStore(g.Root) {
+		if _, ok := g.projectStore(); ok {
+			opts.MustExist = true
+			st, err := cli.OpenStore(g.Root, opts)
+			var nf *bolt.NotFoundError
+			if errors.As(err, &nf) {
+				return nil, &cli.NoStoreError{}
+			}
+			return st, err
+		}
+	}
 	return cli.OpenStore(g.Root, opts)
+}
+
+// storeCreators are the commands that may create the ledger of a project's
+// own store: init, and events import, which restores an export into a
+// fresh checkout (docs/ledger.md).
+var storeCreators = map[string]bool{"init": true, "events import": true}
+
+// projectStore is the canonical project root when --root is the project's
+// own store (the .tree-ring directly under --source-root, as the hooks
+// and init use it); ok is false for a store elsewhere.
+func (g *Globals) projectStore() (canonical string, ok bool) {
+	canonical, err := adapters.CanonicalProjectRoot(g.SourceRoot)
+	if err != nil {
+		return "", false
+	}
+	abs, err := filepath.Abs(g.Root)
+	if err != nil || filepath.Base(abs) != adapters.StoreDir {
+		return "", false
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	return canonical, err == nil && parent == canonical
 }
 
 // options is implemented by every command's options struct.
@@ -362,7 +400,6 @@ func parseLeading(g *Globals, argv []string) (leading, error) {
 	pre.SetOutput(io.Discard)
 	pre.SetInterspersed(false)
 	pre.SortFlags = false // never printed: VisitAll need not sort
-	pre.ParseErrorsAllowlist.UnknownFlags = true
 	g.AddFlags(pre)
 	lead := leading{FlagSet: pre}
 	help := pre.BoolP("help", "h", false, "show help")
@@ -405,35 +442,36 @@ func runCommand(ctx context.Context, g *Globals, cmd *command, lead leading, arg
 	if err := g.setupLog(); err != nil {
 		return err
 	}
+	g.createsStore = storeCreators[cmd.name]
 	return cmd.run(ctx, g, o, fs.Args())
 }
 
 // noCommand answers words that name no command: help (general, of a
 // command, of a group), a group's subcommands on bare use or --help, or
 // the usage error that suggests the nearest command.
+// Help of words that name nothing is the usage error, exit 2.
 func noCommand(g *Globals, rest []string, help bool) error {
 	switch {
-	case len(rest) == 0 || rest[0] == "help":
-		if len(rest) > 1 {
-			if c, _ := lookup(rest[1:]); c != nil {
-				return printCommandHelp(g, c)
-			}
-			if isGroup(rest[1]) {
-				printGroupHelp(g.Stdout, rest[1])
-				return nil
-			}
+	case len(rest) == 0 || rest[0] == "help" && len(rest) == 1:
+		printHelp(g.Stdout)
+		return nil
+	case rest[0] == "help":
+		if c, _ := lookup(rest[1:]); c != nil {
+			return printCommandHelp(g, c)
 		}
-		printHelp(g.Stdout)
-		return nil
-	case isGroup(rest[0]) && (len(rest) == 1 || help || rest[1] == "--help" || rest[1] == "-h"):
+		if isGroup(rest[1]) && (len(rest) == 2 || isGroupHelp(rest[2])) {
+			printGroupHelp(g.Stdout, rest[1])
+			return nil
+		}
+		return unknownCommand(rest[1:])
+	case isGroup(rest[0]) && (len(rest) == 1 || help || isGroupHelp(rest[1])):
 		printGroupHelp(g.Stdout, rest[0])
-		return nil
-	case help:
-		printHelp(g.Stdout)
 		return nil
 	}
 	return unknownCommand(rest)
 }
+
+func isGroupHelp(word string) bool { return word == "--help" || word == "-h" }
 
 // newFlagSet is the flag set of command c: o's flags, then the global
 // flags it does not define itself, which may also follow the command. The
@@ -474,7 +512,7 @@ func lookup(words []string) (*command, int) {
 }
 
 func (g *Globals) setupLog() error {
-	l, err := g.Logger(g.Stderr)
+	l, err := g.Logger(g.LogWriter())
 	g.Log = l
 	return err
 }

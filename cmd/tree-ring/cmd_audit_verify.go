@@ -24,7 +24,12 @@ func runAuditVerify(ctx context.Context, g *Globals, _ *noOptions, args []string
 		return asVerifyFailure(err)
 	}
 	defer st.Close()
-	rep, err := st.Verify(ctx)
+	shown := g.newProgress("verified")
+	rep, err := st.VerifyProgress(ctx, shown.update)
+	if err == nil {
+		shown.update(rep.Events, rep.Events)
+	}
+	shown.end()
 	if err != nil {
 		return asVerifyFailure(fmt.Errorf("verify %s: %w", st.Path(), err))
 	}

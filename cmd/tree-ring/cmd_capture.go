@@ -10,15 +10,16 @@ import (
 )
 
 type captureOptions struct {
-	EventType, Ring, Project, AgentProfile, WorkflowID, SessionID, OperationID, SourceRef string
-	Tags                                                                                  []string
-	AllowDuplicate                                                                        bool
+	EventType, Ring, AgentProfile, WorkflowID, SessionID, OperationID, SourceRef string
+	Project                                                                      projectFlag
+	Tags                                                                         []string
+	AllowDuplicate                                                               bool
 }
 
 func (o *captureOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EventType, "event-type", "", "preference, decision, lesson, warning, correction or seed (required)")
 	fs.StringVar(&o.Ring, "ring", memory.DefaultRing, "cambium, scar or seed")
-	fs.StringVar(&o.Project, "project", "", "project (required)")
+	fs.Var(&o.Project, "project", projectUsage+"; required outside a project")
 	fs.StringVar(&o.AgentProfile, "agent-profile", "", "agent profile (required)")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "workflow id (required)")
 	fs.StringVar(&o.SessionID, "session-id", "", "session id (required)")
@@ -36,8 +37,9 @@ func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []strin
 	if len(args) != 1 {
 		return oneSummary("capture", args)
 	}
+	project := o.Project.orAlias(g)
 	for _, f := range []struct{ name, v string }{
-		{"--event-type", o.EventType}, {"--project", o.Project}, {"--agent-profile", o.AgentProfile},
+		{"--event-type", o.EventType}, {"--project", project}, {"--agent-profile", o.AgentProfile},
 		{"--workflow-id", o.WorkflowID}, {"--session-id", o.SessionID}, {"--operation-id", o.OperationID},
 		{"--source-ref", o.SourceRef},
 	} {
@@ -48,7 +50,7 @@ func runCapture(ctx context.Context, g *Globals, o *captureOptions, args []strin
 	now, random := newMemoryID(g)
 	rec, err := memory.Capture(memory.CaptureRequest{
 		Summary: args[0], EventType: o.EventType, Ring: o.Ring,
-		Project: o.Project, AgentProfile: o.AgentProfile, WorkflowID: o.WorkflowID, SessionID: o.SessionID,
+		Project: project, AgentProfile: o.AgentProfile, WorkflowID: o.WorkflowID, SessionID: o.SessionID,
 		OperationID: o.OperationID, SourceRef: o.SourceRef, Tags: o.Tags,
 	}, now, random)
 	if err != nil {

@@ -59,7 +59,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if o.DryRun {
 		return pr.initDryRun(ctx, g, in)
 	}
-	storeID, err := pr.initStore(ctx, g)
+	storeID, found, err := pr.initStore(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 		return err
 	}
 	gitignore, inGit := pr.readGitignore()
-	return printInit(g, plan, storeID, aw, inGit && !ignoresStore(gitignore))
+	return printInit(g, plan, storeID, found, aw, inGit && !ignoresStore(gitignore))
 }
 
 // initInput is init's activation input: the detected harnesses plus every
@@ -124,14 +124,21 @@ func (pr *project) readGitignore() (data []byte, ok bool) {
 // minting the store id from crypto/rand, or adopting the one of the
 // activation manifest another writer left (adopt.go). It runs in its own transaction
 // before anything is published, so every bridge names a recorded store.
-func (pr *project) initStore(ctx context.Context, g *Globals) (string, error) {
+// found is true when the store was initialized already.
+func (pr *project) initStore(ctx context.Context, g *Globals) (id string, found bool, err error) {
 	if exists, err := pr.hasLedger(); err != nil {
-		return "", err
+		return "", false, err
 	} else if exists {
 		if id, done, err := pr.existingStore(g); done || err != nil {
-			return id, err
+			return id, err == nil, err
 		}
 	}
+	id, err = pr.createStore(ctx, g)
+	return id, false, err
+}
+
+// createStore is initStore where no initialized ledger was found.
+func (pr *project) createStore(ctx context.Context, g *Globals) (string, error) {
 	// A manifest another writer left (the Rust Tree Ring) is adopted with
 	// its store id, never replaced by a new one; decided before the ledger
 	// is created, so that a refused manifest leaves nothing behind.
@@ -281,7 +288,7 @@ func managedPaths(plan *activation.Plan, id string) []string {
 	return nil
 }
 
-func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness, suggestIgnore bool) error {
+func printInit(g *Globals, plan *activation.Plan, storeID string, found bool, aw awareness, suggestIgnore bool) error {
 	var entries []initEntry
 	for _, o := range plan.Outcomes {
 		e := initEntry{
@@ -308,7 +315,11 @@ func printInit(g *Globals, plan *activation.Plan, storeID string, aw awareness, 
 		}
 		return activation.NeedsReview(plan.Outcomes)
 	}
-	fmt.Fprintln(g.Stdout, "Tree Ring Memory initialized.")
+	if found {
+		fmt.Fprintln(g.Stdout, "Tree Ring Memory: found the store initialized already; it is kept as it is.")
+	} else {
+		fmt.Fprintln(g.Stdout, "Tree Ring Memory initialized.")
+	}
 	for _, e := range entries {
 		fmt.Fprintf(g.Stdout, "%s: %s\n", e.Name, e.State)
 		if e.State != string(fsm.Active) {
@@ -337,15 +348,21 @@ func ignoresStore(gitignore []byte) bool {
 
 func printInitDryRun(g *Globals, plan *activation.Plan) error {
 	var rs []report
+	// The JSON entries are init's (the same names for the same things,
+	// docs/json.md): what a run would create is their changed_paths.
+	var entries []initEntry
 	for _, o := range plan.Outcomes {
-		rs = append(rs, reportOf(o, true))
+		r := reportOf(o, true)
+		rs = append(rs, r)
+		entries = append(entries, initEntry{ID: o.Adapter.ID, Name: o.Adapter.Name, State: r.State,
+			Capability: string(o.Adapter.Capability), ChangedPaths: r.ChangedPaths, NextStep: r.NextStep})
 	}
 	if g.JSON {
 		if err := writeJSON(g.Stdout, struct {
-			OK           bool     `json:"ok"`
-			DryRun       bool     `json:"dry_run"`
-			Integrations []report `json:"integrations"`
-		}{true, true, rs}); err != nil {
+			OK           bool        `json:"ok"`
+			DryRun       bool        `json:"dry_run"`
+			Integrations []initEntry `json:"integrations"`
+		}{true, true, entries}); err != nil {
 			return err
 		}
 		return activation.NeedsReview(plan.Outcomes)

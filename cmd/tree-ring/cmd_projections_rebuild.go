@@ -30,17 +30,12 @@ func runProjectionsRebuild(ctx context.Context, g *Globals, _ *noOptions, args [
 		return err
 	}
 	defer run.End(ctx, &err)
-	term := g.StdoutTerminal && !g.JSON
-	progress := func(done, total uint64) {
+	shown := g.newProgress("rebuilt")
+	n, err := st.Rebuild(ctx, func(done, total uint64) {
 		g.Log.Debug().Uint64("done", done).Uint64("total", total).Msg("rebuild progress")
-		if term {
-			fmt.Fprintf(g.Stdout, "\rrebuilt %d/%d events", done, total)
-		}
-	}
-	n, err := st.Rebuild(ctx, progress)
-	if term {
-		fmt.Fprintln(g.Stdout)
-	}
+		shown.update(done, total)
+	})
+	shown.end()
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}

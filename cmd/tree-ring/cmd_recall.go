@@ -68,7 +68,10 @@ func runRecall(ctx context.Context, g *Globals, o *recallOptions, args []string)
 		if results == nil {
 			results = []recall.Result{}
 		}
-		line, err := memory.MarshalJSONLine(results)
+		// One top-level object, the list in a named field (docs/json.md).
+		line, err := memory.MarshalJSONLine(struct {
+			Results []recall.Result `json:"results"`
+		}{results})
 		if err != nil {
 			return err
 		}

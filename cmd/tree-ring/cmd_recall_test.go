@@ -15,19 +15,22 @@ func TestRecallOutputs(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], " [scar] Stale cache after deploy score=0.") || !strings.Contains(lines[1], " [cambium] Cache keys include the locale score=0.") {
 		t.Fatalf("human: %q", out)
 	}
-	// --json: the published array of {memory, score, ranking}; ranking is
-	// empty without --explain.
-	var rs []struct {
-		Memory  map[string]any     `json:"memory"`
-		Score   float64            `json:"score"`
-		Ranking map[string]float64 `json:"ranking"`
+	// --json: one object whose results are {memory, score, ranking}
+	// (docs/json.md); ranking is empty without --explain.
+	var got struct {
+		Results []struct {
+			Memory  map[string]any     `json:"memory"`
+			Score   float64            `json:"score"`
+			Ranking map[string]float64 `json:"ranking"`
+		} `json:"results"`
 	}
 	raw := c.ok("--json", "recall", "cache", "--limit", "1")
-	if err := json.Unmarshal([]byte(raw), &rs); err != nil || len(rs) != 1 || len(rs[0].Ranking) != 0 || !strings.Contains(raw, `"ranking":{}`) {
+	rs := &got.Results
+	if err := json.Unmarshal([]byte(raw), &got); err != nil || len(*rs) != 1 || len((*rs)[0].Ranking) != 0 || !strings.Contains(raw, `"ranking":{}`) {
 		t.Fatalf("json: %v %s", err, raw)
 	}
 	raw = c.ok("--json", "recall", "cache", "--explain")
-	if err := json.Unmarshal([]byte(raw), &rs); err != nil || len(rs) != 2 || len(rs[0].Ranking) != 10 || rs[0].Ranking["ring_boost"] != 0 || rs[0].Ranking["whole_word"] != 1 {
+	if err := json.Unmarshal([]byte(raw), &got); err != nil || len(*rs) != 2 || len((*rs)[0].Ranking) != 10 || (*rs)[0].Ranking["ring_boost"] != 0 || (*rs)[0].Ranking["whole_word"] != 1 {
 		t.Fatalf("explain: %v %s", err, raw)
 	}
 	if out := c.ok("recall", "cache", "--explain"); !strings.Contains(out, "\n  textual_match=0.414 (whole_word=1.000 sub_word=0.000 length_norm=0.414) prior=0.600 (salience=0.900 confidence=0.500 recency=1.000 source_authority=0.400 ring_boost=0.000)\n") {
@@ -37,7 +40,7 @@ func TestRecallOutputs(t *testing.T) {
 	if out := c.ok("recall", "zebra"); out != "" {
 		t.Fatalf("%q", out)
 	}
-	if out := c.ok("--json", "recall", "zebra"); out != "[]\n" {
+	if out := c.ok("--json", "recall", "zebra"); out != `{"results":[]}`+"\n" {
 		t.Fatalf("%q", out)
 	}
 	c.fails("recall needs exactly one QUERY", "recall")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
@@ -26,19 +27,20 @@ const (
 )
 
 type rememberOptions struct {
-	EventType, Ring, Scope                                    string
-	Project, AgentProfile, WorkflowID, SessionID, OperationID string
-	SourceRef, ExpiresAt                                      string
-	Tags, Supersedes                                          []string
-	Salience, Confidence                                      float64
-	AllowDuplicate                                            bool
+	EventType, Ring, Scope                           string
+	AgentProfile, WorkflowID, SessionID, OperationID string
+	SourceRef, ExpiresAt                             string
+	Project                                          projectFlag
+	Tags, Supersedes                                 []string
+	Salience, Confidence                             float64
+	AllowDuplicate                                   bool
 }
 
 func (o *rememberOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EventType, "event-type", "", "kind of memory, e.g. decision, lesson, warning (required)")
 	fs.StringVar(&o.Ring, "ring", memory.DefaultRing, "cambium, outer, inner, heartwood, scar or seed")
 	fs.StringVar(&o.Scope, "scope", memory.DefaultScope, "global, project, agent, session, workflow, tool, eval, manual, dox or revolve")
-	fs.StringVar(&o.Project, "project", "", "project name (memories without one never reach a startup brief)")
+	fs.Var(&o.Project, "project", projectUsage+"; --project \"\" stores none, and then the memory never reaches a session brief")
 	fs.StringVar(&o.AgentProfile, "agent-profile", "", "agent profile (default $"+envAgentProfile+")")
 	fs.StringVar(&o.WorkflowID, "workflow-id", "", "workflow id (default $"+envWorkflowID+")")
 	fs.StringVar(&o.SessionID, "session-id", "", "session id (default $"+envSessionID+")")
@@ -77,10 +79,14 @@ func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []str
 	if o.EventType == "" {
 		return usagef("remember needs --event-type")
 	}
+	project := o.Project.orAlias(g)
+	if project == "" && o.Project.set {
+		fmt.Fprintln(g.Stderr, "tree-ring: this memory names no project, so no project's session brief will show it (omit --project to store it for this project)")
+	}
 	now, random := newMemoryID(g)
 	rec, err := memory.Remember(memory.RememberRequest{
 		Summary: args[0], EventType: o.EventType, Ring: o.Ring, Scope: o.Scope,
-		Project: o.Project, AgentProfile: orEnv(g, o.AgentProfile, envAgentProfile),
+		Project: project, AgentProfile: orEnv(g, o.AgentProfile, envAgentProfile),
 		WorkflowID: orEnv(g, o.WorkflowID, envWorkflowID), SessionID: orEnv(g, o.SessionID, envSessionID),
 		OperationID: o.OperationID, SourceRef: o.SourceRef, ExpiresAt: o.ExpiresAt,
 		Tags: o.Tags, Supersedes: o.Supersedes, Salience: o.Salience, Confidence: o.Confidence,
@@ -89,6 +95,37 @@ func runRemember(ctx context.Context, g *Globals, o *rememberOptions, args []str
 		return err
 	}
 	return writeMemory(ctx, g, rec, events.OriginRemember, o.AllowDuplicate)
+}
+
+const projectUsage = "project the memory belongs to (default in a project: its alias, the name the session brief recalls)"
+
+// projectFlag is --project of remember and capture: whether it was given
+// tells "no project" (--project "") from the default.
+type projectFlag struct {
+	v   string
+	set bool
+}
+
+func (p *projectFlag) String() string { return p.v }
+func (p *projectFlag) Type() string   { return "string" }
+func (p *projectFlag) Set(v string) error {
+	p.v, p.set = v, true
+	return nil
+}
+
+// orAlias is the flag's value, or, when it was not given and --root is the
+// project's own store, the project's alias: the name the lifecycle
+// preflight recalls (preflight.ProjectName), so that the memory reaches
+// the next session's brief.
+func (p *projectFlag) orAlias(g *Globals) string {
+	if p.set {
+		return p.v
+	}
+	if canonical, ok := g.projectStore(); ok {
+		_, alias := preflight.ProjectName(canonical)
+		return alias
+	}
+	return ""
 }
 
 // newMemoryID reads the clock and draws a new memory id's random part

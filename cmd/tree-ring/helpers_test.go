@@ -37,6 +37,8 @@ type invocation struct {
 	stdin  string
 	stdout io.Writer              // nil: captured in the result
 	getwd  func() (string, error) // nil: os.Getwd
+	// stderrTerminal pretends stderr is a terminal (IO.StderrTerminal).
+	stderrTerminal bool
 }
 
 // run runs tree-ring with exactly args.
@@ -50,7 +52,7 @@ func (in invocation) run(args ...string) result {
 	if stdout == nil {
 		stdout = &out
 	}
-	stdio := IO{Stdin: strings.NewReader(in.stdin), Stdout: stdout, Stderr: &errb, Getenv: func(k string) string { return in.env[k] }, Getwd: in.getwd}
+	stdio := IO{Stdin: strings.NewReader(in.stdin), Stdout: stdout, Stderr: &errb, Getenv: func(k string) string { return in.env[k] }, Getwd: in.getwd, StderrTerminal: in.stderrTerminal}
 	code := mainWith(ctx, args, stdio, in.deps)
 	return result{code, out.String(), errb.String()}
 }

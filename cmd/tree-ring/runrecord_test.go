@@ -65,6 +65,21 @@ func runProject(t *testing.T, name string) (src, root string) {
 	return src, filepath.Join(src, ".tree-ring")
 }
 
+// runLedger is runProject with the ledger created, as init leaves it:
+// inside a project no other write command creates it.
+func runLedger(t *testing.T, name string) (src, root string) {
+	t.Helper()
+	src, root = runProject(t, name)
+	st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return src, root
+}
+
 type runsOut struct {
 	ScopeKey string    `json:"scope_key"`
 	Limit    int       `json:"limit"`
@@ -219,7 +234,7 @@ func TestRunFailedRecordsDiagnosticCode(t *testing.T) {
 
 func TestRunsArgsAndHumanOutput(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	for i := 0; i < 3; i++ {
 		if r := s.run(t, "", "--root", root, "--source-root", src, "projections", "rebuild"); r.code != 0 {
 			t.Fatalf("rebuild: %s", r.stderr)
@@ -505,7 +520,7 @@ func startOrphan(t *testing.T, s *cliSession, root, src string, pid int) string 
 
 func TestRunLivePIDStaysRunning(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	child := sleeper(t)
 	id := startOrphan(t, s, root, src, child.Process.Pid)
 	empty := emptyFile(t)
@@ -534,7 +549,7 @@ func TestRunLivePIDStaysRunning(t *testing.T) {
 // process whose pid we now hold: it is dead, unless this process started it.
 func TestRunOwnPIDReuseIsDead(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	id := startOrphan(t, s, root, src, os.Getpid())
 	if r := s.run(t, "", "--root", root, "--source-root", src, "events", "import", emptyFile(t)); r.code != 0 {
 		t.Fatal(r.stderr)
@@ -547,7 +562,7 @@ func TestRunOwnPIDReuseIsDead(t *testing.T) {
 
 func TestRunScopeIsolation(t *testing.T) {
 	s := newCLISession()
-	srcA, root := runProject(t, "a")
+	srcA, root := runLedger(t, "a")
 	srcB := t.TempDir()
 	for _, src := range []string{srcA, srcB, srcB} {
 		if r := s.run(t, "", "--root", root, "--source-root", src, "projections", "rebuild"); r.code != 0 {
@@ -665,7 +680,7 @@ func TestRunScopeFailsClosed(t *testing.T) {
 // top level and nested, before anything is written.
 func TestRunEventExtraKeyRejectedOnImport(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	if r := s.run(t, "", "--root", root, "--source-root", src, "projections", "rebuild"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -768,7 +783,7 @@ func countType(t *testing.T, st *bolt.Store, typ string) (n int, last events.Env
 func TestRunFinishInRidesTheCommandsCommit(t *testing.T) {
 	ctx := context.Background()
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 
 	// Committed: run.finished is appended in the command's transaction,
 	// right after its own event, and End adds nothing.
@@ -830,7 +845,7 @@ func (e *codedError) Diagnostic() string { return e.code }
 func TestRunLateFinishAfterInterrupted(t *testing.T) {
 	ctx := context.Background()
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	gone := sleeper(t)
 	_ = gone.Process.Kill()
 	_ = gone.Wait()
@@ -876,7 +891,7 @@ func TestRunLateFinishAfterInterrupted(t *testing.T) {
 func TestRunPrivacyCanary(t *testing.T) {
 	const canary = "CANARY-7f3e9b21-secret"
 	s := newCLISession()
-	src, root := runProject(t, "proj-"+canary)
+	src, root := runLedger(t, "proj-"+canary)
 	dir := filepath.Join(t.TempDir(), canary)
 	_ = os.Mkdir(dir, 0o700)
 	bad := filepath.Join(dir, canary+".ndjson")
@@ -1023,7 +1038,7 @@ func BenchmarkRunRecorder(b *testing.B) {
 // instead of failing a command's final commit.
 func TestRunSettersRejectProgrammingErrors(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, root := runLedger(t, "p")
 	_, st, run := openRecorded(t, s, root, src)
 	defer st.Close()
 	for name, f := range map[string]func(){

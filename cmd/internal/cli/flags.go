@@ -28,8 +28,10 @@ type Flags struct {
 
 // AddFlags registers the global flags.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Root, "root", ".tree-ring", "memory store root (a directory named .tree-ring)")
-	fs.StringVar(&f.SourceRoot, "source-root", ".", "project root")
+	// Both defaults are ResolveRoots', which --help describes: no
+	// literal default would be true from a subdirectory.
+	fs.StringVar(&f.Root, "root", "", "memory store root, a directory named .tree-ring (default: the project root's .tree-ring)")
+	fs.StringVar(&f.SourceRoot, "source-root", "", "project root (default: the git checkout's top level, else the nearest directory above holding .tree-ring, else the working directory)")
 	fs.BoolVar(&f.JSON, "json", false, "machine-readable JSON output")
 	fs.StringVar(&f.LogLevel, "log-level", "disabled", "log level on stderr: debug, info, warn, error, disabled")
 	fs.DurationVar(&f.LockTimeout, "lock-timeout", 3*time.Second, "how long to wait for another process's ledger lock")

@@ -11,6 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // IO is where a command reads and writes; tests substitute buffers.
@@ -21,17 +24,34 @@ type IO struct {
 	// Getwd is the working directory project-root discovery starts from
 	// (os.Getwd when nil).
 	Getwd func() (string, error)
-	// StdoutTerminal enables progress output for long work.
+	// StdoutTerminal enables the imports' progress output on stdout.
 	StdoutTerminal bool
+	// StderrTerminal makes --log-level lines human-readable and enables
+	// the progress of long checks on stderr; a pipe gets JSON lines and
+	// no progress.
+	StderrTerminal bool
 }
 
 // DefaultIO is the process's own standard streams and environment.
 func DefaultIO() IO {
-	term := false
-	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		term = true
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+		StdoutTerminal: terminal(os.Stdout), StderrTerminal: terminal(os.Stderr)}
+}
+
+// terminal reports whether f is a character device (a terminal), without
+// a terminal library: a pipe or a file is not one.
+func terminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// LogWriter is where --log-level lines go: zerolog's console writer on a
+// terminal, the JSON lines themselves otherwise.
+func (o IO) LogWriter() io.Writer {
+	if o.StderrTerminal {
+		return zerolog.ConsoleWriter{Out: o.Stderr, TimeFormat: time.RFC3339}
 	}
-	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, StdoutTerminal: term}
+	return o.Stderr
 }
 
 // OutputWriter is a command's stdout; it remembers the first failed write,

@@ -21,7 +21,7 @@ import (
 // *bolt.NotFoundError when there is no ledger.
 func OpenStore(root string, opts bolt.Options) (*bolt.Store, error) {
 	named := ManifestNamesStore(root)
-	opts.MustExist = named
+	opts.MustExist = opts.MustExist || named
 	st, err := bolt.OpenRoot(root, opts)
 	var nf *bolt.NotFoundError
 	if named && errors.As(err, &nf) {
@@ -44,6 +44,19 @@ func (e *LedgerMissingError) Error() string {
 
 // Diagnostic is the code a failed run records (docs/runs.md).
 func (e *LedgerMissingError) Diagnostic() string { return "ledger_missing" }
+
+// NoStoreError is a write command run in a project whose store init has
+// not created: the ledger is only ever created inside a project by init
+// (or by events import into a fresh checkout), because a .tree-ring
+// without init's manifest makes the project's committed hooks fail.
+type NoStoreError struct{}
+
+func (*NoStoreError) Error() string {
+	return "no Tree Ring store in this project; nothing was created; run `tree-ring init` first"
+}
+
+// Diagnostic is the code a failed run records (docs/runs.md).
+func (*NoStoreError) Diagnostic() string { return "no_store" }
 
 // ManifestNamesStore reports whether root holds an activation.json (a
 // store was initialized here).

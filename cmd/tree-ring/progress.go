@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// progress shows how far long work (audit verify, projections rebuild) has
+// come, on stderr and only when stderr is a terminal: a pipe, a log file
+// or a script never sees it. It redraws one line at most once a second or
+// every tenth of the work, and ends it with a newline.
+type progress struct {
+	w        io.Writer
+	now      func() time.Time
+	what     string // "verified", "rebuilt"
+	last     time.Time
+	lastTen  uint64 // tenths shown so far
+	drawn    bool
+	finished bool
+}
+
+// newProgress is the progress of work whose unit is what (nil, which
+// shows nothing, unless stderr is a terminal).
+func (g *Globals) newProgress(what string) *progress {
+	if !g.StderrTerminal {
+		return nil
+	}
+	return &progress{w: g.Stderr, now: g.Now, what: what}
+}
+
+// update records done of total events.
+func (p *progress) update(done, total uint64) {
+	if p == nil || total == 0 {
+		return
+	}
+	now, ten := p.now(), done*10/total
+	if p.drawn && done < total && ten == p.lastTen && now.Sub(p.last) < time.Second {
+		return
+	}
+	p.last, p.lastTen, p.drawn = now, ten, true
+	fmt.Fprintf(p.w, "\r%s %d/%d events (%d%%)", p.what, done, total, done*100/total)
+}
+
+// end finishes the line, if one was drawn.
+func (p *progress) end() {
+	if p == nil || !p.drawn || p.finished {
+		return
+	}
+	p.finished = true
+	fmt.Fprintln(p.w)
+}
