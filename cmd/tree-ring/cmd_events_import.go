@@ -86,7 +86,17 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err := run.Finish(ctx, nil); err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}
 	}
-	return printImport(g, res)
+	return finishImport(g, st, res)
+}
+
+// finishImport puts back the receipt files the imported events name (a
+// restore) and prints the result.
+func finishImport(g *Globals, st *bolt.Store, res bolt.ImportResult) error {
+	restored, err := restoreReceiptFiles(g, st)
+	if err != nil {
+		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates); `tree-ring projections rebuild` restores the receipt files", res.Imported, res.Skipped)}
+	}
+	return printImport(g, res, restored)
 }
 
 // ownEvents admits an import into a project store (a ledger with
@@ -185,14 +195,18 @@ func openImport(g *Globals, name string) (r io.Reader, close func(), err error) 
 	return f, func() { f.Close() }, nil
 }
 
-func printImport(g *Globals, res bolt.ImportResult) error {
+func printImport(g *Globals, res bolt.ImportResult, restored int) error {
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
 			bolt.ImportResult
-		}{true, res})
+			ReceiptFilesRestored int `json:"receipt_files_restored,omitempty"`
+		}{true, res, restored})
 	}
 	fmt.Fprintf(g.Stdout, "imported %d, skipped %d duplicates\n", res.Imported, res.Skipped)
+	if restored > 0 {
+		fmt.Fprintf(g.Stdout, "restored %d receipt file(s) from their events\n", restored)
+	}
 	return nil
 }
 

@@ -1,0 +1,111 @@
+package preflight_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/adapters/preflight"
+	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
+	"github.com/tree-ring/tree-ring/fsm"
+)
+
+// Given the harness's state and a preflight's failure, FailureOf plans
+// drift (to needs-user-review) for a changed bridge, adapter or program,
+// preflight.failed for other failures, and nothing for the refusals that
+// move no state.
+func TestFailureOf(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		state fsm.State
+		cause error
+		typ   string // "" = nothing planned
+		to    fsm.State
+		paths []string
+	}{
+		{"bridge changed", fsm.Active, &preflight.BridgeChangedError{Paths: []string{".claude/skills/tree-ring-memory/SKILL.md"}},
+			events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{".claude/skills/tree-ring-memory/SKILL.md"}},
+		{"stale adapter", fsm.ConfiguredAwaitingProof, preflight.ErrStale, events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{}},
+		{"program changed", fsm.Active, &adapters.ProgramError{Code: adapters.ProgramDiffers},
+			events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{adapters.BinaryPath}},
+		{"already in review", fsm.NeedsUserReview, &preflight.BridgeChangedError{}, "", "", nil},
+		{"program unreadable", fsm.Active, &adapters.ProgramError{Code: adapters.ProgramUnreadable}, events.TypePreflightFailed, fsm.Failed, nil},
+		{"ledger failure", fsm.Active, errors.New("disk"), events.TypePreflightFailed, fsm.Failed, nil},
+		{"no record", fsm.Active, preflight.ErrNoRecord, "", "", nil},
+		{"not eligible", fsm.NeedsTrust, preflight.ErrNotEligible, "", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, ok, err := preflight.FailureOf(&fakeLedger{state: c.state}, "claude-code", c.cause, "error", eventstest.Epoch, eventstest.Factory("claude-code"))
+			if err != nil || ok != (c.typ != "") {
+				t.Fatalf("ok %v err %v", ok, err)
+			}
+			if !ok {
+				return
+			}
+			e := a.Events[0]
+			if a.Stream != events.HarnessStream("claude-code") || len(a.Events) != 1 || e.Type != c.typ {
+				t.Fatalf("planned %s %v", a.Stream, e.Type)
+			}
+			v, err := events.DecodePayload(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch p := v.(type) {
+			case *events.BridgeDriftDetected:
+				if p.From != string(c.state) || p.To != string(c.to) || !slices.Equal(p.Paths, c.paths) {
+					t.Errorf("drift %+v", p)
+				}
+			case *events.PreflightFailed:
+				if p.To != string(c.to) {
+					t.Errorf("failed %+v", p)
+				}
+			}
+		})
+	}
+}
+
+// A receipt file is its receipt.recorded materialized: Materialize
+// rebuilds the exact bytes, and refuses an event whose digest or path
+// the rebuilt file would not match.
+func TestMaterialize(t *testing.T) {
+	rc := preflight.Receipt{
+		SchemaVersion: preflight.ReceiptSchemaVersion, ProtocolVersion: 1, ReceiptID: "receipt-01J00000000000000000000001",
+		HarnessID: "claude-code", AdapterVersion: "4", BridgeFingerprint: projectFP, StoreID: storeID,
+		ProjectRootFingerprint: projectFP, WorkerKeyFingerprint: projectFP,
+		Session: preflight.Identity{AgentProfile: "main", WorkflowID: "wf", SessionID: "s1"}, State: "active",
+		QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: projectFP, Status: preflight.StatusSuccess, RecordedAt: "2026-11-01T12:00:00Z",
+	}
+	body := rc.Encode()
+	sum := sha256.Sum256(body)
+	session := events.ReceiptSession(rc.Session)
+	e := events.ReceiptRecorded{
+		HarnessID: rc.HarnessID, ReceiptID: rc.ReceiptID, ProtocolVersion: rc.ProtocolVersion, AdapterVersion: rc.AdapterVersion,
+		BridgeFingerprint: rc.BridgeFingerprint, StoreID: rc.StoreID, ProjectRootFingerprint: rc.ProjectRootFingerprint,
+		WorkerKeyFingerprint: rc.WorkerKeyFingerprint, State: rc.State, QueryClass: rc.QueryClass,
+		SelectedMemoryIDsSHA256: rc.SelectedMemoryIDsSHA256, Status: rc.Status, SHA256: hex.EncodeToString(sum[:]),
+		RecordedAt: rc.RecordedAt, Session: &session, Path: rc.Path(),
+	}
+	p, got, ok := preflight.Materialize(&e)
+	if !ok || p != rc.Path() || string(got) != string(body) {
+		t.Fatalf("materialized %v %s", ok, p)
+	}
+	bad := e
+	bad.DurationMS = 7 // the bytes would differ from the recorded digest
+	if _, _, ok := preflight.Materialize(&bad); ok {
+		t.Error("materialized bytes that are not the recorded file")
+	}
+	bad = e
+	bad.Path = "elsewhere.json"
+	if _, _, ok := preflight.Materialize(&bad); ok {
+		t.Error("materialized to another path")
+	}
+	bad = e
+	bad.Session = nil
+	if _, _, ok := preflight.Materialize(&bad); ok {
+		t.Error("materialized without a session")
+	}
+}
