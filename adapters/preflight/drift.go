@@ -9,27 +9,26 @@ import (
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
-// DriftOf reports whether a preflight failed because what the harness
-// runs changed under it: its bridge (files or blocks), the adapter its
-// record names, or the program the hooks run. reason and paths are what
-// bridge.drift_detected records (project-relative paths, never content).
+// DriftOf reports whether a preflight failed because the bridge changed
+// under it: its files or blocks, or the adapter its record names. reason
+// and paths are what bridge.drift_detected records (project-relative
+// paths, never content). A changed program is not drift: the harness
+// moves to failed with the program's diagnostic (its repair is init or a
+// chmod, not a review).
 func DriftOf(cause error) (reason string, paths []string, ok bool) {
 	var bc *BridgeChangedError
-	var pe *adapters.ProgramError
 	switch {
 	case errors.As(cause, &bc):
 		return adapters.ReasonBridgeFileChanged, bc.Paths, true
 	case errors.Is(cause, ErrStale):
 		return adapters.ReasonAdapterChanged, nil, true
-	case errors.As(cause, &pe) && pe.Code != adapters.ProgramUnreadable:
-		return adapters.ReasonBridgeFileChanged, []string{adapters.BinaryPath}, true
 	}
 	return "", nil, false
 }
 
 // FailureOf plans the harness event of a preflight that failed with
 // cause (diagnostic code): bridge.drift_detected (-> needs-user-review)
-// when the bridge, adapter or program changed (DriftOf), otherwise
+// when the bridge or adapter changed (DriftOf), otherwise
 // preflight.failed (Failure) when RecordsFailure; a manifest without the
 // harness's record moves nothing (status reports the manifest). The caller appends it
 // with the failed run in one commit, so the timeline moves at the instant

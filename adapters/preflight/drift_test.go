@@ -15,7 +15,7 @@ import (
 )
 
 // Given the harness's state and a preflight's failure, FailureOf plans
-// drift (to needs-user-review) for a changed bridge, adapter or program,
+// drift (to needs-user-review) for a changed bridge or adapter,
 // preflight.failed for other failures, and nothing for the refusals that
 // move no state.
 func TestFailureOf(t *testing.T) {
@@ -30,8 +30,7 @@ func TestFailureOf(t *testing.T) {
 		{"bridge changed", fsm.Active, &preflight.BridgeChangedError{Paths: []string{".claude/skills/tree-ring-memory/SKILL.md"}},
 			events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{".claude/skills/tree-ring-memory/SKILL.md"}},
 		{"stale adapter", fsm.ConfiguredAwaitingProof, preflight.ErrStale, events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{}},
-		{"program changed", fsm.Active, &adapters.ProgramError{Code: adapters.ProgramDiffers},
-			events.TypeBridgeDriftDetected, fsm.NeedsUserReview, []string{adapters.BinaryPath}},
+		{"program changed", fsm.Active, &adapters.ProgramError{Code: adapters.ProgramDiffers}, events.TypePreflightFailed, fsm.Failed, nil},
 		{"already in review", fsm.NeedsUserReview, &preflight.BridgeChangedError{}, "", "", nil},
 		{"program unreadable", fsm.Active, &adapters.ProgramError{Code: adapters.ProgramUnreadable}, events.TypePreflightFailed, fsm.Failed, nil},
 		{"ledger failure", fsm.Active, errors.New("disk"), events.TypePreflightFailed, fsm.Failed, nil},

@@ -58,7 +58,7 @@ func runAuditVerify(ctx context.Context, g *Globals, _ *noOptions, args []string
 // replica (a collector's DIR/<store_id> root, cmd/internal/replica) has no
 // project files: it is verified as a ledger only.
 func verifyReceiptFiles(ctx context.Context, g *Globals, st *bolt.Store) (receiptDrift, error) {
-	storeID, err := ledgerStoreID(st)
+	storeID, adopted, err := ledgerStoreID(st)
 	if err != nil {
 		return receiptDrift{}, err
 	}
@@ -77,6 +77,11 @@ func verifyReceiptFiles(ctx context.Context, g *Globals, st *bolt.Store) (receip
 	if len(drift.Missing) > 0 {
 		return drift, &bolt.VerifyError{Detail: "receipt files: " + drift.String() + "; a restore puts them back: `tree-ring projections rebuild`"}
 	}
+	if adopted {
+		// Another writer (the Rust Tree Ring) adds receipt files of this
+		// store that this ledger never records: strays, not a loss.
+		return drift, nil
+	}
 	lost, err := lostReceipts(ctx, st, root, storeID, drift.Strays)
 	if err != nil {
 		return drift, fmt.Errorf("receipt files: %w", err)
@@ -89,15 +94,16 @@ func verifyReceiptFiles(ctx context.Context, g *Globals, st *bolt.Store) (receip
 }
 
 // ledgerStoreID is the store id the ledger's store.initialized names
-// ("" for a ledger that is no store yet).
-func ledgerStoreID(st *bolt.Store) (string, error) {
-	var id string
-	err := st.View(func(r *bolt.Reader) error {
-		m, _, err := projections.ManifestStoreOf(r.Projection(projections.ManifestName))
-		id = m.StoreID
+// ("" for a ledger that is no store yet), and whether the store was
+// adopted from another writer.
+func ledgerStoreID(st *bolt.Store) (id string, adopted bool, err error) {
+	err = st.View(func(r *bolt.Reader) error {
+		kv := r.Projection(projections.ManifestName)
+		m, _, err := projections.ManifestStoreOf(kv)
+		id, adopted = m.StoreID, projections.Adopted(kv)
 		return err
 	})
-	return id, err
+	return id, adopted, err
 }
 
 // isReplica reports whether the store root is a fleet collector's replica

@@ -46,7 +46,7 @@ func TestHookRecordsBridgeDrift(t *testing.T) {
 		t.Fatalf("the drifted hook recorded %v", got)
 	}
 	runs := p.runsOf("claude-code", "abc123")
-	if len(runs) != 2 || runs[0].Status != "failed" || runs[0].Diagnostic == "" || runs[0].Command != "integrations hook" {
+	if len(runs) != 2 || runs[0].Status != "failed" || runs[0].Diagnostic != "bridge_changed" || runs[0].Command != "integrations hook" {
 		t.Fatalf("runs %+v", runs)
 	}
 	if s := p.state("claude-code"); s != string(fsm.NeedsUserReview) {

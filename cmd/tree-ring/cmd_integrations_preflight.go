@@ -345,7 +345,7 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 
 // recordRefusal records a delivery refused before its run began (the
 // contract on disk, the admission) as a failed run, with the harness's
-// transition (bridge.drift_detected for a changed bridge or program), in
+// transition (bridge.drift_detected for a changed bridge), in
 // one commit, so the timeline says when proof stopped (docs/runs.md). It
 // writes only an existing ledger of this project: nothing for a manifest
 // that names another root (a copy) or a checkout without a ledger. A
@@ -395,8 +395,9 @@ func beginDeliveryRun(ctx context.Context, g *Globals, st *bolt.Store, d deliver
 		return nil, err
 	}
 	// A failed preflight moves the harness, in the commit that records the
-	// failed run: to needs-user-review when its bridge or program changed
-	// (drift), otherwise to failed with the run's diagnostic code; status
+	// failed run: to needs-user-review when its bridge or adapter changed
+	// (drift), otherwise to failed with the run's diagnostic code (a
+	// changed program among them: its repair is init or chmod); status
 	// shows it until a review or a preflight succeeds.
 	run.OnFail(func(tx *bolt.Tx, cause error, code string) error {
 		a, ok, err := preflight.FailureOf(txLedger{ctx: ctx, tx: tx}, d.adapter.ID, cause, code, g.Now().UTC(), g.Factory(d.adapter.ID))
