@@ -24,7 +24,8 @@ type VerifyReport struct {
 
 // Verify checks, in one read snapshot:
 //
-//   - bbolt's own page consistency (tx.Check);
+//   - bbolt's own page consistency (tx.Check) and both meta pages
+//     (checkMetas: a damaged newest meta is a lost last commit);
 //   - positions run 1..N without gaps and the sequence is N;
 //   - every envelope decodes, is in canonical form, sits at its key,
 //     validates against the catalogue, links to the previous hash and hashes
@@ -60,6 +61,9 @@ func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyRe
 		}
 		if err := checkLayout(s.path, tx); err != nil {
 			return &VerifyError{Detail: err.Error()}
+		}
+		if err := checkMetas(s.path, tx); err != nil {
+			return err
 		}
 		evb, streams := tx.Bucket(bucketEvents), tx.Bucket(bucketStreamBlocks)
 		ids := idIndex{b: tx.Bucket(bucketIDBlocks)}

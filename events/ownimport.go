@@ -71,3 +71,37 @@ func CheckOwnImport(own string, head uint64, headHash string, envs []Envelope, p
 	}
 	return nil
 }
+
+// ForeignRootError refuses an import into a root that is no project's
+// store yet (a fresh checkout's .tree-ring) of an export whose store
+// names another project root: the ledger would carry the other store's id
+// and root, and init could never adopt it. Index is its store.initialized.
+type ForeignRootError struct{ Index int }
+
+func (e *ForeignRootError) Error() string {
+	return "the export is of a store of another project root: a fresh checkout takes only its own project's history; " +
+		"collect another machine's history with `tree-ring fleet collect`, or import it into a scratch --root (a directory not named .tree-ring)"
+}
+
+// Diagnostic is the run diagnostic of a refused foreign root.
+func (e *ForeignRootError) Diagnostic() string { return "foreign_root" }
+
+// CheckFreshRoot decides whether envs may be imported into a project
+// store directory that holds no store yet, whose project root has
+// fingerprint projectFP: every store.initialized must name projectFP
+// (the documented restore of this project's own export).
+func CheckFreshRoot(projectFP string, envs []Envelope) error {
+	for i := range envs {
+		if envs[i].Type != TypeStoreInitialized {
+			continue
+		}
+		v, err := DecodePayload(&envs[i])
+		if err != nil {
+			return err
+		}
+		if v.(*StoreInitialized).ProjectRootFingerprint != projectFP {
+			return &ForeignRootError{Index: i}
+		}
+	}
+	return nil
+}

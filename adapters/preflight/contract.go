@@ -36,6 +36,9 @@ func (e *BridgeChangedError) Error() string {
 	return "the installed bridge differs from the activation manifest: " + strings.Join(e.Paths, ", ")
 }
 
+// Diagnostic is the run diagnostic of a hook that found its bridge changed.
+func (e *BridgeChangedError) Diagnostic() string { return "bridge_changed" }
+
 // Checked is a harness's verified activation contract.
 type Checked struct {
 	Adapter *adapters.Adapter

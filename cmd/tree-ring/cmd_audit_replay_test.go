@@ -87,10 +87,12 @@ func TestAuditReplayFixtures(t *testing.T) {
 	}
 }
 
-// importFixture makes a ledger from a fixture.
+// importFixture makes a ledger from a fixture, in a scratch root: a
+// fixture's store names another project root, which a project's
+// .tree-ring refuses (TestEventsImportForeignRootIntoFreshCheckout).
 func importFixture(t *testing.T, name string) string {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	root := filepath.Join(t.TempDir(), "store")
 	if r := runCLI(t, "", "--root", root, "events", "import", fixturePath(name)); r.code != 0 {
 		t.Fatalf("import %s: %s", name, r.stderr)
 	}

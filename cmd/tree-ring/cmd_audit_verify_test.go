@@ -20,7 +20,8 @@ import (
 // damaged it on purpose (damagedRoots).
 func checkedRoot(t *testing.T) string {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), ".tree-ring")
+	// A scratch root: the sample's store names another project root.
+	root := filepath.Join(t.TempDir(), "store")
 	t.Cleanup(func() {
 		if _, bad := damagedRoots.Load(root); bad {
 			return

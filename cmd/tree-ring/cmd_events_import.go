@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
@@ -55,7 +57,7 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckImport(envs, ownEvents(envs)); err != nil {
+	if err := st.CheckImport(envs, ownEvents(envs, freshRootFP(g))); err != nil {
 		return importError(name, lines, err)
 	}
 	run, err := g.StartRun(ctx, st, RunSpec{Command: events.RunCmdEventsImport, Scope: scope, Stage: "append"})
@@ -84,22 +86,43 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err := run.Finish(ctx, nil); err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}
 	}
-	return printImport(g, res)
+	return finishImport(g, st, res)
+}
+
+// finishImport puts back the receipt files the imported events name (a
+// restore) and prints the result.
+func finishImport(g *Globals, st *bolt.Store, res bolt.ImportResult) error {
+	restored, err := restoreReceiptFiles(g, st)
+	if err != nil {
+		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates); `tree-ring projections rebuild` restores the receipt files", res.Imported, res.Skipped)}
+	}
+	return printImport(g, res, restored)
 }
 
 // ownEvents admits an import into a project store (a ledger with
 // store.initialized) only of that store's own events
 // (events.CheckOwnImport); a ledger that is no project's store yet (a
-// restore into an empty root) takes the events of one store (oneStore).
-// Its refusal is an *bolt.ImportError, so that the message names the line.
-func ownEvents(envs []events.Envelope) func(r *bolt.Reader, present []bool) error {
+// restore into an empty root) takes the events of one store (oneStore),
+// and, when the root is a project's .tree-ring (projectFP is its
+// project's fingerprint), only of a store of that project root
+// (events.CheckFreshRoot). Its refusal is an *bolt.ImportError, so that
+// the message names the line.
+func ownEvents(envs []events.Envelope, projectFP string) func(r *bolt.Reader, present []bool) error {
 	return func(r *bolt.Reader, present []bool) error {
 		m, project, err := projections.ManifestOf(r.Projection(projections.ManifestName))
 		if err != nil {
 			return err
 		}
 		if !project {
-			return oneStore(envs)
+			if err := oneStore(envs); err != nil || projectFP == "" {
+				return err
+			}
+			err := events.CheckFreshRoot(projectFP, envs)
+			var fe *events.ForeignRootError
+			if errors.As(err, &fe) {
+				return &bolt.ImportError{Index: fe.Index, Err: err}
+			}
+			return err
 		}
 		head, hash := r.Head()
 		err = events.CheckOwnImport(m.StoreID, head, hash, envs, present)
@@ -109,6 +132,20 @@ func ownEvents(envs []events.Envelope) func(r *bolt.Reader, present []bool) erro
 		}
 		return err
 	}
+}
+
+// freshRootFP is the project root fingerprint of --root when it is a
+// project's store directory (named .tree-ring), "" for a scratch root.
+func freshRootFP(g *Globals) string {
+	abs, err := filepath.Abs(g.Root)
+	if err != nil || filepath.Base(abs) != adapters.StoreDir {
+		return ""
+	}
+	canonical, err := adapters.CanonicalProjectRoot(filepath.Dir(abs))
+	if err != nil {
+		return ""
+	}
+	return adapters.ProjectRootFingerprint(canonical)
 }
 
 // oneStore refuses an export that initializes more than one store (two
@@ -158,14 +195,18 @@ func openImport(g *Globals, name string) (r io.Reader, close func(), err error) 
 	return f, func() { f.Close() }, nil
 }
 
-func printImport(g *Globals, res bolt.ImportResult) error {
+func printImport(g *Globals, res bolt.ImportResult, restored int) error {
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
 			bolt.ImportResult
-		}{true, res})
+			ReceiptFilesRestored int `json:"receipt_files_restored,omitempty"`
+		}{true, res, restored})
 	}
 	fmt.Fprintf(g.Stdout, "imported %d, skipped %d duplicates\n", res.Imported, res.Skipped)
+	if restored > 0 {
+		fmt.Fprintf(g.Stdout, "restored %d receipt file(s) from their events\n", restored)
+	}
 	return nil
 }
 

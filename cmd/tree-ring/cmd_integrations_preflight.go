@@ -299,11 +299,18 @@ func (*preflightOptions) lockTimeout() time.Duration { return hookLockTimeout }
 func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print func(delivered) []byte) (err error) {
 	start := g.Now()
 	root, m, checked, err := loadContract(loc, d.adapter)
+	if err == nil {
+		err = preflight.Admit(checked, d.plugin)
+		if err != nil {
+			root.Close()
+		}
+	}
 	if err != nil {
+		recordRefusal(ctx, g, loc, d, &err)
 		return err
 	}
 	defer root.Close()
-	st, err := openDeliveryStore(g, loc, checked, d.plugin)
+	st, err := openDeliveryStore(g, loc)
 	if err != nil {
 		return err
 	}
@@ -337,12 +344,35 @@ func deliver(ctx context.Context, g *Globals, loc storeLoc, d delivery, print fu
 	return pathless(err)
 }
 
-// openDeliveryStore admits the delivery (preflight.Admit) and opens the
-// ledger for writing; the ledger must exist.
-func openDeliveryStore(g *Globals, loc storeLoc, checked preflight.Checked, plugin *preflight.Descriptor) (*bolt.Store, error) {
-	if err := preflight.Admit(checked, plugin); err != nil {
-		return nil, err
+// recordRefusal records a delivery refused before its run began (the
+// contract on disk, the admission) as a failed run, with the harness's
+// transition (bridge.drift_detected for a changed bridge), in
+// one commit, so the timeline says when proof stopped (docs/runs.md). It
+// writes only an existing ledger of this project: nothing for a manifest
+// that names another root (a copy) or a checkout without a ledger. A
+// failure to record is logged; the refusal stands as the hook's answer.
+func recordRefusal(ctx context.Context, g *Globals, loc storeLoc, d delivery, errp *error) {
+	if errors.Is(*errp, preflight.ErrRootMismatch) {
+		return
 	}
+	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
+		return
+	}
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	run, err := beginDeliveryRun(ctx, g, st, d)
+	if err != nil {
+		return
+	}
+	cause := *errp
+	run.End(ctx, &cause)
+}
+
+// openDeliveryStore opens the ledger for writing; the ledger must exist.
+func openDeliveryStore(g *Globals, loc storeLoc) (*bolt.Store, error) {
 	if _, err := os.Lstat(filepath.Join(loc.store, bolt.LedgerFile)); err != nil {
 		return nil, g.noLedger(errors.New("no Tree Ring ledger under --root; run `tree-ring init` first"))
 	}
@@ -365,14 +395,13 @@ func beginDeliveryRun(ctx context.Context, g *Globals, st *bolt.Store, d deliver
 	if err != nil {
 		return nil, err
 	}
-	// A preflight that passed the contract check and then failed moves the
-	// harness to failed, with the run's diagnostic code, in the commit that
-	// records the failed run; status shows it until a preflight succeeds.
+	// A failed preflight moves the harness, in the commit that records the
+	// failed run: to needs-user-review when its bridge or adapter changed
+	// (drift), otherwise to failed with the run's diagnostic code (a
+	// changed program among them: its repair is init or chmod); status
+	// shows it until a review or a preflight succeeds.
 	run.OnFail(func(tx *bolt.Tx, cause error, code string) error {
-		if !preflight.RecordsFailure(cause) {
-			return nil
-		}
-		a, ok, err := preflight.Failure(txLedger{ctx: ctx, tx: tx}, d.adapter.ID, code, g.Now().UTC(), g.Factory(d.adapter.ID))
+		a, ok, err := preflight.FailureOf(txLedger{ctx: ctx, tx: tx}, d.adapter.ID, cause, code, g.Now().UTC(), g.Factory(d.adapter.ID))
 		if err != nil || !ok {
 			return err
 		}

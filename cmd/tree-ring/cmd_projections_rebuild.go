@@ -40,12 +40,24 @@ func runProjectionsRebuild(ctx context.Context, g *Globals, _ *noOptions, args [
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	run.SetItems(int64(n))
+	// The receipt files are a materialization of the ledger too.
+	restored, err := restoreReceiptFiles(g, st)
+	if err != nil {
+		return err
+	}
 	if err := run.Finish(ctx, nil); err != nil {
 		return err
 	}
 	if g.JSON {
-		return json.NewEncoder(g.Stdout).Encode(map[string]any{"ok": true, "events": n})
+		out := map[string]any{"ok": true, "events": n}
+		if restored > 0 {
+			out["receipt_files_restored"] = restored
+		}
+		return json.NewEncoder(g.Stdout).Encode(out)
 	}
 	fmt.Fprintf(g.Stdout, "rebuilt projections from %d events\n", n)
+	if restored > 0 {
+		fmt.Fprintf(g.Stdout, "restored %d receipt file(s) from their events\n", restored)
+	}
 	return nil
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/tree-ring/tree-ring/bolt"
 )
 
 // TestEscapedKeysOneReading: an export whose payload keys are spelled with
@@ -17,7 +20,7 @@ func TestEscapedKeysOneReading(t *testing.T) {
 	for _, name := range []string{"escaped-transition-keys", "escaped-receipt-key"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			root := filepath.Join(dir, ".tree-ring")
+			root := filepath.Join(dir, "store") // a scratch root: the fixture is another project's
 			file := fixturePath(name)
 			at := "2026-09-02T10:00:08Z"
 			if r := runCLI(t, "", "--root", root, "events", "import", file); r.code != 0 {
@@ -51,7 +54,20 @@ func TestEscapedKeysOneReading(t *testing.T) {
 			if got := string(s.Harnesses[0].State); got != want {
 				t.Fatalf("replayed to %s, want %s", got, want)
 			}
-			st := runCLI(t, "", "--root", root, "--source-root", dir, "--json", "integrations", "status")
+			// Status reads a project's .tree-ring: the fixture's ledger file is
+			// copied there (an import into it refuses another project's store).
+			project := filepath.Join(dir, ".tree-ring")
+			if err := os.Mkdir(project, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(root, bolt.LedgerFile))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(project, bolt.LedgerFile), b, 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := runCLI(t, "", "--root", project, "--source-root", dir, "--json", "integrations", "status")
 			if st.code != 0 || st.stderr != "" {
 				t.Fatalf("status: exit %d: %s", st.code, st.stderr)
 			}

@@ -131,7 +131,8 @@ func ledgerEvents(t *testing.T, s *cliSession, root string, extra ...string) []e
 
 func TestRunSucceeded(t *testing.T) {
 	s := newCLISession()
-	src, root := runProject(t, "p")
+	src, _ := runProject(t, "p")
+	root := filepath.Join(t.TempDir(), "store") // a scratch root: the sample is another project's
 	r := s.run(t, "", "--root", root, "--source-root", src, "events", "import", sampleLedger)
 	if r.code != 0 {
 		t.Fatalf("import: %d %s", r.code, r.stderr)
