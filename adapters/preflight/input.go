@@ -203,10 +203,13 @@ type Request struct {
 //     other keys are host metadata and skipped unread. Identity: agent
 //     profile claude-code, workflow and session normalized("session",
 //     session_id).
-//   - pi: exactly agent_profile, workflow_id, session_id (non-blank
-//     strings) and an optional task_hint (string or null); any other key is
-//     refused.
-//   - agent-zero: exactly agent_profile, workflow_id, session_id.
+//   - pi: agent_profile, workflow_id, session_id (non-blank strings) and
+//     an optional task_hint (string or null).
+//   - agent-zero, opencode: agent_profile, workflow_id, session_id; a
+//     task_hint is refused (the contract forbids it: their bridges send none).
+//
+// Any other key is benign host metadata (a model name, a chat title): its
+// value is skipped unread, as ParseHook does, and reaches no Request.
 //
 // Identity values are normalized (an unsafe value becomes label-<digest>).
 func ParseAdapter(harness string, data []byte) (Request, error) {
@@ -218,8 +221,10 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		return Request{}, inputErr("adapter preflight stdin exceeds 1 MiB")
 	}
 	forbidden := adapters.AdapterStdinForbidden()
-	isForbidden := func(k string) bool { return slices.Contains(forbidden, normKey(k)) }
 	c := a.Stdin
+	isForbidden := func(k string) bool {
+		return slices.Contains(forbidden, normKey(k)) || c.Mode == adapters.AdapterStdin && c.IsForbidden(k)
+	}
 	wanted := append(slices.Clone(c.Required), c.Optional...)
 	if harness == "claude-code" {
 		wanted = []string{"session_id", "cwd", "agent_type"}
@@ -255,9 +260,6 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 	}
 	if c.Mode != adapters.AdapterStdin {
 		return Request{}, ErrContract
-	}
-	if len(res.unknown) > 0 {
-		return Request{}, inputErr("invalid adapter preflight stdin fields%s", named(res.unknown[0]))
 	}
 	var r Request
 	vals := map[string]string{}
