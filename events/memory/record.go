@@ -201,6 +201,9 @@ func (r *Record) Validate() error {
 	if isBlank(r.Summary) {
 		return errors.New("summary is required")
 	}
+	if err := checkSummary(r.Summary); err != nil {
+		return err
+	}
 	if isBlank(r.EventType) {
 		return errors.New("event_type is required")
 	}
@@ -319,6 +322,47 @@ func checkText(name, v string, limit int) error {
 	}
 	return nil
 }
+
+// checkSummary refuses what would let a summary break out of its line in
+// a brief or a recall listing: every C0 and C1 control (tab and line
+// breaks included) and the Unicode line and paragraph separators. A
+// summary is one line; details hold free text.
+func checkSummary(v string) error {
+	for _, c := range v {
+		if breaksLine(c) {
+			return errors.New("summary must be one line: no line breaks, tabs or other control characters")
+		}
+	}
+	return nil
+}
+
+// OneLine renders s for a one-line listing: control characters and line
+// separators become visible escapes (\n, \t, \r, \u001b), so a summary
+// stored before summaries were checked (an old ledger) cannot print a line
+// of its own.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case breaksLine(c):
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+func breaksLine(c rune) bool { return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
