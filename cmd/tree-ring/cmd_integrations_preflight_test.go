@@ -109,8 +109,8 @@ func TestPreflightPi(t *testing.T) {
 	}
 
 	for name, bad := range map[string]string{
-		"state":       strings.Replace(in, `"task_hint"`, `"state":"active","task_hint"`, 1),
-		"nested":      strings.Replace(in, `"`+hint+`"`, `{"Receipt-Id":"x"}`, 1),
+		"state":  strings.Replace(in, `"task_hint"`, `"state":"active","task_hint"`, 1),
+		"nested": strings.Replace(in, `"`+hint+`"`, `{"Receipt-Id":"x"}`, 1),
 	} {
 		r := p.run(bad, "integrations", "preflight", "--harness", "pi", "--input-json-stdin", "--context-format", "pi-before-agent-start")
 		if r.code != 2 || r.stdout != "" || len(p.receipts()) != 2 {
