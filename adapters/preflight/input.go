@@ -239,31 +239,24 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 	if len(res.forbidden) > 0 {
 		return Request{}, &ForbiddenError{Keys: res.forbidden}
 	}
-	const what = "adapter preflight stdin"
 	if harness == "claude-code" {
-		var r Request
-		session, err := requiredString(res, "session_id", what)
-		if err != nil {
-			return Request{}, err
-		}
-		if r.Cwd, err = requiredString(res, "cwd", what); err != nil {
-			return Request{}, err
-		}
-		if raw, ok := res.values["agent_type"]; ok {
-			if t, err := stringValue(raw); err != nil || t != "claude-code" {
-				return Request{}, inputErr("ambiguous Claude Code adapter identity")
-			}
-		}
-		s := Normalized("session", session)
-		r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
-		return r, nil
+		return claudeRequest(res)
 	}
 	if c.Mode != adapters.AdapterStdin {
 		return Request{}, ErrContract
 	}
+	return adapterRequest(c, res)
+}
+
+// adapterRequest is the request of an adapter-stdin harness: the identity
+// fields, and the task hint where the contract takes one (a forbidden key
+// elsewhere, refused by the scan).
+func adapterRequest(c adapters.StdinContract, res scanResult) (Request, error) {
+	const what = "adapter preflight stdin"
 	var r Request
 	vals := map[string]string{}
 	for _, k := range c.Required {
+		var err error
 		if vals[k], err = requiredString(res, k, what); err != nil {
 			return Request{}, err
 		}
@@ -278,6 +271,29 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		WorkflowID:   Normalized("workflow", vals["workflow_id"]),
 		SessionID:    Normalized("session", vals["session_id"]),
 	}
+	return r, nil
+}
+
+// claudeRequest is the request of Claude Code's session-start object sent
+// to adapter preflight: session_id and cwd, an agent_type only if it is
+// claude-code.
+func claudeRequest(res scanResult) (Request, error) {
+	const what = "adapter preflight stdin"
+	var r Request
+	session, err := requiredString(res, "session_id", what)
+	if err != nil {
+		return Request{}, err
+	}
+	if r.Cwd, err = requiredString(res, "cwd", what); err != nil {
+		return Request{}, err
+	}
+	if raw, ok := res.values["agent_type"]; ok {
+		if t, err := stringValue(raw); err != nil || t != "claude-code" {
+			return Request{}, inputErr("ambiguous Claude Code adapter identity")
+		}
+	}
+	s := Normalized("session", session)
+	r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
 	return r, nil
 }
 
