@@ -273,3 +273,16 @@ func TestImportRefusesAnOverlongLineAndReadsOn(t *testing.T) {
 		t.Fatalf("%v %d %+v", err, len(recs), refused)
 	}
 }
+
+// Go doc prose imports (`go/token: IsValid ...` blocked a whole import);
+// a token hidden by a zero-width space does not (issue 26 item 10).
+func TestImportSecretsAfterNormalization(t *testing.T) {
+	hidden := "gh" + "p_\u200b" + strings.Repeat("Ab1", 12)
+	in := `{"id":"mem_doc","summary":"go/token: IsValid reports whether the position is valid","event_type":"decision"}` + "\n" +
+		`{"id":"mem_tok","summary":"ci uses ` + hidden + `","event_type":"decision"}` + "\n"
+	c := newMemCLI(t)
+	r := c.run(in, "import", "--skip-refused", "-")
+	if r.code != 0 || r.stdout != "skipped refused line 2: secret_blocked\nTree Ring Memory import complete: valid=1 inserted=1 replaced=0 skipped_duplicates=0 dry_run=false\n" {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+}
