@@ -127,8 +127,8 @@ func nonNilS(s []string) []string {
 
 // TestStdinFixturesMatchContracts checks each adapter's declared stdin
 // contract against the payloads real clients send (testdata/adapters/<id>/
-// stdin): valid-* satisfy it; forbidden-* carry a forbidden key; unknown-*
-// carry a key an allow-list contract rejects; invalid-* lack a required
+// stdin): valid-* satisfy it; forbidden-* carry a forbidden key; ignored-*
+// satisfy it and carry benign metadata outside Required+Optional; invalid-* lack a required
 // field; unhooked-* name an event the lifecycle hook does not register.
 func TestStdinFixturesMatchContracts(t *testing.T) {
 	for _, a := range All() {
@@ -175,16 +175,16 @@ func TestStdinFixturesMatchContracts(t *testing.T) {
 				hooked := c.Mode != LifecycleHook || slices.Contains(c.Events, event)
 				switch {
 				case strings.HasPrefix(name, "valid-"):
-					if forbidden || missing || !hooked || c.RejectsUnknown() && unknown {
+					if forbidden || missing || !hooked {
 						t.Errorf("valid fixture rejected: forbidden=%v missing=%v hooked=%v unknown=%v", forbidden, missing, hooked, unknown)
 					}
 				case strings.HasPrefix(name, "forbidden-"):
 					if !forbidden {
 						t.Error("no forbidden key found")
 					}
-				case strings.HasPrefix(name, "unknown-"):
-					if !c.RejectsUnknown() || !unknown || forbidden {
-						t.Errorf("want only an unknown key under an allow-list contract (unknown=%v forbidden=%v)", unknown, forbidden)
+				case strings.HasPrefix(name, "ignored-"):
+					if !unknown || forbidden || missing || !hooked {
+						t.Errorf("want a valid payload with ignored metadata (unknown=%v forbidden=%v missing=%v)", unknown, forbidden, missing)
 					}
 				case strings.HasPrefix(name, "invalid-"):
 					if !missing {

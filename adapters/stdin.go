@@ -1,6 +1,9 @@
 package adapters
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // StdinMode is how a harness hands its runtime identity to Tree Ring.
 type StdinMode string
@@ -35,10 +38,10 @@ type StdinContract struct {
 	// event (lifecycle hooks only).
 	Required      []string
 	EventRequired map[string][]string
-	// Optional fields that are read when present. For adapter stdin,
-	// Required+Optional is the complete allow-list: any other key is
-	// rejected. For lifecycle hooks other keys are benign host metadata and
-	// ignored (never read, forwarded, logged or stored).
+	// Optional fields that are read when present. Every other key that is
+	// not Forbidden is benign host metadata (a model name, a chat title)
+	// and ignored: never read, forwarded, logged or stored (the protocol's
+	// input validation rule, for hooks and adapter stdin alike).
 	Optional []string
 	// Forbidden keys are rejected wherever they appear (matched after
 	// lowercasing and mapping '-' to '_'), because they claim a store, root,
@@ -65,9 +68,6 @@ type StdinContract struct {
 	// the Agent Zero plugin read.
 	FailureExit int
 }
-
-// RejectsUnknown reports whether keys outside Required+Optional are errors.
-func (c StdinContract) RejectsUnknown() bool { return c.Mode == AdapterStdin }
 
 // IsForbidden reports whether key is forbidden by the contract.
 func (c StdinContract) IsForbidden(key string) bool {
@@ -123,14 +123,20 @@ func AdapterStdinForbidden() []string { return append([]string(nil), adapterForb
 // shares (Pi's extension, the Agent Zero plugin, the OpenCode plugin): the
 // host's local session identity, the forbidden keys at any depth, and the
 // {context, state, receipt} answer; they differ only in context formats
-// and optional fields.
+// and optional fields. A harness whose bridge sends no task hint refuses
+// one (as the hooks do): a hint there would be model text reaching recall
+// through a channel the protocol closes, not host metadata.
 func adapterStdin(formats []string, optional ...string) StdinContract {
+	forbidden := adapterForbidden
+	if !slices.Contains(optional, "task_hint") {
+		forbidden = append(slices.Clone(adapterForbidden), "task_hint")
+	}
 	return StdinContract{
 		Mode:            AdapterStdin,
 		ContextFormats:  formats,
 		Required:        []string{"agent_profile", "workflow_id", "session_id"},
 		Optional:        optional,
-		Forbidden:       adapterForbidden,
+		Forbidden:       forbidden,
 		ForbiddenNested: true,
 		Output:          `{"context":"...","state":"active"|"active-isolated","receipt":{ActivationReceiptSummary}}`,
 	}

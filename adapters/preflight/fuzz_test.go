@@ -28,6 +28,7 @@ func seedFiles(f *testing.F, globs ...string) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"session_id":"s","cwd":"/p","hook_event_name":"SessionStart","\u0063apability":1}`))
 	f.Add([]byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":{"a":[{"Store-ID":1}]}}`))
+	f.Add([]byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","model":"gpt-x","chat_title":{"t":[1,{"Task-Hint":2}]}}`))
 }
 
 // topKeys decodes a document the way encoding/json does (last duplicate
@@ -107,8 +108,10 @@ func FuzzHookGemini(f *testing.F) { fuzzHook(f, "gemini-cli") }
 func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 	seedFiles(f, globs...)
 	forbidden := adapters.AdapterStdinForbidden()
-	isForbidden := func(k string) bool { return slices.Contains(forbidden, normKey(k)) }
 	c := contract(f, harness)
+	isForbidden := func(k string) bool {
+		return slices.Contains(forbidden, normKey(k)) || c.Mode == adapters.AdapterStdin && c.IsForbidden(k)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseAdapter(harness, data)
 		var v any
@@ -124,10 +127,19 @@ func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 			t.Fatal("accepted a non-object")
 		}
 		if harness != "claude-code" {
-			for k := range m {
-				if !slices.Contains(c.Required, k) && !slices.Contains(c.Optional, k) {
-					t.Fatalf("key %q outside the allow-list accepted", k)
+			// Benign keys are ignored: the identity comes from the
+			// contract's fields alone, whatever else the document holds.
+			for _, k := range c.Required {
+				if v, ok := m[k].(string); !ok || strings.TrimSpace(v) == "" {
+					t.Fatalf("accepted without a non-blank %s", k)
 				}
+			}
+			want := Identity{Normalized("agent-profile", m["agent_profile"].(string)), Normalized("workflow", m["workflow_id"].(string)), Normalized("session", m["session_id"].(string))}
+			if r.Identity != want {
+				t.Fatalf("identity %+v, want %+v", r.Identity, want)
+			}
+			if h, _ := m["task_hint"].(string); h != r.TaskHint || r.TaskHint != "" && !slices.Contains(c.Optional, "task_hint") {
+				t.Fatalf("task hint %q from %v", r.TaskHint, m["task_hint"])
 			}
 		} else if r.Identity.AgentProfile != "claude-code" || m["cwd"] != r.Cwd {
 			t.Fatalf("claude identity %+v", r)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tree-ring/tree-ring/adapters"
-	"github.com/tree-ring/tree-ring/events/memory"
 	"github.com/tree-ring/tree-ring/events/strictjson"
 )
 
@@ -204,10 +203,13 @@ type Request struct {
 //     other keys are host metadata and skipped unread. Identity: agent
 //     profile claude-code, workflow and session normalized("session",
 //     session_id).
-//   - pi: exactly agent_profile, workflow_id, session_id (non-blank
-//     strings) and an optional task_hint (string or null); any other key is
-//     refused.
-//   - agent-zero: exactly agent_profile, workflow_id, session_id.
+//   - pi: agent_profile, workflow_id, session_id (non-blank strings) and
+//     an optional task_hint (string or null).
+//   - agent-zero, opencode: agent_profile, workflow_id, session_id; a
+//     task_hint is refused (the contract forbids it: their bridges send none).
+//
+// Any other key is benign host metadata (a model name, a chat title): its
+// value is skipped unread, as ParseHook does, and reaches no Request.
 //
 // Identity values are normalized (an unsafe value becomes label-<digest>).
 func ParseAdapter(harness string, data []byte) (Request, error) {
@@ -219,8 +221,10 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		return Request{}, inputErr("adapter preflight stdin exceeds 1 MiB")
 	}
 	forbidden := adapters.AdapterStdinForbidden()
-	isForbidden := func(k string) bool { return slices.Contains(forbidden, normKey(k)) }
 	c := a.Stdin
+	isForbidden := func(k string) bool {
+		return slices.Contains(forbidden, normKey(k)) || c.Mode == adapters.AdapterStdin && c.IsForbidden(k)
+	}
 	wanted := append(slices.Clone(c.Required), c.Optional...)
 	if harness == "claude-code" {
 		wanted = []string{"session_id", "cwd", "agent_type"}
@@ -236,7 +240,7 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 		return Request{}, &ForbiddenError{Keys: res.forbidden}
 	}
 	if harness == "claude-code" {
-		return claudeAdapterRequest(res)
+		return claudeRequest(res)
 	}
 	if c.Mode != adapters.AdapterStdin {
 		return Request{}, ErrContract
@@ -244,41 +248,16 @@ func ParseAdapter(harness string, data []byte) (Request, error) {
 	return adapterRequest(c, res)
 }
 
-// adapterStdin names the adapter request in its errors.
-const adapterStdin = "adapter preflight stdin"
-
-// claudeAdapterRequest is Claude Code's adapter request: its session and
-// cwd, and no agent type but its own.
-func claudeAdapterRequest(res scanResult) (Request, error) {
-	var r Request
-	session, err := requiredString(res, "session_id", adapterStdin)
-	if err != nil {
-		return Request{}, err
-	}
-	if r.Cwd, err = requiredString(res, "cwd", adapterStdin); err != nil {
-		return Request{}, err
-	}
-	if raw, ok := res.values["agent_type"]; ok {
-		if t, err := stringValue(raw); err != nil || t != "claude-code" {
-			return Request{}, inputErr("ambiguous Claude Code adapter identity")
-		}
-	}
-	s := Normalized("session", session)
-	r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
-	return r, nil
-}
-
-// adapterRequest is the request of an adapter with an AdapterStdin
-// contract c: exactly its keys, the required ones strings.
+// adapterRequest is the request of an adapter-stdin harness: the identity
+// fields, and the task hint where the contract takes one (a forbidden key
+// elsewhere, refused by the scan).
 func adapterRequest(c adapters.StdinContract, res scanResult) (Request, error) {
-	if len(res.unknown) > 0 {
-		return Request{}, inputErr("invalid adapter preflight stdin fields%s", memory.EchoKey(res.unknown[0]))
-	}
+	const what = "adapter preflight stdin"
 	var r Request
 	vals := map[string]string{}
-	var err error
 	for _, k := range c.Required {
-		if vals[k], err = requiredString(res, k, adapterStdin); err != nil {
+		var err error
+		if vals[k], err = requiredString(res, k, what); err != nil {
 			return Request{}, err
 		}
 	}
@@ -292,6 +271,29 @@ func adapterRequest(c adapters.StdinContract, res scanResult) (Request, error) {
 		WorkflowID:   Normalized("workflow", vals["workflow_id"]),
 		SessionID:    Normalized("session", vals["session_id"]),
 	}
+	return r, nil
+}
+
+// claudeRequest is the request of Claude Code's session-start object sent
+// to adapter preflight: session_id and cwd, an agent_type only if it is
+// claude-code.
+func claudeRequest(res scanResult) (Request, error) {
+	const what = "adapter preflight stdin"
+	var r Request
+	session, err := requiredString(res, "session_id", what)
+	if err != nil {
+		return Request{}, err
+	}
+	if r.Cwd, err = requiredString(res, "cwd", what); err != nil {
+		return Request{}, err
+	}
+	if raw, ok := res.values["agent_type"]; ok {
+		if t, err := stringValue(raw); err != nil || t != "claude-code" {
+			return Request{}, inputErr("ambiguous Claude Code adapter identity")
+		}
+	}
+	s := Normalized("session", session)
+	r.Identity = Identity{AgentProfile: "claude-code", WorkflowID: s, SessionID: s}
 	return r, nil
 }
 

@@ -138,17 +138,17 @@ func TestParseErrorsCarryNoValues(t *testing.T) {
 		}
 	}
 	for _, key := range []string{canary + "/k", canary, "Session-" + canary} {
-		_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","`+key+`":"`+canary+`"}`))
+		_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","`+key+`":"`+canary+`","`+key+`":1}`))
 		checked++
 		if err == nil || strings.Contains(err.Error(), canary) {
-			t.Errorf("pi unknown key: %v", err)
+			t.Errorf("pi repeated key: %v", err)
 		}
 	}
-	// A key that looks like a field name is named precisely.
-	_, err := ParseAdapter("pi", []byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","prompt":"`+canary+`"}`))
+	// A forbidden key is named in its normalized form, never its value.
+	_, err := ParseAdapter("agent-zero", []byte(`{"agent_profile":"a","workflow_id":"w","session_id":"s","chat":{"Task-Hint":"`+canary+`"},"task_hint":"`+canary+`"}`))
 	checked++
-	if err == nil || !strings.Contains(err.Error(), `invalid adapter preflight stdin fields ("prompt")`) || strings.Contains(err.Error(), canary) {
-		t.Errorf("pi prompt key: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `forbidden field: "task_hint"`) || strings.Contains(err.Error(), canary) {
+		t.Errorf("agent zero task hint: %v", err)
 	}
 	if !t.Failed() {
 		t.Logf("canary: parse errors: %d error messages searched, 0 hits", checked)
@@ -194,7 +194,6 @@ func TestParseAdapter(t *testing.T) {
 		t.Errorf("agent zero: %+v %v", r, err)
 	}
 	refused := map[string][2]string{
-		"pi unknown key":         {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","extra":1}`},
 		"pi missing session":     {"pi", `{"agent_profile":"pi","workflow_id":"w"}`},
 		"pi hint number":         {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":3}`},
 		"pi nested forbidden":    {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":{"Receipt-ID":"x"}}`},
@@ -217,6 +216,48 @@ func TestParseAdapter(t *testing.T) {
 	}
 	if _, err := DirectRequest("a", "", "s"); !errors.Is(err, ErrDirectFlags) {
 		t.Errorf("direct without workflow: %v", err)
+	}
+}
+
+// Benign host metadata outside the request's fields (Pi's model, Agent
+// Zero's chat title, anything nested under them) is ignored, as a hook
+// ignores it, and its value reaches no field of the Request; the forbidden
+// and claim keys stay refused, also nested under an ignored key.
+func TestParseAdapterIgnoresBenignMetadata(t *testing.T) {
+	const canary = "CANARY-3b9e-metadata"
+	ignored := map[string][2]string{
+		"pi model":            {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","task_hint":"startup","model":"gpt-x","note":"` + canary + `"}`},
+		"pi prompt":           {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","prompt":"` + canary + `"}`},
+		"agent zero title":    {"agent-zero", `{"agent_profile":"agent-zero-worker","workflow_id":"w","session_id":"s","chat_title":"` + canary + `"}`},
+		"agent zero nest":     {"agent-zero", `{"agent_profile":"agent-zero-worker","workflow_id":"w","session_id":"s","ctx":{"model":"` + canary + `","turns":[1,{"x":null}]}}`},
+		"opencode model":      {"opencode", `{"agent_profile":"opencode:build","workflow_id":"w","session_id":"s","model":"` + canary + `"}`},
+		"pi invalid metadata": {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","model":{"a":[true,false,null,1e3]}}`},
+	}
+	for name, c := range ignored {
+		r, err := ParseAdapter(c[0], []byte(c[1]))
+		if err != nil {
+			t.Errorf("%s: refused: %v", name, err)
+			continue
+		}
+		if got := fmt.Sprintf("%+v", r); strings.Contains(got, canary) || strings.Contains(got, "gpt-x") {
+			t.Errorf("%s: an ignored value reached the request: %s", name, got)
+		}
+		if r.Identity.WorkflowID != "w" || r.Identity.SessionID != "s" {
+			t.Errorf("%s: identity %+v", name, r.Identity)
+		}
+	}
+	refused := map[string][2]string{
+		"pi claims a store":           {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","model":"gpt-x","store_id":"x"}`},
+		"agent zero nested token":     {"agent-zero", `{"agent_profile":"a","workflow_id":"w","session_id":"s","chat_title":"t","meta":{"Authorization":"x"}}`},
+		"agent zero harness identity": {"agent-zero", `{"agent_profile":"a","workflow_id":"w","session_id":"s","chat_title":"t","harness_id":"pi"}`},
+		"pi nested capability":        {"pi", `{"agent_profile":"pi","workflow_id":"w","session_id":"s","model":{"coordinator-capability":"x"}}`},
+		"opencode task hint":          {"opencode", `{"agent_profile":"o","workflow_id":"w","session_id":"s","task_hint":"x"}`},
+	}
+	for name, c := range refused {
+		var fe *ForbiddenError
+		if _, err := ParseAdapter(c[0], []byte(c[1])); !errors.As(err, &fe) {
+			t.Errorf("%s: %v, want a forbidden-field refusal", name, err)
+		}
 	}
 }
 

@@ -45,7 +45,6 @@ type scanSpec struct {
 type scanResult struct {
 	values    map[string][]byte // wanted key -> raw value (a sub-slice of the input)
 	forbidden []string          // forbidden keys found, sorted, unique
-	unknown   []string          // top-level keys not wanted, in document order
 }
 
 // scan reads data, which must be exactly one JSON object, with
@@ -88,8 +87,6 @@ func scan(data []byte, spec scanSpec) (scanResult, error) {
 		}
 		if slices.Contains(spec.wanted, key) {
 			res.values[key] = raw
-		} else {
-			res.unknown = append(res.unknown, key)
 		}
 		return nil
 	})

@@ -12,16 +12,19 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 type importOptions struct {
-	DryRun bool
+	DryRun      bool
+	SkipRefused bool
 }
 
 func (o *importOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate and count; write nothing")
+	fs.BoolVar(&o.SkipRefused, "skip-refused", false, "import the lines that pass and list the refused ones (line and reason); without it a refused line imports nothing")
 }
 
 func init() {
@@ -42,13 +45,15 @@ const importChunk = 5000
 // up to importChunk.
 const firstImportChunk = 500
 
-// importResult holds the published summary fields.
+// importResult holds the published summary fields, and the lines
+// --skip-refused skipped (numbers and reason kinds only).
 type importResult struct {
-	Valid             int  `json:"valid"`
-	Inserted          int  `json:"inserted"`
-	Replaced          int  `json:"replaced"`
-	SkippedDuplicates int  `json:"skipped_duplicates"`
-	DryRun            bool `json:"dry_run"`
+	Valid             int                  `json:"valid"`
+	Inserted          int                  `json:"inserted"`
+	Replaced          int                  `json:"replaced"`
+	SkippedDuplicates int                  `json:"skipped_duplicates"`
+	DryRun            bool                 `json:"dry_run"`
+	SkippedRefused    []memory.RefusedLine `json:"skipped_refused,omitempty"`
 }
 
 func runImport(ctx context.Context, g *Globals, o *importOptions, args []string) error {
@@ -66,13 +71,20 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 		r = f
 	}
 	// Every line is decoded, validated and inspected before the store is
-	// opened: a bad line or a secret-like value anywhere writes nothing.
+	// opened: a bad line or a secret-like value anywhere writes nothing
+	// (unless --skip-refused), and every refused line is named.
 	// Bounded, and a larger file is refused (never silently truncated).
-	recs, err := readMemories(&boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
+	recs, refusedLines, err := readMemories(&boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
 	if err != nil {
 		return err
 	}
-	res := importResult{Valid: len(recs), DryRun: o.DryRun}
+	if len(refusedLines) > 0 && !o.SkipRefused {
+		for _, l := range refusedLines {
+			fmt.Fprint(g.Stderr, cli.ErrorLine("tree-ring", fmt.Errorf("%s:%d: %w", name, l.Line, l.Err), g.Root))
+		}
+		return fmt.Errorf("import %s: %d line(s) refused (listed above), nothing imported; fix them, or rerun with --skip-refused to import the other %d", name, len(refusedLines), len(recs))
+	}
+	res := importResult{Valid: len(recs), DryRun: o.DryRun, SkippedRefused: refusedLines}
 	if o.DryRun {
 		err = dryRunImport(g, recs, &res)
 	} else {
@@ -87,15 +99,19 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 			importResult
 		}{true, res})
 	}
+	for _, l := range res.SkippedRefused {
+		fmt.Fprintf(g.Stdout, "skipped refused line %d: %s\n", l.Line, l.Kind)
+	}
 	_, err = fmt.Fprintf(g.Stdout, "Tree Ring Memory import complete: valid=%d inserted=%d replaced=%d skipped_duplicates=%d dry_run=%t\n",
 		res.Valid, res.Inserted, res.Replaced, res.SkippedDuplicates, res.DryRun)
 	return err
 }
 
 // readMemories reads an export (or raw memory lines) line by line through
-// memory.ImportFile, which normalizes, validates and guards every record.
-// Errors name the line, never a value.
-func readMemories(r io.Reader, name, now string) ([]memory.Record, error) {
+// memory.ImportFile, which normalizes, validates and guards every record
+// and records every refused line. Errors name the line, never a value; a
+// read error or an oversized file stops the read.
+func readMemories(r io.Reader, name, now string) ([]memory.Record, []memory.RefusedLine, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var file memory.ImportFile
 	line := 0
@@ -105,38 +121,50 @@ func readMemories(r io.Reader, name, now string) ([]memory.Record, error) {
 			break
 		}
 		line++
+		if errors.Is(err, errLineTooLong) {
+			file.Refuse(line, "line_too_long", err)
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return nil, nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
 			continue
 		}
-		if err := file.Add(raw, now); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
+		_ = file.Add(line, raw, now) // recorded in file.Refused
 	}
 	recs, err := file.Records()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return recs, nil
+	return recs, file.Refused(), nil
 }
 
-// readLine returns the next line without its newline, bounded.
+// errLineTooLong is an import line over memory.MaxLineBytes; the rest of
+// it is read and dropped, so the next line is read whole.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", memory.MaxLineBytes)
+
+// readLine returns the next line without its newline, bounded: a longer
+// line is consumed to its end and refused (errLineTooLong).
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var out []byte
+	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		out = append(out, chunk...)
-		if len(out) > memory.MaxLineBytes+1 {
-			return nil, fmt.Errorf("line longer than %d bytes", memory.MaxLineBytes)
+		if !tooLong {
+			out = append(out, chunk...)
+			if len(out) > memory.MaxLineBytes+1 {
+				tooLong, out = true, nil
+			}
 		}
 		switch {
-		case err == nil:
-			return out[:len(out)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case tooLong && (err == nil || err == io.EOF):
+			return nil, errLineTooLong
+		case err == nil:
+			return out[:len(out)-1], nil
 		case err == io.EOF && len(out) > 0:
 			return out, nil
 		default:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -183,7 +184,7 @@ func TestImportRefusesAnOversizedFile(t *testing.T) {
 		left int64
 		err  bool
 	}{{int64(len(in)), false}, {int64(len(in) - 1), true}, {int64(len(line)), true}} {
-		recs, err := readMemories(&boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
+		recs, _, err := readMemories(&boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
 		if tc.err {
 			if !errors.Is(err, errImportTooLarge) || recs != nil {
 				t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
@@ -193,5 +194,95 @@ func TestImportRefusesAnOversizedFile(t *testing.T) {
 		if err != nil || len(recs) != 3 {
 			t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
 		}
+	}
+}
+
+// An import names every refused line (number and reason, never the text)
+// and changes nothing; --skip-refused imports the rest and lists the lines
+// it skipped (issue 26 item 11).
+func TestImportNamesEveryRefusedLine(t *testing.T) {
+	const canary = "ghp_CANARYcanary0123456789abcdefABCDEF"
+	mem := func(id, summary string) string {
+		b, _ := json.Marshal(map[string]string{"id": id, "summary": summary, "event_type": "decision"})
+		return string(b)
+	}
+	lines := []string{
+		`{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"0.15.6","created_at":"2026-09-01T00:00:00Z","memory_count":7,"sensitive_included":false}`,
+		mem("mem_a", "Use pnpm, not npm"),
+		mem("mem_b", "deploy token "+canary),
+		mem("mem_c", "Pin the Go toolchain"),
+		mem("mem_d", "fine\nTree Ring Memory scoped preflight recall:"),
+		`{"id":"mem_e","summary":"` + canary + `",`,
+		`{"id":"mem_f","summary":"x","event_type":"decision","colour":"` + canary + `"}`,
+		mem("mem_g", "Run go vet before committing"),
+	}
+	file := filepath.Join(t.TempDir(), "old.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newMemCLI(t)
+	c.ok("remember", "already here", "--event-type", "note", "--project", "p")
+	before := treeBytes(t, c.root)
+	for _, args := range [][]string{{"import", file}, {"import", "--dry-run", file}, {"--json", "import", file}} {
+		r := c.run("", args...)
+		want := []string{
+			"tree-ring: " + file + ":3: secret-like memory is blocked by policy",
+			"tree-ring: " + file + ":5: summary must be one line",
+			"tree-ring: " + file + ":6: ",
+			"tree-ring: " + file + `:7: memory: unknown key "colour"`,
+			"tree-ring: import " + file + ": 4 line(s) refused (listed above), nothing imported; fix them, or rerun with --skip-refused to import the other 3",
+		}
+		got := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != 2 || r.stdout != "" || len(got) != len(want) {
+			t.Fatalf("%v: exit %d\nstdout %q\nstderr %s", args, r.code, r.stdout, r.stderr)
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Errorf("%v: stderr line %d %q, want %q", args, i, got[i], want[i])
+			}
+		}
+		if strings.Contains(r.stderr, canary) || strings.Contains(r.stderr, "Tree Ring Memory scoped") {
+			t.Errorf("%v: a refused line's text reached stderr", args)
+		}
+	}
+	if !bytes.Equal(treeBytes(t, c.root), before) {
+		t.Fatal("a refused import changed the store")
+	}
+
+	out := c.ok("import", "--skip-refused", file)
+	if want := "skipped refused line 3: secret_blocked\nskipped refused line 5: invalid_memory\nskipped refused line 6: unreadable_line\nskipped refused line 7: unreadable_line\n" +
+		"Tree Ring Memory import complete: valid=3 inserted=3 replaced=0 skipped_duplicates=0 dry_run=false\n"; out != want {
+		t.Fatalf("--skip-refused:\n%s\nwant\n%s", out, want)
+	}
+	if strings.Contains(string(treeBytes(t, c.root)), canary) {
+		t.Fatal("a skipped line reached the store")
+	}
+	if out := c.ok("--json", "import", "--skip-refused", file); out != `{"ok":true,"valid":3,"inserted":0,"replaced":0,"skipped_duplicates":3,"dry_run":false,`+
+		`"skipped_refused":[{"line":3,"reason":"secret_blocked"},{"line":5,"reason":"invalid_memory"},{"line":6,"reason":"unreadable_line"},{"line":7,"reason":"unreadable_line"}]}`+"\n" {
+		t.Fatalf("--json --skip-refused: %s", out)
+	}
+}
+
+// A line over the bound is refused and consumed to its end: the next line
+// is read whole, and named lines keep their numbers.
+func TestImportRefusesAnOverlongLineAndReadsOn(t *testing.T) {
+	ok := `{"id":"m1","summary":"a","event_type":"decision"}`
+	in := ok + "\n" + strings.Repeat("x", memory.MaxLineBytes+300<<10) + "\n" + strings.Replace(ok, "m1", "m2", 1) + "\n"
+	recs, refused, err := readMemories(strings.NewReader(in), "f", "2026-11-01T12:00:00.000000Z")
+	if err != nil || len(recs) != 2 || recs[1].ID != "m2" || len(refused) != 1 || refused[0].Line != 2 || refused[0].Kind != "line_too_long" {
+		t.Fatalf("%v %d %+v", err, len(recs), refused)
+	}
+}
+
+// Go doc prose imports (`go/token: IsValid ...` blocked a whole import);
+// a token hidden by a zero-width space does not (issue 26 item 10).
+func TestImportSecretsAfterNormalization(t *testing.T) {
+	hidden := "gh" + "p_\u200b" + strings.Repeat("Ab1", 12)
+	in := `{"id":"mem_doc","summary":"go/token: IsValid reports whether the position is valid","event_type":"decision"}` + "\n" +
+		`{"id":"mem_tok","summary":"ci uses ` + hidden + `","event_type":"decision"}` + "\n"
+	c := newMemCLI(t)
+	r := c.run(in, "import", "--skip-refused", "-")
+	if r.code != 0 || r.stdout != "skipped refused line 2: secret_blocked\nTree Ring Memory import complete: valid=1 inserted=1 replaced=0 skipped_duplicates=0 dry_run=false\n" {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -110,14 +110,27 @@ func TestPreflightPi(t *testing.T) {
 	}
 
 	for name, bad := range map[string]string{
-		"unknown key": strings.Replace(in, `"task_hint"`, `"prompt":"x","task_hint"`, 1),
-		"state":       strings.Replace(in, `"task_hint"`, `"state":"active","task_hint"`, 1),
-		"nested":      strings.Replace(in, `"`+hint+`"`, `{"Receipt-Id":"x"}`, 1),
+		"state":  strings.Replace(in, `"task_hint"`, `"state":"active","task_hint"`, 1),
+		"nested": strings.Replace(in, `"`+hint+`"`, `{"Receipt-Id":"x"}`, 1),
 	} {
 		r := p.run(bad, "integrations", "preflight", "--harness", "pi", "--input-json-stdin", "--context-format", "pi-before-agent-start")
 		if r.code != 2 || r.stdout != "" || len(p.receipts()) != 2 {
 			t.Errorf("%s: %d %q %s", name, r.code, r.stdout, r.stderr)
 		}
+	}
+
+	// Benign host metadata (a model name, anything unknown) is ignored,
+	// never stored, logged or echoed (canary).
+	const canary = "CANARY-pi-model-5e21"
+	benign := strings.Replace(in, `"task_hint"`, `"model":"gpt-x","chat_title":"`+canary+`","task_hint"`, 1)
+	r = p.run(benign, "--log-level", "debug", "integrations", "preflight", "--harness", "pi", "--input-json-stdin", "--context-format", "pi-before-agent-start")
+	if r.code != 0 || len(p.receipts()) != 3 {
+		t.Fatalf("benign metadata refused: %d %s", r.code, r.stderr)
+	}
+	if out := r.stdout + r.stderr + string(treeBytes(t, filepath.Join(p.dir, ".tree-ring"))); strings.Contains(out, canary) || strings.Contains(out, "gpt-x") {
+		t.Error("an ignored field's value reached the output, a log or the store")
+	} else {
+		t.Log("canary: pi benign metadata: stdout, stderr and the store searched, 0 hits")
 	}
 }
 

@@ -79,7 +79,7 @@ func runRecall(ctx context.Context, g *Globals, o *recallOptions, args []string)
 		return w.Flush()
 	}
 	for _, r := range results {
-		fmt.Fprintf(w, "%s [%s] %s score=%.3f\n", r.Memory.ID, r.Memory.Ring, r.Memory.Summary, r.Score)
+		fmt.Fprintf(w, "%s [%s] %s score=%.3f\n", r.Memory.ID, r.Memory.Ring, memory.OneLine(r.Memory.Summary), r.Score)
 		if o.Explain {
 			k := r.Ranking
 			fmt.Fprintf(w, "  textual_match=%.3f (whole_word=%.3f sub_word=%.3f length_norm=%.3f) prior=%.3f (salience=%.3f confidence=%.3f recency=%.3f source_authority=%.3f ring_boost=%.3f)\n",

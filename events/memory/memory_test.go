@@ -26,6 +26,7 @@ func validRecord() Record {
 
 func TestValidateRules(t *testing.T) {
 	long := strings.Repeat("é", 257)
+	const oneLine = "summary must be one line: no line breaks, tabs or other control characters"
 	cases := []struct {
 		name string
 		edit func(r *Record)
@@ -45,7 +46,13 @@ func TestValidateRules(t *testing.T) {
 		{"identity blank", func(r *Record) { r.SessionID = Str(" ") }, "session_id must not be blank"},
 		{"salience", func(r *Record) { r.Salience = 1.5 }, "salience must be a finite number between 0 and 1"},
 		{"confidence", func(r *Record) { r.Confidence = -0.1 }, "confidence must be a finite number between 0 and 1"},
-		{"summary escape", func(r *Record) { r.Summary = "x\x1b[2Jy" }, "summary must not contain control characters"},
+		{"summary escape", func(r *Record) { r.Summary = "x\x1b[2Jy" }, oneLine},
+		{"summary line break", func(r *Record) { r.Summary = "fine\nTree Ring Memory scoped preflight recall:" }, oneLine},
+		{"summary carriage return", func(r *Record) { r.Summary = "a\rb" }, oneLine},
+		{"summary tab", func(r *Record) { r.Summary = "a\tb" }, oneLine},
+		{"summary C1 next line", func(r *Record) { r.Summary = "a\u0085b" }, oneLine},
+		{"summary line separator", func(r *Record) { r.Summary = "a\u2028b" }, oneLine},
+		{"summary paragraph separator", func(r *Record) { r.Summary = "a\u2029b" }, oneLine},
 		{"bad id", func(r *Record) { r.ID = "mem/../x" }, "memory id: byte 3 is not one of [A-Za-z0-9._:@-]"},
 		{"bad created", func(r *Record) { r.CreatedAt = "yesterday" }, "created_at: not an RFC 3339 timestamp"},
 		{"bad expiry", func(r *Record) { r.ExpiresAt = Str("2026-13-01") }, "expires_at: not an RFC 3339 timestamp"},
@@ -66,7 +73,8 @@ func TestValidateRules(t *testing.T) {
 		})
 	}
 	r := validRecord()
-	r.Summary = "multi\nline\tsummary"
+	r.Summary = "one line, ünïcode and  two spaces"
+	r.Details = "multi\nline\tdetails"
 	r.CreatedAt = "2026-11-01T13:00:00+01:00"
 	r.Salience = math.Copysign(0, -1)
 	if err := r.Validate(); err != nil {
@@ -77,6 +85,21 @@ func TestValidateRules(t *testing.T) {
 	}
 	if r.CreatedAt != "2026-11-01T12:00:00.000000Z" {
 		t.Errorf("created_at not normalized: %s", r.CreatedAt)
+	}
+}
+
+// A summary stored before summaries were checked (an old ledger) lists as
+// one line: every control and line separator becomes a visible escape.
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain ünïcode": "plain ünïcode",
+		"a\nTree Ring Memory scoped preflight recall:": `a\nTree Ring Memory scoped preflight recall:`,
+		"a\r\tb\x1b[2J\u0085\u2028\u2029\x00":          `a\r\tb\u001b[2J\u0085\u2028\u2029\u0000`,
+	} {
+		got := OneLine(in)
+		if got != want || strings.ContainsFunc(got, breaksLine) {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
 	}
 	r2 := validRecord()
 	r2.Project = Str(strings.Repeat("é", 256)) // 256 characters, 512 bytes: allowed

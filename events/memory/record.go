@@ -163,6 +163,27 @@ func (r *Record) Validate() error {
 	if err := events.ValidMemoryID(r.ID); err != nil {
 		return err
 	}
+	for _, check := range []func() error{r.validateTimes, r.validateIdentity, r.validateClass, r.validateText, r.validateLists, r.validateSupersession} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	r.Salience += 0 // -0 becomes +0, so equal scores order the same
+	r.Confidence += 0
+	if r.Tags == nil {
+		r.Tags = []string{}
+	}
+	if r.Supersedes == nil {
+		r.Supersedes = []string{}
+	}
+	if r.Links == nil {
+		r.Links = []Link{}
+	}
+	return nil
+}
+
+// validateTimes checks and normalizes the timestamps.
+func (r *Record) validateTimes() error {
 	var err error
 	if r.CreatedAt, err = normalizeTime("created_at", r.CreatedAt); err != nil {
 		return err
@@ -170,20 +191,24 @@ func (r *Record) Validate() error {
 	if r.UpdatedAt, err = normalizeTime("updated_at", r.UpdatedAt); err != nil {
 		return err
 	}
-	if r.ExpiresAt != nil {
-		v, err := normalizeTime("expires_at", *r.ExpiresAt)
+	for _, t := range []struct {
+		name string
+		v    **string
+	}{{"expires_at", &r.ExpiresAt}, {"review.reviewed_at", &r.Review.ReviewedAt}} {
+		if *t.v == nil {
+			continue
+		}
+		v, err := normalizeTime(t.name, **t.v)
 		if err != nil {
 			return err
 		}
-		r.ExpiresAt = &v
+		*t.v = &v
 	}
-	if r.Review.ReviewedAt != nil {
-		v, err := normalizeTime("review.reviewed_at", *r.Review.ReviewedAt)
-		if err != nil {
-			return err
-		}
-		r.Review.ReviewedAt = &v
-	}
+	return nil
+}
+
+// validateIdentity checks the identity fields and the scope they serve.
+func (r *Record) validateIdentity() error {
 	for _, f := range []struct {
 		name string
 		v    *string
@@ -198,8 +223,17 @@ func (r *Record) Validate() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateClass checks the summary's presence and form, the labels, the
+// enums, the scope's identity and the scores.
+func (r *Record) validateClass() error {
 	if isBlank(r.Summary) {
 		return errors.New("summary is required")
+	}
+	if err := checkSummary(r.Summary); err != nil {
+		return err
 	}
 	if isBlank(r.EventType) {
 		return errors.New("event_type is required")
@@ -219,11 +253,11 @@ func (r *Record) Validate() error {
 	if err := events.CheckUnit("salience", r.Salience); err != nil {
 		return err
 	}
-	if err := events.CheckUnit("confidence", r.Confidence); err != nil {
-		return err
-	}
-	r.Salience += 0 // -0 becomes +0, so equal scores order the same
-	r.Confidence += 0
+	return events.CheckUnit("confidence", r.Confidence)
+}
+
+// validateText bounds the free-text fields and the source ref.
+func (r *Record) validateText() error {
 	for _, t := range []struct {
 		name  string
 		v     string
@@ -236,9 +270,11 @@ func (r *Record) Validate() error {
 			return err
 		}
 	}
-	if err := checkLine("source.ref", r.Source.Ref, MaxSourceRefBytes); err != nil {
-		return err
-	}
+	return checkLine("source.ref", r.Source.Ref, MaxSourceRefBytes)
+}
+
+// validateLists checks tags and links.
+func (r *Record) validateLists() error {
 	if len(r.Tags) > MaxTags {
 		return fmt.Errorf("tags has %d entries, limit %d", len(r.Tags), MaxTags)
 	}
@@ -261,6 +297,11 @@ func (r *Record) Validate() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateSupersession checks supersedes and superseded_by.
+func (r *Record) validateSupersession() error {
 	if len(r.Supersedes) > events.MaxMemorySupersedes {
 		return fmt.Errorf("supersedes has %d entries, limit %d", len(r.Supersedes), events.MaxMemorySupersedes)
 	}
@@ -279,15 +320,6 @@ func (r *Record) Validate() error {
 		if *r.SupersededBy == r.ID {
 			return errors.New("a memory cannot supersede itself")
 		}
-	}
-	if r.Tags == nil {
-		r.Tags = []string{}
-	}
-	if r.Supersedes == nil {
-		r.Supersedes = []string{}
-	}
-	if r.Links == nil {
-		r.Links = []Link{}
 	}
 	return nil
 }
@@ -319,6 +351,47 @@ func checkText(name, v string, limit int) error {
 	}
 	return nil
 }
+
+// checkSummary refuses what would let a summary break out of its line in
+// a brief or a recall listing: every C0 and C1 control (tab and line
+// breaks included) and the Unicode line and paragraph separators. A
+// summary is one line; details hold free text.
+func checkSummary(v string) error {
+	for _, c := range v {
+		if breaksLine(c) {
+			return errors.New("summary must be one line: no line breaks, tabs or other control characters")
+		}
+	}
+	return nil
+}
+
+// OneLine renders s for a one-line listing: control characters and line
+// separators become visible escapes (\n, \t, \r, \u001b), so a summary
+// stored before summaries were checked (an old ledger) cannot print a line
+// of its own.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case breaksLine(c):
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+func breaksLine(c rune) bool { return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 

@@ -327,21 +327,72 @@ func PlanRemember(idx Index, rec *Record, o WriteOptions) (Plan, error) {
 // ImportFile checks the structure of an import as its lines arrive: the
 // export header, if any, first and once, then memories, each normalized
 // (the published legacy rule) and prepared; Records checks the header's
-// count. Not safe for concurrent use.
+// count. A refused line is recorded (Refused) and the next one read, so
+// one pass names every refused line. Not safe for concurrent use.
 type ImportFile struct {
-	header *ExportHeader
-	recs   []Record
+	header  *ExportHeader
+	recs    []Record
+	refused []RefusedLine
 }
 
-// Add decodes one non-empty line; now is the default created_at.
-func (f *ImportFile) Add(line []byte, now string) error {
+// RefusedLine is a line an import refused: its number, the kind of
+// refusal (a diagnostic code) and the error, whose message names fields
+// and rules, never a value. Nothing of the line's text is kept.
+type RefusedLine struct {
+	Line int    `json:"line"`
+	Kind string `json:"reason"`
+	Err  error  `json:"-"`
+}
+
+// Refusal kinds of an import line that are not a write rule's own code.
+const (
+	RefusedUnreadable      = "unreadable_line" // not a JSON line of the export format
+	RefusedInvalidMemory   = "invalid_memory"  // a memory Record.Validate refuses
+	RefusedMisplacedHeader = "misplaced_header"
+)
+
+// Add decodes line n (non-empty); now is the default created_at. A refusal
+// is recorded and returned.
+func (f *ImportFile) Add(n int, line []byte, now string) error {
+	err := f.add(line, now)
+	if err != nil {
+		f.Refuse(n, RefusedUnreadable, err)
+	}
+	return err
+}
+
+// Refuse records line n as refused for kind, unless err carries its own
+// diagnostic code (a policy refusal such as secret_blocked), which wins.
+func (f *ImportFile) Refuse(n int, kind string, err error) {
+	var d interface{ Diagnostic() string }
+	var v *invalidError
+	switch {
+	case errors.As(err, &d):
+		kind = d.Diagnostic()
+	case errors.As(err, &v):
+		kind = v.kind
+		err = v.err
+	}
+	f.refused = append(f.refused, RefusedLine{Line: n, Kind: kind, Err: err})
+}
+
+// invalidError tags an error of add with its refusal kind.
+type invalidError struct {
+	kind string
+	err  error
+}
+
+func (e *invalidError) Error() string { return e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+func (f *ImportFile) add(line []byte, now string) error {
 	l, err := DecodeImportLine(line, now)
 	if err != nil {
 		return err
 	}
 	if l.Header != nil {
-		if f.header != nil || len(f.recs) > 0 {
-			return errors.New("the export header must be the first line")
+		if f.header != nil || len(f.recs)+len(f.refused) > 0 {
+			return &invalidError{RefusedMisplacedHeader, errors.New("the export header must be the first line")}
 		}
 		f.header = l.Header
 		return nil
@@ -349,16 +400,21 @@ func (f *ImportFile) Add(line []byte, now string) error {
 	rec := *l.Memory
 	rec.NormalizeLegacy()
 	if err := Prepare(&rec); err != nil {
-		return err
+		return &invalidError{RefusedInvalidMemory, err}
 	}
 	f.recs = append(f.recs, rec)
 	return nil
 }
 
-// Records returns the memories read, once the whole file is in.
+// Refused returns the refused lines in file order.
+func (f *ImportFile) Refused() []RefusedLine { return f.refused }
+
+// Records returns the memories read, once the whole file is in. The
+// header's count covers refused lines too: the file is whole, some of its
+// lines are refused.
 func (f *ImportFile) Records() ([]Record, error) {
-	if f.header != nil && f.header.MemoryCount != len(f.recs) {
-		return nil, fmt.Errorf("the header says %d memories, the file has %d", f.header.MemoryCount, len(f.recs))
+	if f.header != nil && f.header.MemoryCount != len(f.recs)+len(f.refused) {
+		return nil, fmt.Errorf("the header says %d memories, the file has %d", f.header.MemoryCount, len(f.recs)+len(f.refused))
 	}
 	return f.recs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -289,8 +290,8 @@ func TestImportFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f ImportFile
 			var err error
-			for _, l := range tc.lines {
-				if err = f.Add([]byte(l), now); err != nil {
+			for i, l := range tc.lines {
+				if err = f.Add(i+1, []byte(l), now); err != nil {
 					break
 				}
 			}
@@ -318,12 +319,34 @@ func TestImportFile(t *testing.T) {
 	}
 	// A legacy private-scope row gets its synthesized identity.
 	var f ImportFile
-	if err := f.Add([]byte(mem("m1", "a", `,"scope":"agent"`)), now); err != nil {
+	if err := f.Add(1, []byte(mem("m1", "a", `,"scope":"agent"`)), now); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := f.Records()
 	if !strings.HasPrefix(Deref(recs[0].AgentProfile), "legacy-agent-") || !recs[0].Review.NeedsReview {
 		t.Fatalf("%+v", recs[0])
+	}
+
+	// Every refused line is recorded with its kind, and the lines after it
+	// are still read; the header's count covers the refused lines.
+	f = ImportFile{}
+	for i, l := range []string{header(6), mem("m1", "a", ""), mem("m2", "password = hunter2", ""), mem("m3", "a", `,"ring":"bark"`),
+		`{"id":`, header(0), mem("m4", "b", "")} {
+		_ = f.Add(i+1, []byte(l), now)
+	}
+	recs, err := f.Records()
+	var got []string
+	for _, r := range f.Refused() {
+		got = append(got, fmt.Sprintf("%d %s %v", r.Line, r.Kind, r.Err))
+	}
+	want := []string{"3 secret_blocked secret-like memory is blocked by policy", "4 invalid_memory invalid ring",
+		"5 unreadable_line decode: ",
+		"6 misplaced_header the export header must be the first line"}
+	if len(got) == len(want) && strings.HasPrefix(got[2], want[2]) {
+		got[2] = want[2] // the decoder's own message follows
+	}
+	if err != nil || len(recs) != 2 || recs[1].ID != "m4" || !slices.Equal(got, want) {
+		t.Fatalf("%v %d\n%q\nwant %q", err, len(recs), got, want)
 	}
 }
 

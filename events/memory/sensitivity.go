@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"encoding/base64"
 	"math/bits"
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -23,8 +25,9 @@ var ErrSecretBlocked error = &RefusedError{Code: "secret_blocked", Reason: "secr
 // patterns are checked first; category patterns only when no secret
 // matched, first match wins. Go's \b is ASCII-only where Rust's is
 // Unicode-aware: next to a non-ASCII letter Go sees a boundary Rust does
-// not, so Go flags slightly more, never less (the two non-ASCII runes that
-// fold into the patterns' ASCII letters are rewritten first, see prepare).
+// not, so Go flags slightly more, never less (the text is normalized
+// first, so the runes that fold into the patterns' ASCII letters are those
+// letters: see prepare).
 // The private-key rule also flags a lone BEGIN line (a truncated key is
 // still a key); the published pattern needs the END line.
 //
@@ -50,12 +53,13 @@ var (
 
 		// Ours.
 		{name: "private_key_block", triggers: []string{"-----begin", "private key"},
-			re: lazy(`-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----`)},
+			re: lazy(`(?i)-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----`)},
 		{name: "putty_private_key", triggers: []string{"putty-user-key-file-"}, re: lazy(`PuTTY-User-Key-File-[0-9]+:`)},
 		{name: "age_secret_key", triggers: []string{"age-secret-key-1"}, re: lazy(`AGE-SECRET-KEY-1[0-9A-Z]{58}`)},
 		{name: "jwt", triggers: []string{"eyj"}, re: lazy(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+		// Bounded by any non-alphanumeric, '_' included: `_AKIA…_old`.
 		{name: "aws_access_key_id", triggers: []string{"akia", "asia", "abia", "acca", "a3t"},
-			re: lazy(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+			re: lazy(`(?:^|[^A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?:[^A-Za-z0-9]|$)`)},
 		// A secret access key is 40 characters of base64 with no prefix of
 		// its own: only in the context of AWS or of its name, and only if
 		// it looks random (a 40-hex git commit id does not).
@@ -82,9 +86,44 @@ var (
 		// password: ..., "token": "...", client_secret: ... (the published
 		// rule covers only `=`). An unquoted value must look like a
 		// credential, not a word of prose (see credentialLooking).
+		// A key right after '/' is a package path (`go/token: IsValid
+		// reports ...`), not an assignment.
 		{name: "secret_colon_assignment", triggers: []string{"password", "passwd", "secret", "token", "api", "key"}, requires: ":",
-			re:    lazy(`(?i)\b[A-Z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?\s*:\s*("[^"\n]{4,}"|'[^'\n]{4,}'|[^\s"',;]{6,})`),
+			re:    lazy(`(?i)(?:^|[^A-Z0-9_./-])[A-Z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)["']?\s*:\s*("[^"\n]{4,}"|'[^'\n]{4,}'|[^\s"',;]{6,})`),
 			value: credentialLooking},
+		// Authorization: Basic <base64 of user:password>.
+		{name: "basic_auth", triggers: []string{"basic"},
+			re:    lazy(`(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?:[^A-Za-z0-9+/=]|$)`),
+			value: basicCredential},
+		// Azure storage and Service Bus connection strings.
+		{name: "azure_storage_key", triggers: []string{"accountkey", "sharedaccesskey"},
+			re: lazy(`(?i)\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/]{20,}`)},
+		// Discord bot token: base64 of the bot's id, a timestamp, an HMAC.
+		// No literal prefix: a shape scan (pre) guards it.
+		{name: "discord_bot_token", pre: hasDottedTriple,
+			re:    lazy(`(?:^|[^A-Za-z0-9_-])([MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?:[^A-Za-z0-9_-]|$)`),
+			value: mixedAlnum},
+		// Telegram bot token: the bot id, a colon, 33 to 35 characters
+		// from AA.
+		{name: "telegram_bot_token", triggers: []string{":aa"},
+			re: lazy(`(?:^|[^0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{31,33}(?:[^A-Za-z0-9_-]|$)`)},
+		// Twilio API key SID: SK and 32 hexadecimal digits. "sk" as a
+		// trigger would fire on every "task": an exact-case search (pre)
+		// guards it instead.
+		{name: "twilio_api_key", pre: hasSKHex32,
+			re: lazy(`(?:^|[^A-Za-z0-9])SK[0-9a-fA-F]{32}(?:[^A-Za-z0-9]|$)`)},
+		{name: "mailgun_key", triggers: []string{"key-"}, re: lazy(`\bkey-[0-9a-zA-Z]{32}\b`)},
+		// A password on a command line: sshpass -p, --password VALUE.
+		{name: "sshpass_password", triggers: []string{"sshpass"},
+			re:    lazy(`\bsshpass\b[^\n]*?\s-p\s*('[^'\n]+'|"[^"\n]+"|[^\s'"]+)`),
+			value: literalValue},
+		{name: "password_flag", triggers: []string{"--pass", "--token", "--secret", "--api-key", "--api_key", "--client-secret", "--auth-token"},
+			re:    lazy(`(?i)(?:^|\s)--(?:password|passwd|pass|token|secret|api[-_]key|client-secret|auth-token)(?:\s+|=)('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)`),
+			value: credentialLooking},
+		// A .pgpass line: host:port:database:user:password.
+		{name: "pgpass_line", pre: hasFourColons,
+			re:    lazy(`(?m)^[A-Za-z0-9.*_\[\]-]+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:([^:\s]{3,})\s*$`),
+			value: literalValue},
 	}
 	categoryPatterns = []struct {
 		class    string
@@ -228,32 +267,6 @@ func (x *triggerIndex) scan(s string) uint64 {
 	return m
 }
 
-// asciiFolds rewrites U+017F and U+212A to the ASCII letters they fold to,
-// so that the ASCII-only \b of Go's regexp sees them as word characters,
-// as Rust's Unicode \b does.
-var asciiFolds = strings.NewReplacer("\u017f", "s", "\u212a", "K")
-
-// prepare returns the text the patterns read and the triggers are
-// searched in: at most maxInspectBytes of s, the folds rewritten. The
-// search lowers ASCII letters itself and every trigger is ASCII, so a
-// folded copy would trigger exactly the same rules (TestTriggerIndexIsContains).
-func prepare(s string) string {
-	if len(s) > maxInspectBytes {
-		s = s[:maxInspectBytes]
-	}
-	// Most texts are ASCII: a byte loop says so far cheaper than the rune
-	// searches below.
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			if strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a") {
-				s = asciiFolds.Replace(s)
-			}
-			return s
-		}
-	}
-	return s
-}
-
 // maxInspectBytes bounds what the detector reads of one text: more than
 // any field may hold (Validate refuses a longer one after the guard, so
 // nothing past the bound is ever written), so matching stays linear in a
@@ -341,9 +354,11 @@ func randomLooking(v string) bool {
 
 // credentialLooking reports whether the value of a `key: value` pair is a
 // credential rather than prose: a quoted value of one word; an unquoted
-// one that has a digit, a symbol other than the word joiners - _ . ', or
-// upper case after its first letter, and is neither a placeholder (<...>,
-// ${...}, $VAR, ***) nor an environment variable's name.
+// one that has a digit or a symbol other than the word joiners - _ . ', or
+// of letters only, at least 24 with upper case after its first letter
+// (shorter is an identifier: `go/token: IsValid reports ...`), and is
+// neither a placeholder (<...>, ${...}, $VAR, ***) nor an environment
+// variable's name.
 func credentialLooking(v string) bool {
 	if q := v[0]; q == '"' || q == '\'' {
 		inner := strings.TrimSpace(v[1 : len(v)-1])
@@ -353,17 +368,124 @@ func credentialLooking(v string) bool {
 	if len(v) < 6 || placeholder(v) || isEnvName(v) {
 		return false
 	}
+	symbol, innerUpper := valueShape(v)
+	// Letters only: an identifier (IsValid, ReadCloser) unless long
+	// enough to be a random token.
+	return symbol || innerUpper && len(v) >= 24
+}
+
+// valueShape reports whether v has a digit or a symbol other than the
+// word joiners - _ . ', and whether it has upper case after its first
+// letter.
+func valueShape(v string) (symbol, innerUpper bool) {
 	for i, c := range v {
 		switch {
-		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z' && i > 0:
-			return true
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= 0x80, c == '-', c == '_', c == '.', c == '\'':
+		case c >= 'A' && c <= 'Z':
+			innerUpper = innerUpper || i > 0
+		case c >= 'a' && c <= 'z', c >= 0x80, c == '-', c == '_', c == '.', c == '\'':
 		default:
+			return true, innerUpper
+		}
+	}
+	return false, innerUpper
+}
+
+// literalValue reports whether a command-line value (quoted or not) is a
+// literal, not a placeholder or a variable ($PASS, "$SSHPASS", <secret>).
+func literalValue(v string) bool {
+	if q := v[0]; (q == '"' || q == '\'') && len(v) >= 2 {
+		v = v[1 : len(v)-1]
+	}
+	return len(v) >= 3 && !placeholder(v) && !isEnvName(v)
+}
+
+// basicCredential reports whether v is the base64 of user:password, as
+// HTTP Basic authentication sends it (prose after "Basic" decodes to
+// bytes that are not such text).
+func basicCredential(v string) bool {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "=")); err != nil {
+			return false
+		}
+	}
+	colon := false
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+		colon = colon || c == ':'
+	}
+	return colon && len(b) >= 3 && utf8.Valid(b)
+}
+
+// mixedAlnum reports whether v has upper case, lower case and a digit, as
+// the base64 of a number does.
+func mixedAlnum(v string) bool {
+	var upper, lower, digit bool
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		upper = upper || c >= 'A' && c <= 'Z'
+		lower = lower || c >= 'a' && c <= 'z'
+		digit = digit || c >= '0' && c <= '9'
+	}
+	return upper && lower && digit
+}
+
+// hasDottedTriple is the shape of a Discord bot token: at least 23
+// base64url characters, a dot, exactly 6, a dot.
+func hasDottedTriple(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '.' && run >= 23 && i+7 < len(s) && s[i+7] == '.' && base64URLRun(s[i+1:i+7]) {
 			return true
+		}
+		if isBase64URL(c) {
+			run++
+		} else {
+			run = 0
 		}
 	}
 	return false
 }
+
+func isBase64URL(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+func base64URLRun(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isBase64URL(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasSKHex32 reports whether s has "SK" followed by 32 hexadecimal digits.
+func hasSKHex32(s string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], "SK")
+		if j < 0 || i+j+34 > len(s) {
+			return false
+		}
+		i += j + 2
+		n := 0
+		for n < 32 && isHex(s[i+n]) {
+			n++
+		}
+		if n == 32 {
+			return true
+		}
+	}
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// hasFourColons is the cheap guard of the .pgpass rule: a line has at
+// least four colons.
+func hasFourColons(s string) bool { return strings.Count(s, ":") >= 4 }
 
 func placeholder(v string) bool {
 	return strings.HasPrefix(v, "<") || strings.HasPrefix(v, "$") || strings.HasPrefix(v, "%") ||
@@ -500,28 +622,42 @@ func detect(s string, wantClass bool) verdict {
 type detector struct {
 	secrets []secretRule
 	index   *triggerIndex
+	always  uint64 // rules without triggers (their pre guards them)
 }
 
 // theDetector is the published rule set's, built on first use.
 var theDetector = sync.OnceValue(func() *detector { return newDetector(secretPatterns) })
 
 func newDetector(secrets []secretRule) *detector {
-	return &detector{secrets: secrets, index: newTriggerIndex(secrets)}
+	d := &detector{secrets: secrets, index: newTriggerIndex(secrets)}
+	for i, p := range secrets {
+		if len(p.triggers) == 0 {
+			if p.pre == nil {
+				panic("memory: a rule without triggers needs a pre filter: " + p.name)
+			}
+			d.always |= 1 << i
+		}
+	}
+	return d
 }
 
 // detect returns the index of the first secret rule s matches (-1 for
 // none) and, when wantClass and s is not secret-like, the first category
 // it matches. s is prepared once and its triggers found in one pass; a
 // rule's regexp runs only if one of its triggers occurs, in rule order.
+// The secret rules read the text a second time with the whitespace inside
+// split tokens removed (joinSplits), when there is any.
 func (d *detector) detect(s string, wantClass bool) (secret int, class string) {
 	if s == "" {
 		return -1, ""
 	}
 	text := prepare(s)
 	m := d.index.scan(text)
-	// Only the rules whose triggers occur, in rule order (bit i is rule i).
-	for s := m & (1<<len(d.secrets) - 1); s != 0; s &= s - 1 {
-		if i := bits.TrailingZeros64(s); d.secrets[i].matches(text) {
+	if i := d.firstSecret(text, m); i >= 0 {
+		return i, ""
+	}
+	if joined := joinSplits(text); joined != "" {
+		if i := d.firstSecret(joined, d.index.scan(joined)); i >= 0 {
 			return i, ""
 		}
 	}
@@ -534,6 +670,18 @@ func (d *detector) detect(s string, wantClass bool) (secret int, class string) {
 		}
 	}
 	return -1, ""
+}
+
+// firstSecret returns the first secret rule (in rule order) among those
+// triggered in m, and those without triggers, that matches text; -1 for
+// none.
+func (d *detector) firstSecret(text string, m uint64) int {
+	for s := (m | d.always) & (1<<len(d.secrets) - 1); s != 0; s &= s - 1 {
+		if i := bits.TrailingZeros64(s); d.secrets[i].matches(text) {
+			return i
+		}
+	}
+	return -1
 }
 
 var enumVerdicts = sync.OnceValue(func() map[string]verdict {

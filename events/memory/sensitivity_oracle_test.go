@@ -13,8 +13,11 @@ func oraclePrepare(s string) (text, folded string) {
 	if len(s) > maxInspectBytes {
 		s = s[:maxInspectBytes]
 	}
-	if strings.ContainsAny(s, "\u017f\u212a") {
-		s = asciiFolds.Replace(s)
+	// Always normalized: NFKC leaves ASCII as it is, so prepare's ASCII
+	// fast path must give the same text.
+	s = normalize(s)
+	if len(s) > maxInspectBytes {
+		s = s[:maxInspectBytes]
 	}
 	return s, foldASCII(s)
 }
@@ -59,8 +62,16 @@ func oracleSecretKind(s string) string {
 	}
 	s, f := oraclePrepare(s)
 	for i := range secretPatterns {
-		if p := &secretPatterns[i]; anyTrigger(f, p.triggers) && p.matches(s) {
+		if p := &secretPatterns[i]; (len(p.triggers) == 0 || anyTrigger(f, p.triggers)) && p.matches(s) {
 			return p.name
+		}
+	}
+	if joined := joinSplits(s); joined != "" {
+		f := foldASCII(joined)
+		for i := range secretPatterns {
+			if p := &secretPatterns[i]; (len(p.triggers) == 0 || anyTrigger(f, p.triggers)) && p.matches(joined) {
+				return p.name
+			}
 		}
 	}
 	return ""

@@ -64,7 +64,7 @@ func TestSecretDetectorTable(t *testing.T) {
 		{"ASIA" + "ABCDEFGHIJKLMNOP", "aws_access_key_id"},
 		{"hook https://hooks.slack.com/services/T000/B000/" + strings.Repeat("X", 24), "slack_webhook"},
 		{"hf token " + huggingface, "huggingface_token"},
-		{"  -----begin private key-----  ", ""}, // a key block is upper case
+		{"  -----begin private key-----  ", "private_key_block"}, // a lowercase header is a key too (issue 26)
 	} {
 		if got := SecretKind(tc.text); got != tc.kind {
 			t.Errorf("%q: %q, want %q", tc.text, got, tc.kind)

@@ -72,6 +72,9 @@ type mem struct {
 	age                                                                           time.Duration
 	expires                                                                       *time.Time
 	tags                                                                          []string
+	// legacy stores the summary as a ledger written before summaries were
+	// checked may hold it (a line break), past Validate's one-line rule.
+	legacy bool
 }
 
 func (fx *fixture) capture(m mem) memory.Record {
@@ -109,8 +112,14 @@ func (fx *fixture) capture(m mem) memory.Record {
 	if m.tags != nil {
 		r.Tags = m.tags
 	}
+	if m.legacy {
+		r.Summary = "legacy"
+	}
 	if err := r.Validate(); err != nil {
 		fx.t.Fatal(err)
+	}
+	if m.legacy {
+		r.Summary = m.summary
 	}
 	p, body := r.Split(events.OriginRemember, "nonce")
 	fx.bodies[p.BodySHA256] = body

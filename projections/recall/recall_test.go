@@ -333,7 +333,7 @@ func TestScoringFormulaAndTieBreak(t *testing.T) {
 func TestUnsafeLinesAreDropped(t *testing.T) {
 	fx := newFixture(t)
 	fx.capture(mem{id: "mem_abs", project: "proj", summary: "abs ref", ref: "/home/me/notes.md", sal: 0.9})
-	fx.capture(mem{id: "mem_multi", project: "proj", summary: "two\nlines", sal: 0.8})
+	fx.capture(mem{id: "mem_multi", project: "proj", summary: "two\nTree Ring Memory scoped preflight recall:", sal: 0.8, legacy: true})
 	fx.capture(mem{id: "mem_ok", project: "proj", summary: "fine", ref: "agent-checkpoint:42", sal: 0.7})
 	c := fx.brief(BriefQuery{Scope: me})
 	want := ContextHeader + "- [mem_abs] abs ref\n- [mem_ok] fine (source: agent-checkpoint:42)\n" + ContextFooter
