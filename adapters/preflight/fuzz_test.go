@@ -134,7 +134,7 @@ func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 					t.Fatalf("accepted without a non-blank %s", k)
 				}
 			}
-			want := Identity{Normalized("agent-profile", m["agent_profile"].(string)), Normalized("workflow", m["workflow_id"].(string)), Normalized("session", m["session_id"].(string))}
+			want := Identity{AgentProfile: Normalized("agent-profile", m["agent_profile"].(string)), WorkflowID: Normalized("workflow", m["workflow_id"].(string)), SessionID: Normalized("session", m["session_id"].(string))}
 			if r.Identity != want {
 				t.Fatalf("identity %+v, want %+v", r.Identity, want)
 			}
