@@ -41,8 +41,9 @@ func sha256File(t *testing.T, path string) string {
 }
 
 // The installed program is part of the proof (issue 12 item 4): init
-// records it; a truncated, replaced, missing or non-executable program is
-// failed in status and refused by the hook, with the exact repair, and no
+// records it; a truncated, replaced, missing or non-executable program, or
+// one another account could change (writable by group or others, setuid
+// or setgid, or in such a directory: issue 24 item 4), is failed in status and refused by the hook, with the exact repair, and no
 // receipt is written.
 func TestInstalledProgramDamaged(t *testing.T) {
 	for _, c := range []struct {
@@ -60,6 +61,11 @@ func TestInstalledProgramDamaged(t *testing.T) {
 		}, adapters.ProgramDiffers, "run `tree-ring init`"},
 		{"missing", func(t *testing.T, path string) { os.Remove(path) }, adapters.ProgramMissing, "run `tree-ring init`"},
 		{"not executable", func(t *testing.T, path string) { os.Chmod(path, 0o644) }, adapters.ProgramNotExecutable, "chmod 755"},
+		// Issue 24 item 4: modes that let another account change it.
+		{"world-writable", func(t *testing.T, path string) { os.Chmod(path, 0o777) }, adapters.ProgramUnsafeMode, "`chmod 755 " + adapters.BinaryPath + "`"},
+		{"setuid", func(t *testing.T, path string) { os.Chmod(path, 0o755|os.ModeSetuid) }, adapters.ProgramUnsafeMode, "setuid or setgid"},
+		{"directory world-writable", func(t *testing.T, path string) { os.Chmod(filepath.Dir(path), 0o777) }, adapters.ProgramUnsafeMode,
+			"`chmod 755 " + adapters.BinaryDir + "`"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newHP(t, ".codex", ".claude")
