@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"runtime"
+	"strings"
 )
 
 // The program the bridges run is BinaryPath: every hook command line and
@@ -110,6 +111,15 @@ func (e *ProgramError) Error() string {
 // ForeignProgramStep moves a program Tree Ring did not install aside, so
 // that init installs and records the running build.
 const ForeignProgramStep = "review it, move it aside (`mv " + BinaryPath + " " + BinaryPath + ".foreign`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest"
+
+// ForeignProgramFinding is a foreign program (an ProgramForeign error) as
+// a conflict of every bridge that would run it: publication stops short of
+// it and the harness needs review, with the step that moves it aside.
+func ForeignProgramFinding(err *ProgramError) Finding {
+	msg := err.Error()
+	return Finding{Path: BinaryPath, State: PathConflict, Reason: ReasonForeignProgram,
+		Detail: strings.ToUpper(msg[:1]) + msg[1:] + "."}
+}
 
 func setIDBits(m fs.FileMode) uint32 {
 	var b uint32

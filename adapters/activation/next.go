@@ -154,6 +154,15 @@ func reviewNext(o *Outcome) string {
 	case adapters.ReasonManifest:
 		line("%s already exists and would need a different %s record; Tree Ring never rewrites it. Review it and move it aside, then run `%s`: Tree Ring publishes it again from the ledger.", adapters.ManifestPath, a.ID, retry)
 		return b.String()
+	case adapters.ReasonForeignProgram:
+		// Its repair is init (which installs the running build), never
+		// activate: the finding's detail is the whole step.
+		for _, f := range o.findings {
+			if f.Reason == adapters.ReasonForeignProgram {
+				line("%s", f.Detail)
+			}
+		}
+		return b.String()
 	case adapters.ReasonDurability:
 		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
 		return b.String()

@@ -42,6 +42,10 @@ type Input struct {
 	// Ledger is what the ledger held before the plan (zero when there is
 	// no store yet).
 	Ledger Ledger
+	// ForeignProgram, when set, is the conflict of a program Tree Ring did
+	// not install (adapters.ForeignProgramFinding): no bridge that would
+	// run it is published.
+	ForeignProgram *adapters.Finding
 }
 
 // Ledger is the folded ledger a plan reads, as plain values: cmd fills it
@@ -218,6 +222,9 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	}
 	if o.findings, err = adapters.Evaluate(in.Root, resolved); err != nil {
 		return nil, err
+	}
+	if in.ForeignProgram != nil && a.RunsProgram() {
+		o.findings = append([]adapters.Finding{*in.ForeignProgram}, o.findings...)
 	}
 	if settled(o.From) {
 		return o, p.planSettled(o)

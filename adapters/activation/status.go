@@ -3,6 +3,7 @@ package activation
 import (
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
@@ -73,15 +74,20 @@ type Live interface {
 	// against the recomputed bridge fingerprint.
 	NewestReceipt(recomputed string) Found
 	// Program is the installed program's refusal (an
-	// *adapters.ProgramError: missing, not executable, differs from the
-	// recorded digest), nil when it is the recorded one or none is
-	// recorded. Every bridge runs the same file, so a caller may compute it
-	// once for all harnesses.
+	// *adapters.ProgramError: missing, not executable, an unsafe mode,
+	// differs from the recorded digest; or, with none recorded, a file
+	// that is not the running build: adapters.ProgramForeign), nil when it
+	// is the recorded one, or none is recorded and none (or the running
+	// build) is there. Every bridge runs the same file, so a caller may
+	// compute it once for all harnesses.
 	Program() error
 	// Trust is the host's own trust verdict for the project, read
 	// read-only, asked only of a harness whose TrustGate can be inspected
 	// (Codex, Gemini CLI, Pi).
 	Trust() adapters.Trust
+	// HooksOff is the host's own switch of its hooks, read read-only,
+	// asked only of a harness with a HooksSwitch (Claude Code).
+	HooksOff() adapters.HooksOff
 }
 
 // Found is the receipt search's result.
@@ -135,6 +141,9 @@ func Listed(detected bool, e Evidence) bool {
 //   - a guidance-only adapter: unsupported;
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
 //   - nothing published or recorded: the initial state, activate;
+//   - needs-user-review while a program this store did not install, and
+//     that is not the running build, stands where the bridge would run it
+//     (adapters.ProgramForeign), with the step that moves it aside;
 //   - the ledger's blocked states (needs-user-review, needs-trust,
 //     failed, needs-project-mount, unsupported, and needs-plugin for a
 //     harness no plugin proves) stand as recorded, except that a stale
@@ -144,7 +153,9 @@ func Listed(detected bool, e Evidence) bool {
 //     the ledger's, is stale, is not the passive binding a passive harness
 //     must publish, or the bridge recomputed from disk differs;
 //   - failed when the installed program every bridge runs is missing, not
-//     executable or not the recorded build (with its repair);
+//     executable, not the recorded build, or it or its directory is
+//     writable by group or others or it is setuid or setgid (with its
+//     repair);
 //   - the ledger's blocked states stand;
 //   - needs-trust while a host whose trust can be read would skip the
 //     bridge (a receipt cannot override it: the next session runs no
@@ -156,6 +167,10 @@ func Listed(detected bool, e Evidence) bool {
 //     gate or one that trusts the project is configured-awaiting-proof,
 //     and where it cannot tell whether the host gates the project (Pi's
 //     version unreadable) a valid receipt stands, else needs-trust;
+//   - configured-awaiting-proof, with the step that switches them back
+//     on, while the host's own settings switch its hooks off (Claude
+//     Code's disableAllHooks), even with a receipt; failed when those
+//     settings cannot be read or parsed;
 //   - for a proven FSM state, the state of the newest valid receipt, else
 //     configured-awaiting-proof.
 func Assess(e Evidence, live Live) Status {
@@ -175,6 +190,13 @@ func Assess(e Evidence, live Live) Status {
 	}
 	if !e.Events && e.Record == nil {
 		return s.set(fsm.Initial, NextActivate(a.ID))
+	}
+	program := sync.OnceValue(live.Program)
+	if a.RunsProgram() && foreign(program()) {
+		// A program this store never installed runs in no bridge of ours
+		// (init and activate publish none): whatever the ledger says.
+		s.Diagnostic = adapters.ProgramForeign
+		return s.set(fsm.NeedsUserReview, sentence(program().Error()))
 	}
 	if e.Manifest != ManifestPresent || e.Record == nil {
 		if blocked(e) {
@@ -200,7 +222,7 @@ func Assess(e Evidence, live Live) Status {
 	if !ok {
 		return s
 	}
-	if err := live.Program(); err != nil {
+	if err := program(); err != nil && !foreign(err) {
 		var pe *adapters.ProgramError
 		if errors.As(err, &pe) {
 			s.Diagnostic = pe.Code
@@ -222,6 +244,16 @@ func Assess(e Evidence, live Live) Status {
 			gateUnknown = &t
 		case !t.Granted:
 			return s.set(fsm.NeedsTrust, t.Next)
+		}
+	}
+	if a.HooksSwitch != nil {
+		// The host runs no hook at all: no receipt, old or new, is proof.
+		switch off := live.HooksOff(); {
+		case off.Diagnostic != "":
+			s.Diagnostic = off.Diagnostic
+			return s.set(fsm.Failed, off.Next)
+		case off.File != "":
+			return s.set(fsm.ConfiguredAwaitingProof, off.Next)
 		}
 	}
 	if fsm.Proven(e.LedgerState) {
@@ -297,6 +329,13 @@ func manifestWhy(e Evidence) string {
 		return adapters.ManifestPath + " names another project root or store"
 	}
 	return adapters.ManifestPath + " is " + e.Manifest
+}
+
+// foreign reports whether err is a program this store did not install
+// (which concerns only a bridge that runs it).
+func foreign(err error) bool {
+	var pe *adapters.ProgramError
+	return errors.As(err, &pe) && pe.Code == adapters.ProgramForeign
 }
 
 // sentence capitalizes an error message and ends it with a full stop.

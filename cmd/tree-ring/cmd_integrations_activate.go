@@ -187,11 +187,18 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 		return nil, g.noLedger(fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root))
 	}
 	if !exists {
+		if in.ForeignProgram, err = pr.programFinding(g, nil); err != nil {
+			return nil, err
+		}
 		plan, _, err := pr.build(nil, in)
 		return plan, err
 	}
 	ro, err := g.OpenStore(true)
 	if err != nil {
+		return nil, err
+	}
+	if in.ForeignProgram, err = pr.programFinding(g, ro); err != nil {
+		ro.Close()
 		return nil, err
 	}
 	plan, _, err := pr.build(ro, in)

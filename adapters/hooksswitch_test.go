@@ -1,0 +1,99 @@
+package adapters
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Claude Code's switch (issue 24 item 3): disableAllHooks in the user's,
+// the project's or the local settings, the later deciding, and managed
+// settings that switch the project's hooks off whatever the others say.
+// Each file is read, never written.
+func TestClaudeHooksOff(t *testing.T) {
+	const on, off = `{"disableAllHooks": false}`, `{"theme": "dark", "disableAllHooks": true}`
+	for _, c := range []struct {
+		name              string
+		files             map[string]string // "user", "config", "managed", "dropin" or a project path
+		configDir         bool              // CLAUDE_CONFIG_DIR set
+		file, diag, inMsg string            // want: the switch's file ("" none), a diagnostic, a substring of the step
+	}{
+		{name: "no settings"},
+		{name: "other keys only", files: map[string]string{"user": `{"theme": "dark"}`, claudeSettingsLocal: `{}`}},
+		{name: "user settings", files: map[string]string{"user": off}, file: "~/.claude/settings.json",
+			inMsg: "Claude Code runs no hook: `\"disableAllHooks\": true` in ~/.claude/settings.json switches them off; remove that setting (or set it to false), then open a new Claude Code session"},
+		{name: "CLAUDE_CONFIG_DIR", configDir: true, files: map[string]string{"config": off, "user": on}, file: "$CLAUDE_CONFIG_DIR/settings.json"},
+		{name: "CLAUDE_CONFIG_DIR replaces ~/.claude", configDir: true, files: map[string]string{"user": off}},
+		{name: "project settings", files: map[string]string{claudeSettings: off}, file: claudeSettings},
+		{name: "local settings", files: map[string]string{claudeSettingsLocal: off}, file: claudeSettingsLocal},
+		{name: "local switches back on what the user switched off", files: map[string]string{"user": off, claudeSettingsLocal: on}},
+		{name: "local switches off what the project left on", files: map[string]string{claudeSettings: on, claudeSettingsLocal: off}, file: claudeSettingsLocal},
+		{name: "a string is not true", files: map[string]string{claudeSettingsLocal: `{"disableAllHooks": "true"}`}},
+		{name: "managed disableAllHooks", files: map[string]string{"managed": `{"disableAllHooks": true}`, claudeSettingsLocal: on}, file: "managed-settings.json",
+			inMsg: "only your administrator can switch them back on"},
+		{name: "managed hooks only", files: map[string]string{"managed": `{"allowManagedHooksOnly": true}`}, file: "managed-settings.json"},
+		{name: "a managed drop-in", files: map[string]string{"dropin": `{"disableAllHooks": true}`}, file: "10-policy.json"},
+		{name: "managed settings that leave them on", files: map[string]string{"managed": `{"allowManagedHooksOnly": false}`}},
+		{name: "empty local settings", files: map[string]string{claudeSettingsLocal: "\n"}},
+		{name: "malformed local settings", files: map[string]string{claudeSettingsLocal: `{"disableAllHooks": tru`}, diag: HooksSwitchedOffDiagnostic,
+			inMsg: "Tree Ring could not read .claude/settings.local.json (invalid JSON)"},
+		{name: "user settings not an object", files: map[string]string{"user": `[true]`}, diag: HooksSwitchedOffDiagnostic, inMsg: "~/.claude/settings.json (not a JSON object)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, dir := openTestRoot(t)
+			base := t.TempDir()
+			home, config, managed := filepath.Join(base, "home"), filepath.Join(base, "config"), filepath.Join(base, "managed")
+			paths := map[string]string{
+				"user": filepath.Join(home, ".claude", "settings.json"), "config": filepath.Join(config, "settings.json"),
+				"managed": filepath.Join(managed, "managed-settings.json"), "dropin": filepath.Join(managed, "managed-settings.d", "10-policy.json"),
+			}
+			for k, data := range c.files {
+				p, ok := paths[k]
+				if !ok {
+					p = filepath.Join(dir, k)
+				}
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := map[string]string{"HOME": home}
+			if c.configDir {
+				env["CLAUDE_CONFIG_DIR"] = config
+			}
+			got := claudeHooksOffIn(TrustQuery{Project: dir, Getenv: func(k string) string { return env[k] }, Root: r}, managed)
+			switch {
+			case got.Diagnostic != c.diag:
+				t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, c.diag, got)
+			case c.file == "" && got.File != "", c.file != "" && !strings.HasSuffix(got.File, c.file):
+				t.Fatalf("switch in %q, want %q (%+v)", got.File, c.file, got)
+			case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, c.inMsg):
+				t.Fatalf("step %q lacks %q", got.Next, c.inMsg)
+			case strings.Contains(got.Next, dir) || strings.Contains(got.Next, home):
+				t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
+			}
+			for k, data := range c.files {
+				p, ok := paths[k]
+				if !ok {
+					p = filepath.Join(dir, k)
+				}
+				if b, _ := os.ReadFile(p); string(b) != data {
+					t.Fatalf("%s changed", k)
+				}
+			}
+		})
+	}
+}
+
+// Only Claude Code has a switch Tree Ring reads (docs/adapters/*.md says
+// why the others have none or what they have instead).
+func TestHooksSwitchAdapters(t *testing.T) {
+	for _, a := range All() {
+		if got := a.HooksSwitch != nil; got != (a.ID == "claude-code") {
+			t.Errorf("%s: HooksSwitch set %v", a.ID, got)
+		}
+	}
+}
