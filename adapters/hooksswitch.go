@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -164,3 +165,89 @@ func settingsKeys(data []byte) (map[string]json.RawMessage, error) {
 // isTrue reports whether v is the JSON literal true (the hosts compare with
 // === true: a string "true" switches nothing off).
 func isTrue(v json.RawMessage) bool { return strings.TrimSpace(string(v)) == "true" }
+
+// geminiHookName is the name of every handler entry Tree Ring writes for
+// Gemini CLI (geminiEntryFor), which hooksConfig.disabled lists.
+const geminiHookName = "tree-ring-memory"
+
+// geminiHooksOff is Gemini CLI's switch (Gemini CLI 0.61.0, its settings
+// schema and hook registry): hooksConfig.enabled false turns every hook
+// off, and a hooksConfig.disabled list naming tree-ring-memory turns ours
+// off. The settings merge in the order system defaults, user
+// ($GEMINI_CLI_HOME or $HOME, .gemini/settings.json), the project's
+// .gemini/settings.json, system settings, the later deciding enabled; the
+// disabled lists are joined. Comments are allowed, as Gemini allows them.
+func geminiHooksOff(q TrustQuery) HooksOff {
+	system := q.Getenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+	if system == "" {
+		system = map[string]string{"darwin": "/Library/Application Support/GeminiCli/settings.json",
+			"windows": `C:\ProgramData\gemini-cli\settings.json`}[runtime.GOOS]
+	}
+	if system == "" {
+		system = "/etc/gemini-cli/settings.json"
+	}
+	defaults := q.Getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+	if defaults == "" {
+		defaults = filepath.Join(filepath.Dir(system), "system-defaults.json")
+	}
+	return geminiHooksOffIn(q, defaults, system)
+}
+
+func geminiHooksOffIn(q TrustQuery, defaults, system string) HooksOff {
+	home, shownHome := q.Getenv("GEMINI_CLI_HOME"), "$GEMINI_CLI_HOME"
+	if home == "" {
+		home, shownHome = q.Getenv("HOME"), "~"
+	}
+	sources := []struct {
+		read func() ([]byte, bool, error)
+		file string
+	}{
+		{func() ([]byte, bool, error) { return readHostFile(defaults, MaxBridgeFileBytes) }, defaults},
+		{func() ([]byte, bool, error) {
+			return readHostFile(filepath.Join(home, ".gemini", "settings.json"), MaxBridgeFileBytes)
+		}, shownHome + "/.gemini/settings.json"},
+		{func() ([]byte, bool, error) {
+			if q.Root == nil {
+				return nil, false, nil
+			}
+			e, err := q.Root.ReadFile(geminiSettings, MaxBridgeFileBytes)
+			return e.Data, e.Exists, pathless(err)
+		}, geminiSettings},
+		{func() ([]byte, bool, error) { return readHostFile(system, MaxBridgeFileBytes) }, system},
+	}
+	var off, disabled HooksOff
+	for _, s := range sources {
+		data, exists, err := s.read()
+		var doc struct {
+			HooksConfig struct {
+				Enabled  *bool    `json:"enabled"`
+				Disabled []string `json:"disabled"`
+			} `json:"hooksConfig"`
+		}
+		if err == nil && exists && len(bytes.TrimSpace(data)) > 0 {
+			if json.Unmarshal(stripJSONComments(data), &doc) != nil {
+				err = errors.New("not a JSON settings object")
+			}
+		}
+		if err != nil {
+			return HooksOff{Diagnostic: HooksSwitchedOffDiagnostic,
+				Next: "Tree Ring could not read " + s.file + " (" + err.Error() + ") to tell whether it switches Gemini CLI's hooks off; repair that file, then run `tree-ring integrations status` again."}
+		}
+		switch e := doc.HooksConfig.Enabled; {
+		case e == nil:
+		case !*e:
+			off = HooksOff{File: s.file, Setting: `"hooksConfig": {"enabled": false}`,
+				Next: "Gemini CLI runs no hook: `\"hooksConfig\": {\"enabled\": false}` in " + s.file + " switches them off; remove that setting (or set it to true), then open a new Gemini CLI session to prove the bridge."}
+		default:
+			off = HooksOff{}
+		}
+		if disabled.File == "" && slices.Contains(doc.HooksConfig.Disabled, geminiHookName) {
+			disabled = HooksOff{File: s.file, Setting: `"hooksConfig": {"disabled": ["` + geminiHookName + `"]}`,
+				Next: "Gemini CLI runs none of Tree Ring's hooks: hooksConfig.disabled in " + s.file + " lists \"" + geminiHookName + "\"; remove it from that list (or run `/hooks enable " + geminiHookName + "` in Gemini CLI), then open a new Gemini CLI session to prove the bridge."}
+		}
+	}
+	if off.File == "" {
+		return disabled
+	}
+	return off
+}

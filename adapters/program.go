@@ -201,7 +201,7 @@ func InspectProgram(root *ProjectRoot, want ProgramRecord, full bool) (have Prog
 	if !full && have.Size != want.Size {
 		return have, false, &ProgramError{Code: ProgramDiffers, Have: have, Want: want}
 	}
-	if !full && executable && have.Inode != 0 && have.Inode == want.Inode && have.MtimeNS == want.MtimeNS && have.CtimeNS == want.CtimeNS {
+	if !full && executable && have.sameFile(want) {
 		have.SHA256 = want.SHA256
 		return have, false, nil
 	}
@@ -217,6 +217,12 @@ func InspectProgram(root *ProjectRoot, want ProgramRecord, full bool) (have Prog
 		return have, true, &ProgramError{Code: ProgramNotExecutable, Have: have, Want: want}
 	}
 	return have, true, nil
+}
+
+// sameFile reports whether r's file identity (inode, modification and
+// change times) is the known one of want.
+func (r ProgramRecord) sameFile(want ProgramRecord) bool {
+	return r.Inode != 0 && r.Inode == want.Inode && r.MtimeNS == want.MtimeNS && r.CtimeNS == want.CtimeNS
 }
 
 // IdentifyProgram reads the installed program's record as it is now (its

@@ -198,27 +198,10 @@ func Assess(e Evidence, live Live) Status {
 		s.Diagnostic = adapters.ProgramForeign
 		return s.set(fsm.NeedsUserReview, sentence(program().Error()))
 	}
-	if e.Manifest != ManifestPresent || e.Record == nil {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+".")
+	if st, done := s.onRecord(e); done {
+		return st
 	}
-	rec := *e.Record
-	if !preflight.Current(a, rec) {
-		s.Bridge = BridgeStale
-		return s.set(fsm.NeedsUserReview, NextStale)
-	}
-	if lr := e.LedgerRecord; lr == nil || !lr.Published || !lr.Record.Equal(rec) {
-		if blocked(e) {
-			return s.recorded(e)
-		}
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's.")
-	}
-	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
-		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
-	}
-	fp, ok := s.checkBridge(a, rec, live)
+	fp, ok := s.checkBridge(a, *e.Record, live)
 	if !ok {
 		return s
 	}
@@ -232,6 +215,44 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
+	return s.onHost(e, live, fp)
+}
+
+// onRecord is Assess's check of the harness's record in the manifest on
+// disk against the adapter and the ledger: done with needs-user-review (or
+// the ledger's blocked state) when it is missing, stale, differs or is not
+// the passive binding it must be.
+func (s Status) onRecord(e Evidence) (_ Status, done bool) {
+	a := e.Adapter
+	if e.Manifest != ManifestPresent || e.Record == nil {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" "+manifestWhy(e)+"."), true
+	}
+	rec := *e.Record
+	if !preflight.Current(a, rec) {
+		s.Bridge = BridgeStale
+		return s.set(fsm.NeedsUserReview, NextStale), true
+	}
+	if lr := e.LedgerRecord; lr == nil || !lr.Published || !lr.Record.Equal(rec) {
+		if blocked(e) {
+			return s.recorded(e), true
+		}
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)+" Its record in "+adapters.ManifestPath+" differs from the ledger's."), true
+	}
+	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
+		return s.set(fsm.NeedsUserReview, NextReview(a.ID)), true
+	}
+	return s, false
+}
+
+// onHost is Assess's last part, for a harness whose bridge and program are
+// ours and whose ledger state is not blocked: the host's own trust and
+// hooks switch, read live, then the newest valid receipt (fp: the bridge
+// fingerprint recomputed from disk).
+func (s Status) onHost(e Evidence, live Live, fp string) Status {
+	a := e.Adapter
 	var gateUnknown *adapters.Trust
 	if g := a.TrustGate; g != nil && g.Inspect != nil {
 		// While the host would skip the project's hooks, no receipt is

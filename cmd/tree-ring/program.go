@@ -52,20 +52,11 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	case exists && rec != nil:
 		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: recordOf(*rec)}
 	}
-	data, err := g.runningBuild()
-	if err != nil {
-		return err
-	}
-	have, reason, err := pr.installRunningBuild(data, rec, have)
+	have, reason, err := pr.installRunningBuild(g, rec, have)
 	if err != nil || reason == "" {
 		return err
 	}
-	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
-		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
-	if rec != nil && rec.SHA256 != have.SHA256 {
-		p.PreviousSHA256 = rec.SHA256
-	}
-	e, err := g.Factory("cli").New(events.StoreStream, events.TypeProgramInstalled, p)
+	e, err := g.Factory("cli").New(events.StoreStream, events.TypeProgramInstalled, programInstalled(have, reason, rec))
 	if err != nil {
 		return err
 	}
@@ -73,6 +64,17 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("record %s: %w", adapters.BinaryPath, err)
 	}
 	return nil
+}
+
+// programInstalled is the event recording have, installed for reason,
+// naming the previous digest when it replaces another record (rec).
+func programInstalled(have adapters.ProgramRecord, reason string, rec *projections.Program) *events.ProgramInstalled {
+	p := &events.ProgramInstalled{Path: adapters.BinaryPath, SHA256: have.SHA256, Size: have.Size, Inode: have.Inode,
+		MtimeNS: have.MtimeNS, CtimeNS: have.CtimeNS, Reason: reason, CLIVersion: Version()}
+	if rec != nil && rec.SHA256 != have.SHA256 {
+		p.PreviousSHA256 = rec.SHA256
+	}
+	return p
 }
 
 // recordedProgram is the program the ledger records (nil: none) and the
@@ -89,12 +91,16 @@ func recordedProgram(st *bolt.Store) (rec *projections.Program, version uint64, 
 	return rec, version, err
 }
 
-// installRunningBuild installs the running build (data) at
-// adapters.BinaryPath when it is absent, or adopts what is there (have)
-// when it is byte-identical to data, and says why against the record rec
-// (nil: none). A partial copy of data is refused with the repair
-// (installOwn); any other file gets no reason (""): it is not recorded.
-func (pr *project) installRunningBuild(data []byte, rec *projections.Program, have adapters.ProgramRecord) (adapters.ProgramRecord, string, error) {
+// installRunningBuild installs the running build at adapters.BinaryPath
+// when it is absent, or adopts what is there (have) when it is
+// byte-identical to it, and says why against the record rec (nil: none).
+// A partial copy of it is refused with the repair (installOwn); any other
+// file gets no reason (""): it is not recorded.
+func (pr *project) installRunningBuild(g *Globals, rec *projections.Program, have adapters.ProgramRecord) (adapters.ProgramRecord, string, error) {
+	data, err := g.runningBuild()
+	if err != nil {
+		return have, "", err
+	}
 	created, err := pr.installOwn(adapters.BinaryPath, data, 0o755)
 	switch {
 	case err != nil:
