@@ -26,8 +26,6 @@ type HooksOff struct {
 	// the host's absolute managed-settings path (never the project's
 	// absolute path).
 	File string
-	// Setting is the setting and value, as written in File.
-	Setting string
 	// Next is the step that switches them back on.
 	Next string
 	// Diagnostic is a code when a settings file that may hold the switch
@@ -76,7 +74,7 @@ func claudeHooksOffIn(q TrustQuery, managedDir string) HooksOff {
 		}
 		for _, k := range []string{"disableAllHooks", "allowManagedHooksOnly"} {
 			if isTrue(keys[k]) {
-				return HooksOff{File: path, Setting: `"` + k + `": true`,
+				return HooksOff{File: path,
 					Next: "Claude Code runs no hook of this project: managed settings switch them off (`\"" + k + "\": true` in " + path + "); only your administrator can switch them back on, and until then no session can prove the bridge."}
 			}
 		}
@@ -99,7 +97,7 @@ func claudeHooksOffIn(q TrustQuery, managedDir string) HooksOff {
 		switch v, ok := keys["disableAllHooks"]; {
 		case !ok:
 		case isTrue(v):
-			off = HooksOff{File: s.file, Setting: `"disableAllHooks": true`,
+			off = HooksOff{File: s.file,
 				Next: "Claude Code runs no hook: `\"disableAllHooks\": true` in " + s.file + " switches them off; remove that setting (or set it to false), then open a new Claude Code session to prove the bridge."}
 		default:
 			off = HooksOff{} // a later file that sets it otherwise decides
@@ -236,13 +234,13 @@ func geminiHooksOffIn(q TrustQuery, defaults, system string) HooksOff {
 		switch e := doc.HooksConfig.Enabled; {
 		case e == nil:
 		case !*e:
-			off = HooksOff{File: s.file, Setting: `"hooksConfig": {"enabled": false}`,
+			off = HooksOff{File: s.file,
 				Next: "Gemini CLI runs no hook: `\"hooksConfig\": {\"enabled\": false}` in " + s.file + " switches them off; remove that setting (or set it to true), then open a new Gemini CLI session to prove the bridge."}
 		default:
 			off = HooksOff{}
 		}
 		if disabled.File == "" && slices.Contains(doc.HooksConfig.Disabled, geminiHookName) {
-			disabled = HooksOff{File: s.file, Setting: `"hooksConfig": {"disabled": ["` + geminiHookName + `"]}`,
+			disabled = HooksOff{File: s.file,
 				Next: "Gemini CLI runs none of Tree Ring's hooks: hooksConfig.disabled in " + s.file + " lists \"" + geminiHookName + "\"; remove it from that list (or run `/hooks enable " + geminiHookName + "` in Gemini CLI), then open a new Gemini CLI session to prove the bridge."}
 		}
 	}

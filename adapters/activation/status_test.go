@@ -115,7 +115,7 @@ func TestAssessEveryState(t *testing.T) {
 		return activation.Evidence{Adapter: claude, Ledger: true, Manifest: activation.ManifestPresent, Record: claudeRec,
 			Events: true, LedgerState: ledger, LedgerRecord: published(claudeRec)}
 	}
-	switchedOff := adapters.HooksOff{File: ".claude/settings.local.json", Setting: `"disableAllHooks": true`, Next: "Claude Code runs no hook: switched off"}
+	switchedOff := adapters.HooksOff{File: ".claude/settings.local.json", Next: "Claude Code runs no hook: switched off"}
 	activeReceipt := &preflight.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
 	isolatedReceipt := &preflight.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
