@@ -17,9 +17,8 @@ import (
 // settings read-only, as it reads a host's trust (docs/preflight.md, "What
 // counts as proof").
 
-// HooksOff is a host's switch read live: Off names the file and setting
-// that turns the bridge's hooks off ("" File: they run, as far as Tree Ring
-// can tell).
+// HooksOff is a host's switch read live: File names where the bridge's
+// hooks are switched off ("": they run, as far as Tree Ring can tell).
 type HooksOff struct {
 	// File is where the switch is, as the user names it: project-relative
 	// (".claude/settings.local.json"), "~/..." under the home directory, or
