@@ -125,6 +125,12 @@ type Adapter struct {
 	// reports needs-trust while the host would skip the bridge (failed
 	// when they cannot be read). nil: no gate.
 	TrustGate *TrustGate
+	// HooksSwitch, when set, reads (read-only) the host's own settings that
+	// switch its hooks off, so that it would run no bridge of ours:
+	// status then reports configured-awaiting-proof with the step that
+	// switches them back on, whatever receipt there is. nil: the host has
+	// no such switch Tree Ring can read (docs/adapters/<harness>.md).
+	HooksSwitch func(TrustQuery) HooksOff
 	// DirectPreflight: `integrations preflight` may run in direct mode
 	// (identity flags, JSON output) for this harness.
 	DirectPreflight bool
@@ -170,6 +176,11 @@ func (a *Adapter) HookFailureExit() int { return a.Stdin.FailureExit }
 
 // Publishes reports whether the adapter has bridge material to publish.
 func (a *Adapter) Publishes() bool { return a.material != nil }
+
+// RunsProgram reports whether the adapter's bridge runs the project's
+// program (BinaryPath): every published bridge but a passive binding, which
+// a separately installed plugin reads.
+func (a *Adapter) RunsProgram() bool { return a.Publishes() && !a.PassiveBinding }
 
 // Material returns the exact bridge this adapter publishes in c. It panics
 // for guidance-only adapters (check Publishes).

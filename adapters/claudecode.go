@@ -26,6 +26,7 @@ func init() {
 	register(&Adapter{
 		ID: "claude-code", Name: "Claude Code", Version: "4", Capability: NativePreflight, Support: Maintained,
 		TrustGate:      &TrustGate{},
+		HooksSwitch:    claudeHooksOff,
 		Executable:     "claude",
 		ProjectMarkers: []string{".claude", "CLAUDE.md"},
 		HomeMarkers:    []string{".claude"},

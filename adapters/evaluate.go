@@ -28,6 +28,7 @@ const (
 	ReasonDeactivation      = "deactivation_requested"
 	ReasonBridgeFileChanged = "bridge_file_changed"
 	ReasonPublicationFailed = "publication_failed"
+	ReasonForeignProgram    = "foreign_program"
 )
 
 // PathState is how one piece of bridge material compares with disk.

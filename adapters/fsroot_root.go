@@ -248,6 +248,24 @@ func (r *ProjectRoot) Exists(rel string) (bool, error) {
 	return true, nil
 }
 
+// Lstat describes the final path rel without following it (a symlinked
+// parent is an error); exists is false with a nil error when it is absent.
+func (r *ProjectRoot) Lstat(rel string) (fi fs.FileInfo, exists bool, err error) {
+	dir, name, absent, err := r.parentOf(rel)
+	if err != nil || absent {
+		return nil, false, err
+	}
+	defer dir.Close()
+	fi, err = dir.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("inspect %s: %w", rel, errnoOf(err))
+	}
+	return fi, true, nil
+}
+
 // CreateFile publishes data at rel create-only and atomically: missing
 // parent directories are made (mode dirPerm, parent synced); the bytes go
 // to a temporary file beside the final one (exclusive create, which never

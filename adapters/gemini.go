@@ -31,6 +31,7 @@ func init() {
 	register(&Adapter{
 		ID: "gemini-cli", Name: "Gemini CLI", Version: "1", Capability: NativePreflight, Support: Maintained,
 		Executable:     "gemini",
+		HooksSwitch:    geminiHooksOff,
 		ProjectMarkers: []string{".gemini", "GEMINI.md"},
 		HomeMarkers:    []string{".gemini"},
 		RestingState:   fsm.ConfiguredAwaitingProof,

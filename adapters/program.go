@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path"
+	"runtime"
+	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -27,7 +31,19 @@ const (
 	// ProgramBeforeMigration: init would migrate the ledger to a format
 	// the installed program (another build) may not read; it refuses first.
 	ProgramBeforeMigration = "program_before_migration"
+	// ProgramUnsafeMode: the program, or the directory holding it, is
+	// writable by group or others, or the program is setuid or setgid:
+	// another account could change what every hook runs, whatever its
+	// digest is now.
+	ProgramUnsafeMode = "program_unsafe_mode"
+	// ProgramForeign: a program is there that this store never installed
+	// and that is not the running build (a clone committed it): init
+	// never adopts it and publishes no bridge that would run it.
+	ProgramForeign = "program_foreign"
 )
+
+// BinaryDir is the directory holding BinaryPath.
+var BinaryDir = path.Dir(BinaryPath)
 
 // ProgramError is an installed program that is not the recorded one, with
 // the exact repair. Tree Ring never replaces or removes the file
@@ -38,6 +54,10 @@ type ProgramError struct {
 	// Have is what is there, when it could be read.
 	Have events.ProgramIdentity
 	Want events.ProgramIdentity
+	// Path and Mode are the unsafe entry of ProgramUnsafeMode (BinaryPath
+	// or BinaryDir) and its mode.
+	Path string
+	Mode fs.FileMode
 }
 
 const programReinstall = "move it aside (`mv " + BinaryPath + " " + BinaryPath + ".replaced`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest"
@@ -52,6 +72,19 @@ func (e *ProgramError) Error() string {
 		return "the installed program " + BinaryPath + " is the recorded build but not executable (every hook falls back to a tree-ring on PATH); repair: `chmod 755 " + BinaryPath + "`"
 	case ProgramUnreadable:
 		return "the installed program " + BinaryPath + " cannot be read; repair: make it readable, or " + programReinstall
+	case ProgramUnsafeMode:
+		what := "writable by group or others"
+		if e.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			what = "setuid or setgid"
+		}
+		name := "the installed program " + BinaryPath
+		if e.Path != BinaryPath {
+			name = e.Path + ", the directory of the installed program " + BinaryPath + ","
+		}
+		return fmt.Sprintf("%s is %s (mode %04o), so it cannot vouch for what every hook runs; repair: `chmod 755 %s`",
+			name, what, uint32(e.Mode.Perm())|setIDBits(e.Mode), e.Path)
+	case ProgramForeign:
+		return "the program " + BinaryPath + " was not installed by this store and is not the running tree-ring (a clone or a copy brought it?), so no bridge that would run it is published; repair: " + ForeignProgramStep
 	case ProgramBeforeMigration:
 		return "the ledger is in an older format, which this init migrates, and the installed program " + BinaryPath +
 			" (which every hook runs) is another build, which may read only the older format; nothing was changed; repair: " + programReinstall +
@@ -63,6 +96,53 @@ func (e *ProgramError) Error() string {
 	}
 	return fmt.Sprintf("the installed program %s %s: %d bytes, SHA-256 %s; recorded %d bytes, SHA-256 %s; repair: %s",
 		BinaryPath, what, e.Have.Size, short(e.Have.SHA256), e.Want.Size, short(e.Want.SHA256), programReinstall)
+}
+
+// ForeignProgramStep moves a program Tree Ring did not install aside, so
+// that init installs and records the running build.
+const ForeignProgramStep = "review it, move it aside (`mv " + BinaryPath + " " + BinaryPath + ".foreign`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest"
+
+// ForeignProgramFinding is a foreign program (an ProgramForeign error) as
+// a conflict of every bridge that would run it: publication stops short of
+// it and the harness needs review, with the step that moves it aside.
+func ForeignProgramFinding(err *ProgramError) Finding {
+	msg := err.Error()
+	return Finding{Path: BinaryPath, State: PathConflict, Reason: ReasonForeignProgram,
+		Detail: strings.ToUpper(msg[:1]) + msg[1:] + "."}
+}
+
+func setIDBits(m fs.FileMode) uint32 {
+	var b uint32
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	return b
+}
+
+// CheckProgramModes refuses a program (fi, the file at BinaryPath) or a
+// BinaryDir that another account could change: either writable by group
+// or others, or a setuid or setgid program. A setgid directory alone is
+// not refused: Linux gives it to every directory made below one (shared
+// group trees). Windows has no such bits (every writable file reports
+// 0666), so nothing is checked there.
+func CheckProgramModes(root *ProjectRoot, fi fs.FileInfo) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	if m := fi.Mode(); m.Perm()&0o022 != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		return &ProgramError{Code: ProgramUnsafeMode, Path: BinaryPath, Mode: m}
+	}
+	di, exists, err := root.Lstat(BinaryDir)
+	if err != nil || !exists {
+		return &ProgramError{Code: ProgramUnreadable}
+	}
+	if di.Mode().Perm()&0o022 != 0 {
+		return &ProgramError{Code: ProgramUnsafeMode, Path: BinaryDir, Mode: di.Mode()}
+	}
+	return nil
 }
 
 // Diagnostic is the code (cmd's diagnostic column).
@@ -79,7 +159,7 @@ func short(sha string) string {
 }
 
 // InspectProgram checks the installed program under root against want.
-// Quick (full false), as the hook does on every session start: the file
+// First, always, its modes and its directory's (CheckProgramModes). Quick (full false), as the hook does on every session start: the file
 // must be a regular, executable file of the recorded size, and its
 // identity (inode, mtime, ctime) equal to the recorded one, else its
 // digest is computed and compared. Full (status, audit): the digest is
@@ -104,6 +184,9 @@ func InspectProgram(root *ProjectRoot, want events.ProgramIdentity, full bool) (
 	}
 	have.Size = fi.Size()
 	have.Inode, have.MtimeNS, have.CtimeNS = fileIdentity(fi)
+	if err := CheckProgramModes(root, fi); err != nil {
+		return have, false, err
+	}
 	executable := fi.Mode().Perm()&0o111 == 0o111
 	if !full && have.Size != want.Size {
 		return have, false, &ProgramError{Code: ProgramDiffers, Have: have, Want: want}

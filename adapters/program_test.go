@@ -64,6 +64,17 @@ func TestInspectProgram(t *testing.T) {
 		}, code: ProgramDiffers, quick: true},
 		{name: "missing", damage: func(t *testing.T, p string) { os.Remove(p) }, code: ProgramMissing, repair: "run `tree-ring init`"},
 		{name: "not executable", damage: func(t *testing.T, p string) { os.Chmod(p, 0o644) }, code: ProgramNotExecutable, quick: true, repair: "chmod 755"},
+		// Issue 24 item 4: a mode that lets another account change the
+		// program is refused whatever its digest, before any hashing.
+		{name: "world-writable", damage: func(t *testing.T, p string) { chmod(t, p, 0o777) }, code: ProgramUnsafeMode,
+			repair: "is writable by group or others (mode 0777), so it cannot vouch for what every hook runs; repair: `chmod 755 .tree-ring/bin/tree-ring`"},
+		{name: "group-writable", damage: func(t *testing.T, p string) { chmod(t, p, 0o775) }, code: ProgramUnsafeMode, repair: "`chmod 755 .tree-ring/bin/tree-ring`"},
+		{name: "setuid", damage: func(t *testing.T, p string) { chmod(t, p, 0o755|os.ModeSetuid) }, code: ProgramUnsafeMode,
+			repair: "the installed program .tree-ring/bin/tree-ring is setuid or setgid (mode 4755)"},
+		{name: "setgid", damage: func(t *testing.T, p string) { chmod(t, p, 0o755|os.ModeSetgid) }, code: ProgramUnsafeMode, repair: "setuid or setgid"},
+		{name: "directory world-writable", damage: func(t *testing.T, p string) { chmod(t, filepath.Dir(p), 0o777) }, code: ProgramUnsafeMode,
+			repair: ".tree-ring/bin, the directory of the installed program .tree-ring/bin/tree-ring, is writable by group or others (mode 0777), so it cannot vouch for what every hook runs; repair: `chmod 755 .tree-ring/bin`"},
+		{name: "directory setgid (inherited on Linux: allowed)", damage: func(t *testing.T, p string) { chmod(t, filepath.Dir(p), 0o755|os.ModeSetgid) }},
 		{name: "a directory", damage: func(t *testing.T, p string) { os.Remove(p); os.Mkdir(p, 0o755) }, code: ProgramNotRegular},
 		{name: "a symlink", damage: func(t *testing.T, p string) {
 			os.Rename(p, p+".real")
@@ -92,7 +103,7 @@ func TestInspectProgram(t *testing.T) {
 					t.Fatalf("message names an absolute path: %v", err)
 				}
 				wantHashed := full || c.quick
-				if c.code == ProgramMissing || c.code == ProgramNotRegular {
+				if c.code == ProgramMissing || c.code == ProgramNotRegular || c.code == ProgramUnsafeMode {
 					wantHashed = false
 				}
 				if c.code == ProgramDiffers && c.name == "truncated" {
@@ -103,6 +114,16 @@ func TestInspectProgram(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode()&^os.ModeDir != mode {
+		t.Skipf("the file system keeps %v, not %v", fi.Mode(), mode)
 	}
 }
 

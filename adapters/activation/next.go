@@ -126,77 +126,108 @@ func retryCommand(o *Outcome) string {
 // way (never file content), and the exact snippet to add by hand when
 // adding it resolves the review.
 func reviewNext(o *Outcome) string {
-	a := o.Adapter
 	if o.Reason == adapters.ReasonAdapterChanged {
 		return NextStale
 	}
-	var b strings.Builder
-	b.WriteString(NextReview(a.ID))
-	said := map[string]bool{}
-	line := func(format string, args ...any) {
-		if l := fmt.Sprintf(format, args...); !said[l] {
-			said[l] = true
-			b.WriteString("\n" + l)
-		}
-	}
+	l := &stepLines{said: map[string]bool{}}
+	l.b.WriteString(NextReview(o.Adapter.ID))
 	retry := retryCommand(o)
+	if !reasonStep(l, o, retry) {
+		snippetLines(l, o, findingLines(l, o), retry)
+	}
+	return l.b.String()
+}
+
+// stepLines is a next step built line by line, each line once.
+type stepLines struct {
+	b    strings.Builder
+	said map[string]bool
+}
+
+func (l *stepLines) line(format string, args ...any) {
+	if s := fmt.Sprintf(format, args...); !l.said[s] {
+		l.said[s] = true
+		l.b.WriteString("\n" + s)
+	}
+}
+
+// reasonStep adds the step of a review whose reason alone says what to do,
+// and reports whether it did.
+func reasonStep(l *stepLines, o *Outcome, retry string) bool {
+	a := o.Adapter
 	switch o.Reason {
 	case adapters.ReasonDeactivation:
 		var items []string
 		for _, p := range o.Paths {
 			items = append(items, describeOwned(a, o.oldRecord, p))
 		}
-		line("Tree Ring removes nothing. To finish deactivating %s, remove by hand: %s. To keep it instead, run `tree-ring integrations activate --harness %s`.", a.Name, strings.Join(items, "; "), a.ID)
-		return b.String()
+		l.line("Tree Ring removes nothing. To finish deactivating %s, remove by hand: %s. To keep it instead, run `tree-ring integrations activate --harness %s`.", a.Name, strings.Join(items, "; "), a.ID)
 	case adapters.ReasonUnaccepted:
-		line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
-		return b.String()
+		l.line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
 	case adapters.ReasonManifest:
-		line("%s already exists and would need a different %s record; Tree Ring never rewrites it. Review it and move it aside, then run `%s`: Tree Ring publishes it again from the ledger.", adapters.ManifestPath, a.ID, retry)
-		return b.String()
+		l.line("%s already exists and would need a different %s record; Tree Ring never rewrites it. Review it and move it aside, then run `%s`: Tree Ring publishes it again from the ledger.", adapters.ManifestPath, a.ID, retry)
+	case adapters.ReasonForeignProgram:
+		// Its repair is init (which installs the running build), never
+		// activate: the finding's detail is the whole step.
+		for _, f := range o.findings {
+			if f.Reason == adapters.ReasonForeignProgram {
+				l.line("%s", f.Detail)
+			}
+		}
 	case adapters.ReasonDurability:
-		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
-		return b.String()
+		l.line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+	default:
+		return false
 	}
+	return true
+}
+
+// findingLines adds what is in the way, finding by finding, and returns
+// the conflicting blocks whose snippet resolves the review.
+func findingLines(l *stepLines, o *Outcome) []adapters.Finding {
 	var snippets []adapters.Finding
 	for _, f := range o.findings {
 		if f.State == adapters.PathMatch {
 			continue
 		}
 		if f.Detail != "" {
-			line("%s", f.Detail)
+			l.line("%s", f.Detail)
 		} else if f.State == adapters.PathAbsent && settled(o.From) {
-			line("%s is missing.", f.Path)
+			l.line("%s is missing.", f.Path)
 		}
 		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
 			snippets = append(snippets, f)
 		}
 	}
+	return snippets
+}
+
+// snippetLines ends the step with the exact text to paste (one retry
+// covers them all), or with the retry alone when there is none.
+func snippetLines(l *stepLines, o *Outcome, snippets []adapters.Finding, retry string) {
+	a := o.Adapter
 	if len(snippets) == 0 {
-		line("Reconcile %s, then run `%s`.", strings.Join(o.Paths, ", "), retry)
-		return b.String()
+		l.line("Reconcile %s, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+		return
 	}
-	// The snippets come last, so that the step ends with the exact text to
-	// paste; one retry covers them all.
-	line("After the retry below, `tree-ring integrations status --verbose` shows %s %s (or %s's trust step) until a new %s session proves it.",
+	l.line("After the retry below, `tree-ring integrations status --verbose` shows %s %s (or %s's trust step) until a new %s session proves it.",
 		a.ID, fsm.ConfiguredAwaitingProof, a.Name, a.Name)
 	then := ", then run `" + retry + "`"
 	if len(snippets) > 1 {
-		line("Make all of these changes by hand%s:", then)
+		l.line("Make all of these changes by hand%s:", then)
 		then = ""
 	}
 	for _, f := range snippets {
 		sn, text := f.Block, strings.TrimSuffix(f.Block.Snippet, "\n")
 		switch {
 		case sn.Format.HookSettings():
-			line("Merge these entries into %s by hand (append each entry to hooks.<Event>, keeping your own)%s:\n%s", sn.Path, then, text)
+			l.line("Merge these entries into %s by hand (append each entry to hooks.<Event>, keeping your own)%s:\n%s", sn.Path, then, text)
 		case f.Reason == adapters.ReasonBlockChanged || f.Reason == adapters.ReasonMarkers:
-			line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line)%s:\n%s", sn.Path, then, text)
+			l.line("Make the Tree Ring block in %s exactly this (one begin and one end marker, each on its own line)%s:\n%s", sn.Path, then, text)
 		default:
-			line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines)%s:\n%s", sn.Path, then, text)
+			l.line("Add exactly this block to %s by hand (it may sit anywhere, on its own lines)%s:\n%s", sn.Path, then, text)
 		}
 	}
-	return b.String()
 }
 
 var entryCount = map[int]string{2: "two", 4: "four"}

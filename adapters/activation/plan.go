@@ -42,6 +42,10 @@ type Input struct {
 	// Ledger is what the ledger held before the plan (zero when there is
 	// no store yet).
 	Ledger Ledger
+	// ForeignProgram, when set, is the conflict of a program Tree Ring did
+	// not install (adapters.ForeignProgramFinding): no bridge that would
+	// run it is published.
+	ForeignProgram *adapters.Finding
 }
 
 // Ledger is the folded ledger a plan reads, as plain values: cmd fills it
@@ -216,13 +220,23 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 		o.NextStep = reviewNext(o)
 		return o, nil
 	}
-	if o.findings, err = adapters.Evaluate(in.Root, resolved); err != nil {
+	if o.findings, err = p.evaluate(a, resolved); err != nil {
 		return nil, err
 	}
 	if settled(o.From) {
 		return o, p.planSettled(o)
 	}
 	return o, p.planPublication(o)
+}
+
+// evaluate compares the material with disk (adapters.Evaluate), a
+// foreign program first for a bridge that would run it.
+func (p *Plan) evaluate(a *adapters.Adapter, m adapters.Material) ([]adapters.Finding, error) {
+	fs, err := adapters.Evaluate(p.in.Root, m)
+	if err != nil || p.in.ForeignProgram == nil || !a.RunsProgram() {
+		return fs, err
+	}
+	return append([]adapters.Finding{*p.in.ForeignProgram}, fs...), nil
 }
 
 // settled states are owned by proof, trust, plugin and mount checks;

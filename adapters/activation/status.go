@@ -3,6 +3,7 @@ package activation
 import (
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/preflight"
@@ -69,15 +70,20 @@ type Live interface {
 	// against the recomputed bridge fingerprint.
 	NewestReceipt(recomputed string) Found
 	// Program is the installed program's refusal (an
-	// *adapters.ProgramError: missing, not executable, differs from the
-	// recorded digest), nil when it is the recorded one or none is
-	// recorded. Every bridge runs the same file, so a caller may compute it
-	// once for all harnesses.
+	// *adapters.ProgramError: missing, not executable, an unsafe mode,
+	// differs from the recorded digest; or, with none recorded, a file
+	// that is not the running build: adapters.ProgramForeign), nil when it
+	// is the recorded one, or none is recorded and none (or the running
+	// build) is there. Every bridge runs the same file, so a caller may
+	// compute it once for all harnesses.
 	Program() error
 	// Trust is the host's own trust verdict for the project, read
 	// read-only, asked only of a harness whose TrustGate can be inspected
 	// (Codex, Gemini CLI, Pi).
 	Trust() adapters.Trust
+	// HooksOff is the host's own switch of its hooks, read read-only,
+	// asked only of a harness with a HooksSwitch (Claude Code).
+	HooksOff() adapters.HooksOff
 }
 
 // Found is the receipt search's result.
@@ -131,6 +137,9 @@ func Listed(detected bool, e Evidence) bool {
 //   - a guidance-only adapter: unsupported;
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
 //   - nothing published or recorded: the initial state, activate;
+//   - needs-user-review while a program this store did not install, and
+//     that is not the running build, stands where the bridge would run it
+//     (adapters.ProgramForeign), with the step that moves it aside;
 //   - the ledger's blocked states (needs-user-review, needs-trust,
 //     failed, needs-project-mount, unsupported, and needs-plugin for a
 //     harness no plugin proves) stand as recorded, except that a stale
@@ -140,7 +149,9 @@ func Listed(detected bool, e Evidence) bool {
 //     the ledger's, is stale, is not the passive binding a passive harness
 //     must publish, or the bridge recomputed from disk differs;
 //   - failed when the installed program every bridge runs is missing, not
-//     executable or not the recorded build (with its repair);
+//     executable, not the recorded build, or it or its directory is
+//     writable by group or others or it is setuid or setgid (with its
+//     repair);
 //   - the ledger's blocked states stand;
 //   - needs-trust while a host whose trust can be read would skip the
 //     bridge (a receipt cannot override it: the next session runs no
@@ -152,6 +163,10 @@ func Listed(detected bool, e Evidence) bool {
 //     gate or one that trusts the project is configured-awaiting-proof,
 //     and where it cannot tell whether the host gates the project (Pi's
 //     version unreadable) a valid receipt stands, else needs-trust;
+//   - configured-awaiting-proof, with the step that switches them back
+//     on, while the host's own settings switch its hooks off (Claude
+//     Code's disableAllHooks), even with a receipt; failed when those
+//     settings cannot be read or parsed;
 //   - for a proven FSM state, the state of the newest valid receipt, else
 //     configured-awaiting-proof.
 func Assess(e Evidence, live Live) Status {
@@ -172,15 +187,21 @@ func Assess(e Evidence, live Live) Status {
 	if !e.Events && e.Record == nil {
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
-	if st, settled := s.checkRecord(e); settled {
+	program := sync.OnceValue(live.Program)
+	if a.RunsProgram() && foreign(program()) {
+		// A program this store never installed runs in no bridge of ours
+		// (init and activate publish none): whatever the ledger says.
+		s.Diagnostic = adapters.ProgramForeign
+		return s.set(fsm.NeedsUserReview, sentence(program().Error()))
+	}
+	if st, done := s.onRecord(e); done {
 		return st
 	}
-	rec := *e.Record
-	fp, ok := s.checkBridge(a, rec, live)
+	fp, ok := s.checkBridge(a, *e.Record, live)
 	if !ok {
 		return s
 	}
-	if err := live.Program(); err != nil {
+	if err := program(); err != nil && !foreign(err) {
 		var pe *adapters.ProgramError
 		if errors.As(err, &pe) {
 			s.Diagnostic = pe.Code
@@ -190,13 +211,14 @@ func Assess(e Evidence, live Live) Status {
 	if blocked(e) {
 		return s.recorded(e)
 	}
-	return s.proof(e, fp, live)
+	return s.onHost(e, live, fp)
 }
 
-// checkRecord settles the status (settled) when the manifest's record on
-// disk is absent, stale, differs from the ledger's, or not the passive
-// binding the adapter requires.
-func (s Status) checkRecord(e Evidence) (st Status, settled bool) {
+// onRecord is Assess's check of the harness's record in the manifest on
+// disk against the adapter and the ledger: done with needs-user-review (or
+// the ledger's blocked state) when it is missing, stale, differs or is not
+// the passive binding it must be.
+func (s Status) onRecord(e Evidence) (_ Status, done bool) {
 	a := e.Adapter
 	if e.Manifest != ManifestPresent || e.Record == nil {
 		if blocked(e) {
@@ -221,10 +243,11 @@ func (s Status) checkRecord(e Evidence) (st Status, settled bool) {
 	return s, false
 }
 
-// proof is the status of a harness whose record, bridge and program check
-// out: the host's trust decision, read live, then the newest valid receipt
-// of bridge fingerprint fp.
-func (s Status) proof(e Evidence, fp string, live Live) Status {
+// onHost is Assess's last part, for a harness whose bridge and program are
+// ours and whose ledger state is not blocked: the host's own trust and
+// hooks switch, read live, then the newest valid receipt (fp: the bridge
+// fingerprint recomputed from disk).
+func (s Status) onHost(e Evidence, live Live, fp string) Status {
 	a := e.Adapter
 	var gateUnknown *adapters.Trust
 	if g := a.TrustGate; g != nil && g.Inspect != nil {
@@ -238,6 +261,16 @@ func (s Status) proof(e Evidence, fp string, live Live) Status {
 			gateUnknown = &t
 		case !t.Granted:
 			return s.set(fsm.NeedsTrust, t.Next)
+		}
+	}
+	if a.HooksSwitch != nil {
+		// The host runs no hook at all: no receipt, old or new, is proof.
+		switch off := live.HooksOff(); {
+		case off.Diagnostic != "":
+			s.Diagnostic = off.Diagnostic
+			return s.set(fsm.Failed, off.Next)
+		case off.File != "":
+			return s.set(fsm.ConfiguredAwaitingProof, off.Next)
 		}
 	}
 	if fsm.Proven(e.LedgerState) {
@@ -313,6 +346,13 @@ func manifestWhy(e Evidence) string {
 		return adapters.ManifestPath + " names another project root or store"
 	}
 	return adapters.ManifestPath + " is " + e.Manifest
+}
+
+// foreign reports whether err is a program this store did not install
+// (which concerns only a bridge that runs it).
+func foreign(err error) bool {
+	var pe *adapters.ProgramError
+	return errors.As(err, &pe) && pe.Code == adapters.ProgramForeign
 }
 
 // sentence capitalizes an error message and ends it with a full stop.

@@ -25,6 +25,7 @@ type fakeLive struct {
 	program  error
 	trust    *adapters.Trust // nil: granted
 	host     adapters.TrustDecision
+	hooksOff adapters.HooksOff
 	a        *adapters.Adapter // for host: its steps
 }
 
@@ -39,6 +40,11 @@ func (f *fakeLive) Trust() adapters.Trust {
 		return adapters.Trust{Granted: true}
 	}
 	return *f.trust
+}
+
+func (f *fakeLive) HooksOff() adapters.HooksOff {
+	f.asked = append(f.asked, "hooks")
+	return f.hooksOff
 }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
@@ -104,6 +110,13 @@ func TestAssessEveryState(t *testing.T) {
 		return activation.Evidence{Adapter: pi, Ledger: true, Manifest: activation.ManifestPresent, Record: piRec,
 			Events: true, LedgerState: ledger, LedgerRecord: published(piRec)}
 	}
+	claude := lookup(t, "claude-code")
+	claudeRec := current(claude)
+	cc := func(ledger fsm.State) activation.Evidence {
+		return activation.Evidence{Adapter: claude, Ledger: true, Manifest: activation.ManifestPresent, Record: claudeRec,
+			Events: true, LedgerState: ledger, LedgerRecord: published(claudeRec)}
+	}
+	switchedOff := adapters.HooksOff{File: ".claude/settings.local.json", Next: "Claude Code runs no hook: switched off"}
 	activeReceipt := &receipt.Receipt{ReceiptID: "receipt-a", State: string(fsm.Active)}
 	isolatedReceipt := &receipt.Receipt{ReceiptID: "receipt-i", State: string(fsm.ActiveIsolated)}
 
@@ -123,69 +136,98 @@ func TestAssessEveryState(t *testing.T) {
 		{"plugin descriptor refused", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{plugin: errors.New("no descriptor")}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "", "plugin"},
 		{"manifest missing", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMissing, nil }),
-			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json is missing.", "", ""},
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json is missing.", "", "program"},
 		{"manifest names another store", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMismatch, nil }),
-			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json names another project root or store.", "", ""},
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json names another project root or store.", "", "program"},
 		{"manifest without the record", with(ok(fsm.ConfiguredAwaitingProof), func(e *activation.Evidence) { e.Record = nil }),
-			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json has no record for this harness.", "", ""},
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " .tree-ring/activation.json has no record for this harness.", "", "program"},
 		{"failed stands without a manifest", with(ok(fsm.Failed), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestInvalid, nil }),
-			fakeLive{}, fsm.Failed, activation.NextFailed, "", ""},
+			fakeLive{}, fsm.Failed, activation.NextFailed, "", "program"},
 		{"stale record", with(ok(fsm.Active), func(e *activation.Evidence) { e.Record = &stale }),
-			fakeLive{}, fsm.NeedsUserReview, activation.NextStale, activation.BridgeStale, ""},
+			fakeLive{}, fsm.NeedsUserReview, activation.NextStale, activation.BridgeStale, "program"},
 		{"ledger record differs", with(ok(fsm.Active), func(e *activation.Evidence) { e.LedgerRecord = published(&other) }),
-			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " Its record", "", ""},
+			fakeLive{}, fsm.NeedsUserReview, activation.NextReview("codex") + " Its record", "", "program"},
 		{"ledger record unpublished, trust stands", with(ok(fsm.NeedsTrust), func(e *activation.Evidence) { e.LedgerRecord = nil }),
-			fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), "", ""},
+			fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), "", "program"},
 		{"not the passive binding", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: &azNotPassive, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(&azNotPassive)}, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "", "plugin"},
 		{"bridge changed on disk", ok(fsm.Active), fakeLive{fp: "changed", changed: []string{".codex/hooks.json"}},
-			fsm.NeedsUserReview, activation.NextReview("codex") + " Changed on disk: .codex/hooks.json.", activation.BridgeChanged, "bridge"},
+			fsm.NeedsUserReview, activation.NextReview("codex") + " Changed on disk: .codex/hooks.json.", activation.BridgeChanged, "program bridge"},
 		{"bridge unreadable", ok(fsm.Active), fakeLive{bridge: errors.New("denied")},
-			fsm.NeedsUserReview, activation.NextReview("codex"), activation.BridgeChanged, "bridge"},
-		{"needs-trust stands", ok(fsm.NeedsTrust), fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program"},
-		{"needs-project-mount stands", ok(fsm.NeedsProjectMount), fakeLive{}, fsm.NeedsProjectMount, activation.NextMount, activation.BridgeMatch, "bridge program"},
-		{"needs-plugin is blocked for a harness no plugin proves", ok(fsm.NeedsPlugin), fakeLive{}, fsm.NeedsPlugin, activation.NextNeedsPlugin, activation.BridgeMatch, "bridge program"},
-		{"awaiting proof", ok(fsm.ConfiguredAwaitingProof), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsUserReview, activation.NextReview("codex"), activation.BridgeChanged, "program bridge"},
+		{"needs-trust stands", ok(fsm.NeedsTrust), fakeLive{}, fsm.NeedsTrust, codex.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "program bridge"},
+		{"needs-project-mount stands", ok(fsm.NeedsProjectMount), fakeLive{}, fsm.NeedsProjectMount, activation.NextMount, activation.BridgeMatch, "program bridge"},
+		{"needs-plugin is blocked for a harness no plugin proves", ok(fsm.NeedsPlugin), fakeLive{}, fsm.NeedsPlugin, activation.NextNeedsPlugin, activation.BridgeMatch, "program bridge"},
+		{"awaiting proof", ok(fsm.ConfiguredAwaitingProof), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "program bridge trust"},
 		{"proven without a valid receipt", ok(fsm.Active), fakeLive{found: activation.Found{Rejected: 2}},
-			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Codex"), activation.BridgeMatch, "program bridge trust receipt"},
 		{"program missing", ok(fsm.Active), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramMissing}},
-			fsm.Failed, "The installed program .tree-ring/bin/tree-ring is missing", activation.BridgeMatch, "bridge program"},
+			fsm.Failed, "The installed program .tree-ring/bin/tree-ring is missing", activation.BridgeMatch, "program bridge"},
 		{"program differs, before a blocked state", ok(fsm.NeedsUserReview), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramDiffers}},
-			fsm.Failed, "The installed program .tree-ring/bin/tree-ring differs", activation.BridgeMatch, "bridge program"},
+			fsm.Failed, "The installed program .tree-ring/bin/tree-ring differs", activation.BridgeMatch, "program bridge"},
+		{"program writable by others", ok(fsm.Active), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramUnsafeMode, Path: adapters.BinaryPath, Mode: 0o777},
+			found: activation.Found{Receipt: activeReceipt}},
+			fsm.Failed, "The installed program .tree-ring/bin/tree-ring is writable by group or others (mode 0777)", activation.BridgeMatch, "program bridge"},
+		// Issue 24 item 1: a program this store never installed is never
+		// proof, whatever the ledger, the manifest or a receipt say.
+		{"a foreign program, even with a receipt", ok(fsm.Active), fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramForeign},
+			found: activation.Found{Receipt: activeReceipt}},
+			fsm.NeedsUserReview, "The program .tree-ring/bin/tree-ring was not installed by this store", "", "program"},
+		{"a foreign program, the ledger's review stands", with(ok(fsm.NeedsUserReview), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMissing, nil }),
+			fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramForeign}},
+			fsm.NeedsUserReview, "The program .tree-ring/bin/tree-ring was not installed by this store", "", "program"},
+		{"a foreign program does not concern a passive binding", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
+			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{program: &adapters.ProgramError{Code: adapters.ProgramForeign}},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Agent Zero"), activation.BridgeMatch, "plugin bridge program"},
+		// Issue 24 item 3: the host's own switch turns every hook off.
+		{"claude-code hooks on, proven", cc(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt}},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "program bridge hooks receipt"},
+		{"claude-code hooks switched off, a receipt is no proof", cc(fsm.Active), fakeLive{hooksOff: switchedOff, found: activation.Found{Receipt: activeReceipt}},
+			fsm.ConfiguredAwaitingProof, "Claude Code runs no hook: switched off", activation.BridgeMatch, "program bridge hooks"},
+		{"claude-code hooks switched off, awaiting proof", cc(fsm.ConfiguredAwaitingProof), fakeLive{hooksOff: switchedOff},
+			fsm.ConfiguredAwaitingProof, "Claude Code runs no hook: switched off", activation.BridgeMatch, "program bridge hooks"},
+		{"claude-code settings unreadable", cc(fsm.Active), fakeLive{hooksOff: adapters.HooksOff{Diagnostic: adapters.HooksSwitchedOffDiagnostic, Next: "Tree Ring could not read"},
+			found: activation.Found{Receipt: activeReceipt}}, fsm.Failed, "Tree Ring could not read", activation.BridgeMatch, "program bridge hooks"},
+		{"claude-code recorded failure stands over the switch", cc(fsm.Failed), fakeLive{hooksOff: switchedOff},
+			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "program bridge"},
+		{"gemini-cli trusted, hooks switched off", gem(fsm.Active), fakeLive{host: adapters.Trusted, hooksOff: adapters.HooksOff{File: ".gemini/settings.json", Next: "Gemini CLI runs no hook"},
+			found: activation.Found{Receipt: activeReceipt}}, fsm.ConfiguredAwaitingProof, "Gemini CLI runs no hook", activation.BridgeMatch, "program bridge trust hooks"},
+		{"gemini-cli untrusted: trust's step first", gem(fsm.Active), fakeLive{host: adapters.Untrusted, hooksOff: adapters.HooksOff{File: ".gemini/settings.json", Next: "Gemini CLI runs no hook"}},
+			fsm.NeedsTrust, "Trust this project in Gemini CLI", activation.BridgeMatch, "program bridge trust"},
 		{"untrusted host overrides a receipt", ok(fsm.Active), fakeLive{trust: &adapters.Trust{Next: "trust it"},
-			found: activation.Found{Receipt: activeReceipt}}, fsm.NeedsTrust, "trust it", activation.BridgeMatch, "bridge program trust"},
+			found: activation.Found{Receipt: activeReceipt}}, fsm.NeedsTrust, "trust it", activation.BridgeMatch, "program bridge trust"},
 		{"host settings unreadable", ok(fsm.ConfiguredAwaitingProof), fakeLive{trust: &adapters.Trust{Diagnostic: "x", Next: "repair it"}},
-			fsm.Failed, "repair it", activation.BridgeMatch, "bridge program trust"},
-		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
-		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.Failed, "repair it", activation.BridgeMatch, "program bridge trust"},
+		{"active", ok(fsm.Active), fakeLive{found: activation.Found{Receipt: activeReceipt, Age: 5}}, fsm.Active, activation.NextActive, activation.BridgeMatch, "program bridge trust receipt"},
+		{"active-isolated", ok(fsm.ActiveIsolated), fakeLive{found: activation.Found{Receipt: isolatedReceipt}}, fsm.ActiveIsolated, activation.NextActiveIsolated, activation.BridgeMatch, "program bridge trust receipt"},
 		{"the host does not trust the folder", gem(fsm.ConfiguredAwaitingProof), fakeLive{host: adapters.TrustUnknown},
-			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "program bridge trust"},
 		{"the host distrusts the folder: proven, but no receipt is read", gem(fsm.Active), fakeLive{host: adapters.Untrusted},
-			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, gemini.TrustStep(adapters.TrustUnknown), activation.BridgeMatch, "program bridge trust"},
 		{"the host trusts the folder", gem(fsm.Active), fakeLive{host: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "program bridge trust hooks receipt"},
 		{"a recorded failure stands over trust", gem(fsm.Failed), fakeLive{host: adapters.TrustUnknown},
-			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "bridge program"},
+			fsm.Failed, activation.NextFailed, activation.BridgeMatch, "program bridge"},
 		// Pi records needs-trust; the installed Pi's own decision, read
 		// live, supersedes it.
 		{"pi without a gate (0.73) or trusted: awaiting proof", piAt(fsm.NeedsTrust), fakeLive{host: adapters.Trusted},
-			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Pi"), activation.BridgeMatch, "bridge program trust"},
+			fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Pi"), activation.BridgeMatch, "program bridge trust"},
 		{"pi gated and untrusted", piAt(fsm.NeedsTrust), fakeLive{host: adapters.TrustUnknown},
-			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "program bridge trust"},
 		{"pi gated and distrusted", piAt(fsm.NeedsTrust), fakeLive{host: adapters.Untrusted},
-			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, "The installed Pi skips this project's extensions", activation.BridgeMatch, "program bridge trust"},
 		{"pi version unknown", piAt(fsm.NeedsTrust), fakeLive{host: adapters.GateUnknown},
-			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "program bridge trust"},
 		{"pi version unknown, but a receipt shows Pi ran the bridge", piAt(fsm.Active), fakeLive{host: adapters.GateUnknown, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "program bridge trust receipt"},
 		{"pi version unknown, proven without a valid receipt", piAt(fsm.Active), fakeLive{host: adapters.GateUnknown, found: activation.Found{Rejected: 1}},
-			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.NeedsTrust, "Tree Ring could not read the installed Pi's version", activation.BridgeMatch, "program bridge trust receipt"},
 		{"pi proven, then the trust withdrawn", piAt(fsm.Active), fakeLive{host: adapters.Untrusted},
-			fsm.NeedsTrust, "The installed Pi skips", activation.BridgeMatch, "bridge program trust"},
+			fsm.NeedsTrust, "The installed Pi skips", activation.BridgeMatch, "program bridge trust"},
 		{"pi trusted with a receipt", piAt(fsm.Active), fakeLive{host: adapters.Trusted, found: activation.Found{Receipt: activeReceipt}},
-			fsm.Active, activation.NextActive, activation.BridgeMatch, "bridge program trust receipt"},
+			fsm.Active, activation.NextActive, activation.BridgeMatch, "program bridge trust receipt"},
 		{"pi's failed preflight stands with its diagnostic", with(piAt(fsm.Failed), func(e *activation.Evidence) { e.LedgerDiagnostic = "receipt_write_failed" }),
-			fakeLive{host: adapters.Trusted}, fsm.Failed, activation.NextFailedWith(pi, "receipt_write_failed"), activation.BridgeMatch, "bridge program"},
+			fakeLive{host: adapters.Trusted}, fsm.Failed, activation.NextFailedWith(pi, "receipt_write_failed"), activation.BridgeMatch, "program bridge"},
 		{"plugin found, awaiting its proof", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAwaitingProof("Agent Zero"), activation.BridgeMatch, "plugin bridge program"},
 	}
@@ -199,10 +241,12 @@ func TestAssessEveryState(t *testing.T) {
 				t.Errorf("got %s %q bridge %q; want %s %q... bridge %q", got.State, got.Next, got.Bridge, c.state, c.next, c.bridge)
 			}
 			wantDiag := ""
-			if pe, ok := c.live.program.(*adapters.ProgramError); ok {
+			if pe, ok := c.live.program.(*adapters.ProgramError); ok && (c.ev.Adapter.RunsProgram() || pe.Code != adapters.ProgramForeign) {
 				wantDiag = pe.Code
 			} else if c.live.trust != nil {
 				wantDiag = c.live.trust.Diagnostic
+			} else if c.live.hooksOff.Diagnostic != "" {
+				wantDiag = c.live.hooksOff.Diagnostic
 			} else if c.state == fsm.Failed {
 				wantDiag = c.ev.LedgerDiagnostic
 			}

@@ -91,6 +91,10 @@ type Seams struct {
 	// instant, so --version, help and usage errors never set up signal
 	// handling; nil (tests): ctx as given.
 	Interrupts func(context.Context) (context.Context, context.CancelFunc)
+	// RunningBuild is the bytes init installs as the project's program
+	// (the running executable's when nil): in-process tests stand a small
+	// script in for the test binary.
+	RunningBuild func() ([]byte, error)
 }
 
 // Run and RunSpec are the run recorder's (docs/runs.md).

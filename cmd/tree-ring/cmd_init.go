@@ -208,7 +208,7 @@ func (pr *project) openExisting(g *Globals) (*bolt.Store, error) {
 	if fe := (*bolt.FormatMigrationError)(nil); !errors.As(err, &fe) {
 		return ro, err
 	}
-	if err := pr.programAllowsMigration(); err != nil {
+	if err := pr.programAllowsMigration(g); err != nil {
 		return nil, err
 	}
 	opts := g.storeOptions()

@@ -187,14 +187,14 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 		return nil, g.noLedger(fmt.Errorf("no Tree Ring store at %s; run `tree-ring init` first", g.Root))
 	}
 	if !exists {
-		plan, _, err := pr.build(nil, in)
+		plan, _, err := pr.build(g, nil, in)
 		return plan, err
 	}
 	ro, err := g.OpenStore(true)
 	if err != nil {
 		return nil, err
 	}
-	plan, _, err := pr.build(ro, in)
+	plan, _, err := pr.build(g, ro, in)
 	ro.Close()
 	if err != nil || dryRun || !plan.HasWork() {
 		return plan, err
@@ -213,7 +213,7 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 		return nil, err
 	}
 	defer run.End(ctx, &err)
-	plan, snap, err := pr.build(st, in)
+	plan, snap, err := pr.build(g, st, in)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +225,9 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 	return plan, applyErr
 }
 
-// build snapshots st (nil: no store) and builds the plan.
-func (pr *project) build(st *bolt.Store, in activation.Input) (*activation.Plan, *snapshot, error) {
+// build snapshots st (nil: no store), looks for a program no bridge may
+// run (programFinding) and builds the plan.
+func (pr *project) build(g *Globals, st *bolt.Store, in activation.Input) (*activation.Plan, *snapshot, error) {
 	snap := newSnapshot()
 	if st != nil {
 		if err := snap.read(st); err != nil {
@@ -235,6 +236,10 @@ func (pr *project) build(st *bolt.Store, in activation.Input) (*activation.Plan,
 		if err := pr.checkStore(snap); err != nil {
 			return nil, nil, err
 		}
+	}
+	var err error
+	if in.ForeignProgram, err = pr.programFinding(g, st); err != nil {
+		return nil, nil, err
 	}
 	in.Root, in.CLIVersion = pr.root, Version()
 	in.Ledger = snap.ledger

@@ -24,8 +24,9 @@ import (
 
 // hp is a project driven in-process with one clock and one id source across
 // invocations (so that appends never reuse an event id). The project path
-// contains a space. A stub stands in for .tree-ring/bin/tree-ring so that
-// init does not copy the test binary.
+// contains a space. A stub (hpProgram) stands in for the running build,
+// and is already at .tree-ring/bin/tree-ring, so that init does not copy
+// the test binary.
 type hp struct {
 	t    *testing.T
 	dir  string // canonical project root
@@ -34,9 +35,15 @@ type hp struct {
 	env  map[string]string
 	cwd  string // the hook's working directory (nested)
 	home string
+	// program is the running build of its invocations (hpProgram unless
+	// a test upgrades it).
+	program string
 }
 
 var hpStart = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// hpProgram is the running build of an hp project's invocations.
+const hpProgram = "#!/bin/sh\nexit 0\n"
 
 func newHP(t *testing.T, markers ...string) *hp {
 	t.Helper()
@@ -44,7 +51,7 @@ func newHP(t *testing.T, markers ...string) *hp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &hp{t: t, dir: filepath.Join(base, "my project"), now: hpStart, env: map[string]string{}, home: filepath.Join(base, "home")}
+	p := &hp{t: t, dir: filepath.Join(base, "my project"), now: hpStart, env: map[string]string{}, home: filepath.Join(base, "home"), program: hpProgram}
 	p.cwd = filepath.Join(p.dir, "src", "deep")
 	for _, d := range append([]string{p.cwd, p.home}, markers...) {
 		if !filepath.IsAbs(d) {
@@ -57,7 +64,7 @@ func newHP(t *testing.T, markers ...string) *hp {
 	if err := os.MkdirAll(filepath.Join(p.dir, ".tree-ring", "bin"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, ".tree-ring", "bin", "tree-ring"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(p.dir, ".tree-ring", "bin", "tree-ring"), []byte(hpProgram), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	p.env["HOME"] = p.home
@@ -78,7 +85,7 @@ func (p *hp) deps() deps {
 			return id
 		},
 		Nonce: testNonce,
-	}, Seams: Seams{Companion: p.fleet()}}
+	}, Seams: Seams{Companion: p.fleet(), RunningBuild: func() ([]byte, error) { return []byte(p.program), nil }}}
 }
 
 // raw runs tree-ring with exactly args.

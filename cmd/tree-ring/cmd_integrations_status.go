@@ -262,7 +262,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	}
 	ev.ledger = ledger
 	lv := &ledgerView{}
-	prog := &programCheck{pr: pr}
+	prog := &programCheck{g: g, pr: pr}
 	if ledger {
 		if lv, err = readLedgerView(ctx, g, now); err != nil {
 			return nil, err
@@ -430,10 +430,12 @@ type liveEvidence struct {
 	program *programCheck
 }
 
-// programCheck verifies the installed program against its record once
-// for every harness of one evaluation (a full digest: tens of
+// programCheck verifies the installed program against its record, or with
+// none recorded that it is absent or the running build (foreignProgram),
+// once for every harness of one evaluation (a full digest: tens of
 // milliseconds for the release binary).
 type programCheck struct {
+	g    *Globals
 	pr   *project
 	rec  *events.ProgramIdentity
 	once sync.Once
@@ -442,9 +444,11 @@ type programCheck struct {
 
 func (c *programCheck) result() error {
 	c.once.Do(func() {
-		if c.rec != nil {
-			_, _, c.err = adapters.InspectProgram(c.pr.root, *c.rec, true)
+		if c.rec == nil {
+			c.err = c.pr.foreignProgram(c.g, nil)
+			return
 		}
+		_, _, c.err = adapters.InspectProgram(c.pr.root, *c.rec, true)
 	})
 	return c.err
 }
@@ -453,6 +457,10 @@ func (l *liveEvidence) Program() error { return l.program.result() }
 
 func (l *liveEvidence) Trust() adapters.Trust {
 	return l.a.TrustGate.Inspect(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv, Root: l.pr.root})
+}
+
+func (l *liveEvidence) HooksOff() adapters.HooksOff {
+	return l.a.HooksSwitch(adapters.TrustQuery{Project: l.pr.canonical, Getenv: l.g.Getenv, Root: l.pr.root})
 }
 
 func (l *liveEvidence) Plugin() error {

@@ -95,7 +95,7 @@ func TestFormat1LedgerMigratesOnlyThroughInit(t *testing.T) {
 	if err := os.Rename(prog, prog+".new"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho an older build\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	before = hashTree(t, p.dir)

@@ -54,12 +54,17 @@ func TestStoreLifecycleAfterInterruptions(t *testing.T) {
 			}
 		})
 	}
-	t.Run("an older complete binary is kept", func(t *testing.T) {
+	t.Run("another complete binary is kept, not adopted", func(t *testing.T) {
+		// Not the running build and not recorded: never replaced, and no
+		// bridge that would run it is published (issue 24 item 1).
 		p := newProj(t, ".claude")
 		p.write(adapters.BinaryPath, "#!/bin/sh\nexit 0\n")
-		p.ok("init")
+		p.review("init")
 		if p.read(adapters.BinaryPath) != "#!/bin/sh\nexit 0\n" {
 			t.Fatal("replaced")
+		}
+		if p.exists(".claude/settings.json") {
+			t.Fatal("a bridge that runs it was published")
 		}
 	})
 	t.Run("a deleted ledger is refused by every write but init, which adopts the manifest", func(t *testing.T) {

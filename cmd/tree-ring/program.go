@@ -19,15 +19,19 @@ import (
 //     after the user moved a recorded one aside, reinstalled with the same
 //     digest or upgraded with another one, naming the previous digest);
 //   - present and recorded with the same digest: nothing happens;
-//   - present with none recorded (a project initialized before programs
-//     were recorded): it is recorded as adopted, unless it is a partial
-//     copy of the running build (an older build's interrupted install),
-//     which is refused with the repair (adapters.CheckOwnCopy);
+//   - present with none recorded: recorded as adopted only when it is
+//     byte-identical to the running build (an interrupted init of this
+//     build left it); a partial copy of it (an older build's interrupted
+//     install) is refused with the repair (adapters.CheckOwnCopy); any
+//     other file (a clone committed it: issue 24 item 1) is never adopted
+//     nor run: nothing is recorded, and the plan publishes no bridge that
+//     would run it (foreignProgram);
 //   - present and different from the record: an *adapters.ProgramError
 //     with the repair; the file is never replaced.
 //
 // The file is created before its event is appended: a failure in between
-// leaves an unrecorded program, which the next init adopts.
+// leaves an unrecorded copy of the running build, which the next init
+// adopts.
 func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	st, err := g.OpenStore(false)
 	if err != nil {
@@ -48,15 +52,11 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 	case exists && rec != nil:
 		return &adapters.ProgramError{Code: adapters.ProgramDiffers, Have: have, Want: rec.ProgramIdentity}
 	}
-	have, reason, err := pr.installRunningBuild(rec, have)
-	if err != nil {
+	have, reason, err := pr.installRunningBuild(g, rec, have)
+	if err != nil || reason == "" {
 		return err
 	}
-	p := &events.ProgramInstalled{Path: adapters.BinaryPath, ProgramIdentity: have, Reason: reason, CLIVersion: Version()}
-	if rec != nil && rec.SHA256 != have.SHA256 {
-		p.PreviousSHA256 = rec.SHA256
-	}
-	e, err := g.Factory("cli").New(events.StoreStream, events.TypeProgramInstalled, p)
+	e, err := g.Factory("cli").New(events.StoreStream, events.TypeProgramInstalled, programInstalled(have, reason, rec))
 	if err != nil {
 		return err
 	}
@@ -64,6 +64,16 @@ func (pr *project) installProgram(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("record %s: %w", adapters.BinaryPath, err)
 	}
 	return nil
+}
+
+// programInstalled is the event recording have, installed for reason,
+// naming the previous digest when it replaces another record (rec).
+func programInstalled(have events.ProgramIdentity, reason string, rec *projections.Program) *events.ProgramInstalled {
+	p := &events.ProgramInstalled{Path: adapters.BinaryPath, ProgramIdentity: have, Reason: reason, CLIVersion: Version()}
+	if rec != nil && rec.SHA256 != have.SHA256 {
+		p.PreviousSHA256 = rec.SHA256
+	}
+	return p
 }
 
 // recordedProgram is the program the ledger records (nil: none) and the
@@ -81,17 +91,23 @@ func recordedProgram(st *bolt.Store) (rec *projections.Program, version uint64, 
 }
 
 // installRunningBuild installs the running build at adapters.BinaryPath
-// when it is absent, or adopts what is there (have) unless it is a partial
-// copy of this build (installOwn refuses that with the repair), and says
-// why against the record rec (nil: none).
-func (pr *project) installRunningBuild(rec *projections.Program, have events.ProgramIdentity) (events.ProgramIdentity, string, error) {
-	data, err := runningBuild()
+// when it is absent, or adopts what is there (have) when it is
+// byte-identical to it, and says why against the record rec (nil: none).
+// A partial copy of it is refused with the repair (installOwn); any other
+// file gets no reason (""): it is not recorded.
+func (pr *project) installRunningBuild(g *Globals, rec *projections.Program, have events.ProgramIdentity) (events.ProgramIdentity, string, error) {
+	data, err := g.runningBuild()
 	if err != nil {
 		return have, "", err
 	}
 	created, err := pr.installOwn(adapters.BinaryPath, data, 0o755)
-	if err != nil || !created {
-		return have, events.ProgramReasonAdopted, err
+	switch {
+	case err != nil:
+		return have, "", err
+	case !created && have.SHA256 == adapters.SHA256Hex(data):
+		return have, events.ProgramReasonAdopted, nil
+	case !created:
+		return have, "", nil
 	}
 	if have, err = pr.identifyProgram(); err != nil {
 		return have, "", err
@@ -107,7 +123,7 @@ func (pr *project) installRunningBuild(rec *projections.Program, have events.Pro
 
 // programAllowsMigration is nil when the installed program is absent (init
 // installs the running build after migrating) or is the running build.
-func (pr *project) programAllowsMigration() error {
+func (pr *project) programAllowsMigration(g *Globals) error {
 	have, exists, err := adapters.IdentifyProgram(pr.root)
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
@@ -115,7 +131,7 @@ func (pr *project) programAllowsMigration() error {
 	if !exists {
 		return nil
 	}
-	data, err := runningBuild()
+	data, err := g.runningBuild()
 	if err != nil {
 		return err
 	}
@@ -125,8 +141,60 @@ func (pr *project) programAllowsMigration() error {
 	return &adapters.ProgramError{Code: adapters.ProgramBeforeMigration, Have: have}
 }
 
+// foreignProgram is an *adapters.ProgramError (adapters.ProgramForeign)
+// when a program stands at adapters.BinaryPath that the ledger does not
+// record (rec nil) and that is not the running build: every bridge would
+// run it, so none is published and the harnesses that would are
+// needs-user-review (issue 24 item 1). nil otherwise; a recorded program
+// is checked against its record instead (adapters.InspectProgram).
+func (pr *project) foreignProgram(g *Globals, rec *events.ProgramIdentity) error {
+	if rec != nil {
+		return nil
+	}
+	have, exists, err := adapters.IdentifyProgram(pr.root)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
+	}
+	if !exists {
+		return nil
+	}
+	data, err := g.runningBuild()
+	if err != nil {
+		return err
+	}
+	if have.SHA256 == adapters.SHA256Hex(data) {
+		return nil
+	}
+	return &adapters.ProgramError{Code: adapters.ProgramForeign, Have: have}
+}
+
+// programFinding is the plan's conflict for a foreign program
+// (foreignProgram) against the program st records (st nil: no ledger).
+func (pr *project) programFinding(g *Globals, st *bolt.Store) (*adapters.Finding, error) {
+	var rec *events.ProgramIdentity
+	if st != nil {
+		p, _, err := recordedProgram(st)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			r := p.ProgramIdentity
+			rec = &r
+		}
+	}
+	var pe *adapters.ProgramError
+	if err := pr.foreignProgram(g, rec); !errors.As(err, &pe) {
+		return nil, err
+	}
+	f := adapters.ForeignProgramFinding(pe)
+	return &f, nil
+}
+
 // runningBuild is the bytes of the running tree-ring.
-func runningBuild() ([]byte, error) {
+func (g *Globals) runningBuild() ([]byte, error) {
+	if g.seams.RunningBuild != nil {
+		return g.seams.RunningBuild()
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locate the running binary: %w", err)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,8 +43,9 @@ func sha256File(t *testing.T, path string) string {
 }
 
 // The installed program is part of the proof (issue 12 item 4): init
-// records it; a truncated, replaced, missing or non-executable program is
-// failed in status and refused by the hook, with the exact repair, and no
+// records it; a truncated, replaced, missing or non-executable program, or
+// one another account could change (writable by group or others, setuid
+// or setgid, or in such a directory: issue 24 item 4), is failed in status and refused by the hook, with the exact repair, and no
 // receipt is written.
 func TestInstalledProgramDamaged(t *testing.T) {
 	for _, c := range []struct {
@@ -60,6 +63,11 @@ func TestInstalledProgramDamaged(t *testing.T) {
 		}, adapters.ProgramDiffers, "run `tree-ring init`"},
 		{"missing", func(t *testing.T, path string) { os.Remove(path) }, adapters.ProgramMissing, "run `tree-ring init`"},
 		{"not executable", func(t *testing.T, path string) { os.Chmod(path, 0o644) }, adapters.ProgramNotExecutable, "chmod 755"},
+		// Issue 24 item 4: modes that let another account change it.
+		{"world-writable", func(t *testing.T, path string) { os.Chmod(path, 0o777) }, adapters.ProgramUnsafeMode, "`chmod 755 " + adapters.BinaryPath + "`"},
+		{"setuid", func(t *testing.T, path string) { os.Chmod(path, 0o755|os.ModeSetuid) }, adapters.ProgramUnsafeMode, "setuid or setgid"},
+		{"directory world-writable", func(t *testing.T, path string) { os.Chmod(filepath.Dir(path), 0o777) }, adapters.ProgramUnsafeMode,
+			"`chmod 755 " + adapters.BinaryDir + "`"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newHP(t, ".codex", ".claude")
@@ -124,10 +132,11 @@ func TestInstalledProgramUpgrade(t *testing.T) {
 	if err := os.Rename(bin, bin+".replaced"); err != nil {
 		t.Fatal(err)
 	}
+	p.program = "#!/bin/sh\necho a newer build\n"
 	p.init()
 	evs := p.programEvents()
-	exe, _ := os.Executable()
-	if len(evs) != 2 || evs[1].Reason != events.ProgramReasonUpgraded || evs[1].PreviousSHA256 != old || evs[1].SHA256 != sha256File(t, exe) {
+	newer := sha256.Sum256([]byte(p.program))
+	if len(evs) != 2 || evs[1].Reason != events.ProgramReasonUpgraded || evs[1].PreviousSHA256 != old || evs[1].SHA256 != hex.EncodeToString(newer[:]) {
 		t.Fatalf("program events %+v", evs)
 	}
 	if evs[1].SHA256 != sha256File(t, bin) {
@@ -189,16 +198,9 @@ func TestInstalledProgramTruncatedE2E(t *testing.T) {
 // interrupted install) is never adopted: init refuses it with the repair.
 func TestInstalledProgramPartialNotAdopted(t *testing.T) {
 	p := newHP(t, ".codex")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.program = "#!/bin/sh\n" + strings.Repeat("# a build larger than the part on disk\n", 200)
 	bin := filepath.Join(p.dir, adapters.BinaryPath)
-	if err := os.WriteFile(bin, b[:4096], 0o755); err != nil {
+	if err := os.WriteFile(bin, []byte(p.program[:4096]), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r := p.run("", "init")
@@ -210,5 +212,116 @@ func TestInstalledProgramPartialNotAdopted(t *testing.T) {
 	}
 	if evs := p.programEvents(); len(evs) != 0 {
 		t.Fatalf("recorded: %+v", evs)
+	}
+}
+
+// foreignScript is the finding of issue 24 item 1: a committed program
+// that logs every run and then execs the real binary (bin).
+func foreignScript(bin string) string {
+	return "#!/bin/sh\necho ran >> \"$0.log\"\nexec '" + bin + "' \"$@\"\n"
+}
+
+// The program is ours or it is not run (issue 24 item 1): a repository
+// that commits .claude/ (with or without Tree Ring's hook entries) and an
+// executable .tree-ring/bin/tree-ring gets no adoption of that program
+// from init: nothing is recorded, no bridge that would run it is written,
+// Claude Code is needs-user-review with the exact command that moves it
+// aside, and status never says active, even after the committed hook ran
+// it. Every pre-existing file is untouched (proj.run hashes them around
+// each command). Moving it aside as told makes init install and record the
+// running build and publish the bridge.
+func TestForeignProgramNeverAdopted(t *testing.T) {
+	for _, committedHooks := range []bool{false, true} {
+		t.Run(map[bool]string{false: ".claude only", true: ".claude with Tree Ring's hooks"}[committedHooks], func(t *testing.T) {
+			p := newProj(t, ".claude")
+			p.write(adapters.BinaryPath, foreignScript(p.bin))
+			if err := os.Chmod(p.path(adapters.BinaryPath), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if committedHooks {
+				p.write(".claude/settings.json", string(adapters.ClaudeSettingsSnippet()))
+			}
+			var out struct {
+				Integrations []initEntry `json:"integrations"`
+			}
+			p.reviewJSON(&out, "init")
+			move := "mv " + adapters.BinaryPath + " " + adapters.BinaryPath + ".foreign"
+			var claude *initEntry
+			for i, e := range out.Integrations {
+				if e.ID == "claude-code" {
+					claude = &out.Integrations[i]
+				}
+			}
+			if claude == nil || claude.State != "needs-user-review" || !strings.Contains(claude.NextStep, move) || len(claude.ChangedPaths) != 0 {
+				t.Fatalf("init: %+v", out.Integrations)
+			}
+			if !committedHooks && p.exists(".claude/settings.json") {
+				t.Fatal("init wrote hooks that run the foreign program")
+			}
+			for _, e := range p.events() {
+				if e.Type == events.TypeProgramInstalled || e.Type == events.TypeBridgePublished && e.Stream == events.HarnessStream("claude-code") {
+					t.Fatalf("recorded %s %s", e.Type, e.Payload)
+				}
+			}
+			assertForeign := func(when string) {
+				t.Helper()
+				var st struct {
+					Integrations []map[string]any `json:"integrations"`
+				}
+				p.json(&st, "integrations", "status")
+				for _, e := range st.Integrations {
+					if e["id"] == "claude-code" && (e["state"] != "needs-user-review" || e["diagnostic"] != adapters.ProgramForeign || !strings.Contains(e["next_step"].(string), move)) {
+						t.Fatalf("%s: status %v", when, e)
+					}
+				}
+			}
+			assertForeign("after init")
+			if committedHooks {
+				// The committed hook runs the foreign program (Tree Ring cannot
+				// stop that), which execs the real one: still no proof.
+				payload, err := os.ReadFile(filepath.Join("..", "..", "testdata", "harness-payloads", "claude-code", "session-start.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(payload, &m); err != nil {
+					t.Fatal(err)
+				}
+				m["cwd"] = p.dir
+				payload, _ = json.Marshal(m)
+				cmd := exec.Command("sh", "-c", adapters.HookCommand("claude-code"))
+				cmd.Dir, cmd.Env, cmd.Stdin = p.dir, []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}, bytes.NewReader(payload)
+				cmd.CombinedOutput()
+				if !p.exists(adapters.BinaryPath + ".log") {
+					t.Fatal("the committed hook did not run the foreign program")
+				}
+				assertForeign("after the committed hook ran it")
+			}
+			// The step, as written, then init.
+			if err := exec.Command("sh", "-c", "cd '"+p.dir+"' && "+move).Run(); err != nil {
+				t.Fatal(err)
+			}
+			r := p.run("init")
+			if r.code != 0 && r.code != exitReview {
+				t.Fatalf("init after the move: %d %s", r.code, r.stderr)
+			}
+			exe := sha256File(t, p.bin)
+			var installed bool
+			for _, e := range p.events() {
+				installed = installed || e.Type == events.TypeProgramInstalled && strings.Contains(string(e.Payload), exe)
+			}
+			if !installed || sha256File(t, p.path(adapters.BinaryPath)) != exe {
+				t.Fatal("init did not install and record the running build")
+			}
+			var st struct {
+				Integrations []map[string]any `json:"integrations"`
+			}
+			p.json(&st, "integrations", "status")
+			for _, e := range st.Integrations {
+				if e["id"] == "claude-code" && e["state"] != "configured-awaiting-proof" {
+					t.Fatalf("after the move: %v", e)
+				}
+			}
+		})
 	}
 }
