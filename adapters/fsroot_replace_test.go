@@ -43,3 +43,27 @@ func TestReplaceFile(t *testing.T) {
 		t.Fatalf("symlink: %v", err)
 	}
 }
+
+func TestRemoveOwned(t *testing.T) {
+	r, dir := openTestRoot(t)
+	data := []byte("owned\n")
+	for _, f := range []string{"a/owned.md", "a/edited.md"} {
+		if err := r.CreateFile(f, data, 0o644, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a/edited.md"), []byte("the user's now\n"), 0o644)
+	var ce *ChangedError
+	if removed, err := r.RemoveOwned("a/edited.md", SHA256Hex(data)); removed || !errors.As(err, &ce) {
+		t.Fatalf("edited file: %v %v", removed, err)
+	}
+	if removed, err := r.RemoveOwned("a/owned.md", SHA256Hex(data)); !removed || err != nil {
+		t.Fatalf("owned file: %v %v", removed, err)
+	}
+	if removed, err := r.RemoveOwned("a/owned.md", SHA256Hex(data)); removed || err != nil {
+		t.Fatalf("absent file: %v %v", removed, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a/edited.md")); err != nil {
+		t.Fatalf("the edited file was removed: %v", err)
+	}
+}

@@ -518,12 +518,44 @@ func (r *ProjectRoot) ReplaceFile(rel string, data []byte, perm uint32, previous
 		_ = dir.Remove(tmp)
 		return fmt.Errorf("replace %s: nothing changed: rename: %w", rel, errnoOf(err))
 	}
-	parent := ""
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		parent = rel[:i]
-	}
-	if err := r.syncDir(dir, parent); err != nil {
+	if err := r.syncDir(dir, dirOf(rel)); err != nil {
 		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
 	}
 	return nil
+}
+
+// RemoveOwned removes the regular file rel only while its SHA-256 (hex) is
+// still previous, the digest Tree Ring recorded when it published the
+// file, and fsyncs the directory: exactly the bytes it owns, never a file
+// the user changed (a *ChangedError, nothing removed). An absent rel is
+// not an error (removed is false).
+func (r *ProjectRoot) RemoveOwned(rel, previous string) (removed bool, err error) {
+	e, err := r.ReadFile(rel, MaxBridgeFileBytes)
+	if err != nil || !e.Exists {
+		return false, err
+	}
+	if SHA256Hex(e.Data) != previous {
+		return false, &ChangedError{Path: rel}
+	}
+	if removed, err = r.RemoveFile(rel); err != nil || !removed {
+		return removed, err
+	}
+	dir, _, _, err := r.parentOf(rel)
+	if err != nil {
+		return true, &DurabilityError{Path: rel, Err: err}
+	}
+	defer dir.Close()
+	if err := r.syncDir(dir, dirOf(rel)); err != nil {
+		return true, &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
+	}
+	return true, nil
+}
+
+// dirOf is the directory of rel as CreateFile names it to syncDir ("" for
+// the root itself).
+func dirOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
 }
