@@ -8,6 +8,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
 )
 
 // reconcileManifest materializes the manifest the plan's events lead to and
@@ -35,7 +36,7 @@ func (p *Plan) reconcileManifest() error {
 		return fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
 	}
 	after := p.fold()
-	if exists {
+	if exists && !p.replaceable(after.StoreID, after.ProjectRootFingerprint) {
 		for _, o := range p.Outcomes {
 			if !o.Adapter.Publishes() {
 				continue
@@ -60,6 +61,8 @@ func (p *Plan) reconcileManifest() error {
 	switch {
 	case !exists:
 		p.Action = ManifestCreate
+	case (p.disk == nil || !after.SemanticallyEqual(*p.disk)) && p.replaceable(after.StoreID, after.ProjectRootFingerprint):
+		p.Action = ManifestReplace
 	case p.disk == nil || !after.SemanticallyEqual(*p.disk):
 		p.Action = ManifestBlocked
 	case p.in.Ledger.LastPublished == adapters.SHA256Hex(p.diskRaw):
@@ -94,7 +97,8 @@ func (o *Outcome) blockOnManifest() error {
 
 // fold applies the records the plan's pending events state to the ledger's
 // manifest records (the manifest projection's rule, events.BridgeRecordOf)
-// and materializes the result.
+// and materializes the result, without the record of a harness whose
+// deactivation finished (harness.deactivated: nothing of it is installed).
 func (p *Plan) fold() adapters.Manifest {
 	l := p.in.Ledger
 	recs := maps.Clone(l.Records)
@@ -108,7 +112,25 @@ func (p *Plan) fold() adapters.Manifest {
 			}
 		}
 	}
+	for id, r := range recs {
+		if r.Published && p.stateAfter(id) == fsm.Unsupported {
+			delete(recs, id)
+		}
+	}
 	return adapters.ManifestOf(l.StoreID, l.ProjectRootFingerprint, p.in.CLIVersion, recs)
+}
+
+// stateAfter is harness id's state once the plan's events are appended.
+func (p *Plan) stateAfter(id string) fsm.State {
+	for _, o := range p.Outcomes {
+		if o.Adapter.ID == id {
+			return o.State
+		}
+	}
+	if h, ok := p.in.Ledger.Harnesses[id]; ok {
+		return h.State
+	}
+	return fsm.Initial
 }
 
 // DurabilityFailure is returned by Apply when a created path's durability
@@ -188,14 +210,21 @@ func (p *Plan) Apply() error {
 	if fail != nil {
 		return p.markChanged(fail)
 	}
+	removeErr := p.applyRemovals()
+	if p.Action == ManifestReplace {
+		if err := p.replaceManifest(); err != nil {
+			return err
+		}
+		return removeErr
+	}
 	if p.Action != ManifestCreate {
-		return nil
+		return removeErr
 	}
 	m := p.fold()
 	p.Manifest, p.Bytes = m, m.Encode()
 	err := root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
 	if err == nil {
-		return nil
+		return removeErr
 	}
 	p.Action = ManifestBlocked
 	return p.markChanged(&DurabilityFailure{Paths: []string{adapters.ManifestPath}, Err: err})
