@@ -144,34 +144,10 @@ func reviewNext(o *Outcome) string {
 		}
 	}
 	retry := retryCommand(o)
-	switch o.Reason {
-	case adapters.ReasonDeactivation:
-		deactivationNext(o, line)
-		return b.String()
-	case adapters.ReasonUnaccepted:
-		line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
-		return b.String()
-	case adapters.ReasonManifest:
-		line("%s already exists and would need a different %s record; init and activate never rewrite it. Run `tree-ring integrations reconcile --harness %s` to see the change, then the same with `--apply` to make it (recorded, with the previous digest).", adapters.ManifestPath, a.ID, a.ID)
-		return b.String()
-	case adapters.ReasonDurability:
-		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+	if reasonNext(o, retry, line) {
 		return b.String()
 	}
-	var snippets []adapters.Finding
-	for _, f := range o.findings {
-		if f.State == adapters.PathMatch {
-			continue
-		}
-		if f.Detail != "" {
-			line("%s", f.Detail)
-		} else if f.State == adapters.PathAbsent && settled(o.From) {
-			line("%s is missing.", f.Path)
-		}
-		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
-			snippets = append(snippets, f)
-		}
-	}
+	snippets := findingsNext(o, line)
 	if len(snippets) == 0 {
 		line("Reconcile %s, then run `%s`.", strings.Join(o.Paths, ", "), retry)
 		return b.String()
@@ -197,6 +173,44 @@ func reviewNext(o *Outcome) string {
 		}
 	}
 	return b.String()
+}
+
+// findingsNext names what is in the way, finding by finding, and returns
+// the findings whose exact snippet the user can paste.
+func findingsNext(o *Outcome, line func(string, ...any)) []adapters.Finding {
+	var snippets []adapters.Finding
+	for _, f := range o.findings {
+		if f.State == adapters.PathMatch {
+			continue
+		}
+		if f.Detail != "" {
+			line("%s", f.Detail)
+		} else if f.State == adapters.PathAbsent && settled(o.From) {
+			line("%s is missing.", f.Path)
+		}
+		if f.Block != nil && f.State == adapters.PathConflict && f.Reason != adapters.ReasonMalformed && f.Reason != adapters.ReasonSymlink && f.Reason != adapters.ReasonNotRegular {
+			snippets = append(snippets, f)
+		}
+	}
+	return snippets
+}
+
+// reasonNext writes the step of a review whose reason alone says what to
+// do, and reports whether it did.
+func reasonNext(o *Outcome, retry string, line func(string, ...any)) bool {
+	switch o.Reason {
+	case adapters.ReasonDeactivation:
+		deactivationNext(o, line)
+	case adapters.ReasonUnaccepted:
+		line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
+	case adapters.ReasonManifest:
+		line("%s already exists and would need a different %s record; init and activate never rewrite it. Run `tree-ring integrations reconcile --harness %s` to see the change, then the same with `--apply` to make it (recorded, with the previous digest).", adapters.ManifestPath, o.Adapter.ID, o.Adapter.ID)
+	case adapters.ReasonDurability:
+		line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
+	default:
+		return false
+	}
+	return true
 }
 
 var entryCount = map[int]string{2: "two", 4: "four"}

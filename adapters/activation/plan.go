@@ -215,25 +215,8 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	}
 	o.record = a.Record(resolved)
 	o.forms = []adapters.Record{a.Record(mat), a.Record(mat.Merged())}
-	if in.Command == Deactivate {
-		return o, p.planDeactivate(o)
-	}
-	if in.Command == Reconcile && o.From == fsm.NeedsUserReview && hv.Reason == adapters.ReasonDeactivation {
-		return o, p.planFinish(o)
-	}
-	if in.Command == Init && o.From == fsm.NeedsUserReview && hv.Reason == adapters.ReasonDeactivation {
-		o.Kind = Unchanged // a deactivation request sticks until activate
-		o.Reason, o.Paths = hv.Reason, hv.Paths
-		if _, left, err := o.ownedLeft(in.Root); err == nil && len(left) == 0 {
-			o.gone = true
-		}
-		o.NextStep = reviewNext(o)
-		return o, nil
-	}
-	if in.Command != Activate && o.deactivated() {
-		o.Kind = Unchanged // a finished deactivation sticks until activate
-		o.NextStep = NextActivate(a.ID)
-		return o, nil
+	if done, err := p.planDeactivation(o); done || err != nil {
+		return o, err
 	}
 	if o.findings, err = adapters.Evaluate(in.Root, resolved); err != nil {
 		return nil, err
@@ -242,6 +225,32 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 		return o, p.planSettled(o)
 	}
 	return o, p.planPublication(o)
+}
+
+// planDeactivation plans what a requested or finished deactivation
+// decides, before any publication is considered: done is true when it
+// did.
+func (p *Plan) planDeactivation(o *Outcome) (done bool, err error) {
+	requested := o.From == fsm.NeedsUserReview && o.hv.Reason == adapters.ReasonDeactivation
+	switch {
+	case p.Command == Deactivate:
+		return true, p.planDeactivate(o)
+	case p.Command == Reconcile && requested:
+		return true, p.planFinish(o)
+	case p.Command == Init && requested:
+		o.Kind = Unchanged // a deactivation request sticks until activate
+		o.Reason, o.Paths = o.hv.Reason, o.hv.Paths
+		if _, left, err := o.ownedLeft(p.in.Root); err == nil && len(left) == 0 {
+			o.gone = true
+		}
+		o.NextStep = reviewNext(o)
+		return true, nil
+	case p.Command != Activate && o.deactivated():
+		o.Kind = Unchanged // a finished deactivation sticks until activate
+		o.NextStep = NextActivate(o.Adapter.ID)
+		return true, nil
+	}
+	return false, nil
 }
 
 // settled states are owned by proof, trust, plugin and mount checks;
@@ -439,7 +448,7 @@ func (o *Outcome) publish() error {
 }
 
 func (p *Plan) planDeactivate(o *Outcome) error {
-	if !o.hasRecord || !o.published {
+	if !o.hasRecord || !o.published || o.deactivated() {
 		o.Kind = Unchanged
 		if o.State == fsm.NeedsUserReview {
 			o.Reason, o.Paths = o.hv.Reason, o.hv.Paths

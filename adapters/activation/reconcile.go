@@ -224,8 +224,27 @@ func (p *Plan) reconciledEvent() (Pending, bool) {
 // prefixed with " ", "-" or "+", unchanged runs cut to context lines
 // around each change) for the reconcile report.
 func Diff(name string, old, new []byte, context int) string {
-	a, b := lines(old), lines(new)
-	// Longest common subsequence table; manifests are a few hundred lines.
+	ops := diffOps(lines(old), lines(new))
+	var out strings.Builder
+	out.WriteString("--- " + name + "\n+++ " + name + "\n")
+	skipped := false
+	for k, l := range ops {
+		if l[0] == ' ' && !nearChange(ops, k, context) {
+			skipped = true
+			continue
+		}
+		if skipped {
+			out.WriteString("@@\n")
+			skipped = false
+		}
+		out.WriteString(l + "\n")
+	}
+	return out.String()
+}
+
+// diffOps is the edit script from a to b through their longest common
+// subsequence (manifests are a few hundred lines).
+func diffOps(a, b []string) []string {
 	lcs := make([][]int, len(a)+1)
 	for i := range lcs {
 		lcs[i] = make([]int, len(b)+1)
@@ -251,21 +270,7 @@ func Diff(name string, old, new []byte, context int) string {
 			ops, i = append(ops, "-"+a[i]), i+1
 		}
 	}
-	var out strings.Builder
-	out.WriteString("--- " + name + "\n+++ " + name + "\n")
-	skipped := false
-	for k, l := range ops {
-		if l[0] == ' ' && !nearChange(ops, k, context) {
-			skipped = true
-			continue
-		}
-		if skipped {
-			out.WriteString("@@\n")
-			skipped = false
-		}
-		out.WriteString(l + "\n")
-	}
-	return out.String()
+	return ops
 }
 
 func nearChange(ops []string, k, context int) bool {

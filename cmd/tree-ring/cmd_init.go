@@ -86,14 +86,16 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 // after init (one status rule, activation.Assess, serves both): the plan
 // cannot see what status reads live, such as a host's trust decision. The
 // plan's next step stays where both agree (it names the snippet to paste
-// or the files created); where status differs, its step is printed.
+// or the files created); where status differs, its step is printed. A
+// review the plan reports stands: init exits 5 for it, and status shows it
+// too unless a check status makes first fails (a missing plugin).
 func assessedEntry(o *activation.Outcome, ev *evaluation) initEntry {
 	e := initEntry{
 		ID: o.Adapter.ID, Name: o.Adapter.Name, State: string(o.State), Capability: string(o.Adapter.Capability),
 		ChangedPaths: o.ChangedPaths, NextStep: o.NextStep,
 	}
 	for _, h := range ev.harnesses {
-		if h.adapter.ID == o.Adapter.ID && h.State != o.State {
+		if h.adapter.ID == o.Adapter.ID && h.State != o.State && o.State != fsm.NeedsUserReview {
 			e.State, e.NextStep = string(h.State), h.Next
 		}
 	}
