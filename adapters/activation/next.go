@@ -114,6 +114,11 @@ func settledNext(o *Outcome, c Command) string {
 
 func retryCommand(o *Outcome) string {
 	cmd := "tree-ring integrations activate --harness " + o.Adapter.ID
+	if o.planned() {
+		// The manifest holds the planned record as needs-user-review:
+		// publishing changes its state there, which only reconcile may.
+		cmd = "tree-ring integrations reconcile --apply --harness " + o.Adapter.ID
+	}
 	for _, t := range o.Adapter.ManagedBlocks {
 		if t.Format == adapters.MarkdownBlock {
 			for _, p := range o.Paths {

@@ -340,7 +340,10 @@ func (o *Outcome) review(reason string, paths []string) error {
 	}
 	var planned *events.BridgeContract
 	if !o.hasRecord && !o.noPlanned {
+		// The manifest carries the planned record in the state the disk
+		// supports: nothing is published until the user reconciles.
 		c := adapters.ContractOf(o.record)
+		c.RecordState = string(fsm.NeedsUserReview)
 		planned = &c
 	}
 	return o.requireReview(reason, paths, planned)

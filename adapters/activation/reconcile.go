@@ -59,6 +59,16 @@ func (o *Outcome) deactivated() bool {
 	return o.State == fsm.Unsupported && o.hasRecord && o.published
 }
 
+// planned reports whether the manifest holds (or, after this plan, will
+// hold) o's planned record: a review of a harness nothing was published
+// for, in a store with a manifest.
+func (o *Outcome) planned() bool {
+	if o.hasRecord {
+		return !o.published
+	}
+	return o.Kind == Review && !o.noPlanned && o.Reason != adapters.ReasonDurability
+}
+
 // ownedLeft inspects what of o's published record is still on disk: the
 // owned files that hold exactly the recorded bytes (removable), and the
 // paths the user must handle (an owned file they changed, a managed block
@@ -264,10 +274,10 @@ func diffOps(a, b []string) []string {
 		switch {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			ops, i, j = append(ops, " "+a[i]), i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops, j = append(ops, "+"+b[j]), j+1
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			ops, i = append(ops, "-"+a[i]), i+1
+		default:
+			ops, j = append(ops, "+"+b[j]), j+1
 		}
 	}
 	return ops

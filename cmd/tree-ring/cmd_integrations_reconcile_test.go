@@ -43,6 +43,27 @@ func (p *proj) apply(args ...string) (result, []string) {
 	return result{code, out.String(), errb.String()}, changed
 }
 
+// applyJSON is apply with --json, decoding the report into v; the command
+// must exit 0.
+func (p *proj) applyJSON(v any, args ...string) []string {
+	p.t.Helper()
+	r, changed := p.apply(append([]string{"--json"}, args...)...)
+	if r.code != 0 {
+		p.t.Fatalf("reconcile --apply %v: exit %d, stderr %s", args, r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+		p.t.Fatalf("%v: %v\n%s", args, err, r.stdout)
+	}
+	return changed
+}
+
+// reviewedToPublished is manifest with the one planned record's state
+// (needs-user-review) as publication records it: all a reconcile after a
+// hand merge changes there.
+func reviewedToPublished(manifest string) string {
+	return strings.Replace(manifest, `"state": "needs-user-review"`, `"state": "configured-awaiting-proof"`, 1)
+}
+
 type reconcileOut struct {
 	DryRun       bool `json:"dry_run"`
 	Integrations []struct {

@@ -460,7 +460,7 @@ func TestExistingAgentsMdWithoutMarkers(t *testing.T) {
 	next := out.next("codex")
 	block := adapters.MarkdownBlockText("codex", "")
 	if !strings.HasPrefix(next, "Tree Ring will not replace or remove an existing codex bridge entry; review and reconcile it before retrying.") ||
-		!strings.Contains(next, "tree-ring integrations activate --harness codex --accept-managed-block") {
+		!strings.Contains(next, "tree-ring integrations reconcile --apply --harness codex --accept-managed-block") {
 		t.Fatalf("next step:\n%s", next)
 	}
 	snippet := next[strings.Index(next, "<!-- tree-ring:begin codex"):] + "\n"
@@ -475,16 +475,18 @@ func TestExistingAgentsMdWithoutMarkers(t *testing.T) {
 	if r.State != "needs-user-review" || !strings.Contains(r.NextStep, "--accept-managed-block") {
 		t.Fatalf("adopting a block in the user's file needs the flag: %+v", r)
 	}
-	p.json(&r, "integrations", "activate", "--harness", "codex", "--accept-managed-block")
-	if r.State != "configured-awaiting-proof" || !slices.Equal(r.ChangedPaths, []string{".agents/skills/tree-ring-memory/SKILL.md", ".codex/hooks.json"}) {
-		t.Fatalf("after adding the block: %+v", r)
+	// The manifest holds the planned record as needs-user-review; the
+	// reconcile publishes it and changes only that state there.
+	var rec reconcileOut
+	changed := p.applyJSON(&rec, "--harness", "codex", "--accept-managed-block")
+	if st, created, _ := rec.entry(t, "codex"); st != "configured-awaiting-proof" || !slices.Equal(created, []string{".agents/skills/tree-ring-memory/SKILL.md", ".codex/hooks.json"}) ||
+		!slices.Equal(changed, []string{".tree-ring/activation.json"}) {
+		t.Fatalf("after adding the block: %+v, changed %v", rec, changed)
 	}
-	if p.read(".tree-ring/activation.json") != manifest {
-		t.Fatal("the manifest changed although its codex record was already the planned one")
+	if p.read(".tree-ring/activation.json") != reviewedToPublished(manifest) {
+		t.Fatal("the reconcile changed more than the codex record's state")
 	}
-	evs := p.events()
-	last := evs[len(evs)-1]
-	if last.Type != "bridge.published" || !bytes.Contains(last.Payload, []byte(`"recognized":true`)) {
+	if last := p.lastOf("bridge.published"); !bytes.Contains(last.Payload, []byte(`"recognized":true`)) {
 		t.Fatalf("last event %s %s", last.Type, last.Payload)
 	}
 }
@@ -555,16 +557,19 @@ func TestClaudeSettingsWithUserHooks(t *testing.T) {
 	}
 	merged, _ := json.MarshalIndent(doc, "", "\t")
 	p.write(".claude/settings.json", string(merged))
-	var r activateOut
-	p.json(&r, "integrations", "activate", "--harness", "claude-code")
-	if r.State != "configured-awaiting-proof" || !slices.Equal(r.ChangedPaths, []string{".claude/skills/tree-ring-memory/SKILL.md"}) {
-		t.Fatalf("after merging: %+v", r)
+	if !strings.Contains(next, "then run `tree-ring integrations reconcile --apply --harness claude-code`") {
+		t.Fatalf("the retry is not the reconcile:\n%s", next)
 	}
-	if p.read(".claude/settings.json") != string(merged) || p.read(".tree-ring/activation.json") != manifest {
-		t.Fatal("settings or manifest rewritten")
+	var rec reconcileOut
+	changed := p.applyJSON(&rec, "--harness", "claude-code")
+	if st, created, _ := rec.entry(t, "claude-code"); st != "configured-awaiting-proof" || !slices.Equal(created, []string{".claude/skills/tree-ring-memory/SKILL.md"}) ||
+		!slices.Equal(changed, []string{".tree-ring/activation.json"}) {
+		t.Fatalf("after merging: %+v, changed %v", rec, changed)
 	}
-	evs := p.events()
-	if last := evs[len(evs)-1]; last.Type != "bridge.published" || !bytes.Contains(last.Payload, []byte(`"recognized":true`)) || !bytes.Contains(last.Payload, []byte(`"from":"needs-user-review","to":"configured-awaiting-proof"`)) {
+	if p.read(".claude/settings.json") != string(merged) || p.read(".tree-ring/activation.json") != reviewedToPublished(manifest) {
+		t.Fatal("settings rewritten, or the manifest changed beyond the record's state")
+	}
+	if last := p.lastOf("bridge.published"); last.Type != "bridge.published" || !bytes.Contains(last.Payload, []byte(`"recognized":true`)) || !bytes.Contains(last.Payload, []byte(`"from":"needs-user-review","to":"configured-awaiting-proof"`)) {
 		t.Fatalf("last event %s %s", last.Type, last.Payload)
 	}
 }
