@@ -482,3 +482,98 @@ func isNotEmpty(dir *os.Root, name string) bool {
 	names, _ := d.Readdirnames(1)
 	return len(names) > 0
 }
+
+// ChangedError reports that the file to replace no longer holds the bytes
+// the caller planned against: nothing was replaced.
+type ChangedError struct{ Path string }
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("%s changed since it was read; nothing was replaced", e.Path)
+}
+
+// ReplaceFile replaces the existing regular file rel, whose SHA-256 (hex)
+// must still be previous, with data: a temporary file in the same
+// directory is written with mode perm and fsynced, renamed over rel, and
+// the directory fsynced. It is the one replacing primitive, for the
+// explicit, recorded reconciliation a user asks for (integrations
+// reconcile --apply); creation stays CreateFile's. A symlink or
+// non-regular rel is refused, an absent or changed one is a *ChangedError;
+// either way nothing was written. A failure after the rename is a
+// *DurabilityError: the new bytes are in place, their durability
+// indeterminate.
+func (r *ProjectRoot) ReplaceFile(rel string, data []byte, perm uint32, previous string) error {
+	dir, name, absent, err := r.parentOf(rel)
+	if err != nil {
+		return err
+	}
+	if absent {
+		return &ChangedError{Path: rel}
+	}
+	defer dir.Close()
+	f, exists, err := openRegular(dir, name, rel)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return &ChangedError{Path: rel}
+	}
+	have, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, errnoOf(err))
+	}
+	if SHA256Hex(have) != previous {
+		return &ChangedError{Path: rel}
+	}
+	tmp, err := TempName(name)
+	if err != nil {
+		return err
+	}
+	if err := writeTemp(dir, tmp, data, perm); err != nil {
+		return fmt.Errorf("replace %s: nothing changed: %w", rel, err)
+	}
+	if err := dir.Rename(tmp, name); err != nil {
+		_ = dir.Remove(tmp)
+		return fmt.Errorf("replace %s: nothing changed: rename: %w", rel, errnoOf(err))
+	}
+	if err := r.syncDir(dir, dirOf(rel)); err != nil {
+		return &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
+	}
+	return nil
+}
+
+// RemoveOwned removes the regular file rel only while its SHA-256 (hex) is
+// still previous, the digest Tree Ring recorded when it published the
+// file, and fsyncs the directory: exactly the bytes it owns, never a file
+// the user changed (a *ChangedError, nothing removed). An absent rel is
+// not an error (removed is false).
+func (r *ProjectRoot) RemoveOwned(rel, previous string) (removed bool, err error) {
+	e, err := r.ReadFile(rel, MaxBridgeFileBytes)
+	if err != nil || !e.Exists {
+		return false, err
+	}
+	if SHA256Hex(e.Data) != previous {
+		return false, &ChangedError{Path: rel}
+	}
+	if removed, err = r.RemoveFile(rel); err != nil || !removed {
+		return removed, err
+	}
+	dir, _, _, err := r.parentOf(rel)
+	if err != nil {
+		return true, &DurabilityError{Path: rel, Err: err}
+	}
+	defer dir.Close()
+	if err := r.syncDir(dir, dirOf(rel)); err != nil {
+		return true, &DurabilityError{Path: rel, Err: fmt.Errorf("fsync directory: %w", err)}
+	}
+	return true, nil
+}
+
+// dirOf is the directory of rel as CreateFile names it to syncDir ("" for
+// the root itself).
+func dirOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}

@@ -54,6 +54,7 @@ const (
 	RunCmdIntegrationsActivate   = "integrations activate"
 	RunCmdIntegrationsLink       = "integrations link"
 	RunCmdIntegrationsDeactivate = "integrations deactivate"
+	RunCmdIntegrationsReconcile  = "integrations reconcile"
 	RunCmdIntegrationsPreflight  = "integrations preflight"
 	RunCmdIntegrationsHook       = "integrations hook"
 	RunCmdIntegrationsCertify    = "integrations certify"
@@ -65,7 +66,7 @@ const (
 
 var runCommands = map[string]bool{
 	RunCmdInit: true, RunCmdIntegrationsActivate: true, RunCmdIntegrationsLink: true,
-	RunCmdIntegrationsDeactivate: true, RunCmdIntegrationsPreflight: true,
+	RunCmdIntegrationsDeactivate: true, RunCmdIntegrationsReconcile: true, RunCmdIntegrationsPreflight: true,
 	RunCmdIntegrationsHook: true, RunCmdIntegrationsCertify: true, RunCmdCapture: true,
 	RunCmdImport: true, RunCmdEventsImport: true, RunCmdProjectionsRebuild: true,
 }

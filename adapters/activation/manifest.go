@@ -8,6 +8,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/fsm"
 )
 
 // reconcileManifest materializes the manifest the plan's events lead to and
@@ -35,37 +36,49 @@ func (p *Plan) reconcileManifest() error {
 		return fmt.Errorf("read %s: %w", adapters.ManifestPath, err)
 	}
 	after := p.fold()
-	if exists {
-		for _, o := range p.Outcomes {
-			if !o.Adapter.Publishes() {
-				continue
-			}
-			want, wantOK := after.Harnesses[o.Adapter.ID]
-			var have adapters.Record
-			haveOK := false
-			storeDiff := p.disk == nil || p.disk.StoreID != after.StoreID || p.disk.ProjectRootFingerprint != after.ProjectRootFingerprint
-			if p.disk != nil {
-				have, haveOK = p.disk.Harnesses[o.Adapter.ID]
-			}
-			if !wantOK && !haveOK || !storeDiff && wantOK && haveOK && want.Equal(have) {
-				continue
-			}
-			if err := o.blockOnManifest(); err != nil {
-				return err
-			}
+	if exists && !p.replaceable(after.StoreID, after.ProjectRootFingerprint) {
+		if err := p.blockDiffering(after); err != nil {
+			return err
 		}
 		after = p.fold()
 	}
 	p.Manifest, p.Bytes = after, after.Encode()
+	differs := p.disk == nil || !after.SemanticallyEqual(*p.disk)
 	switch {
 	case !exists:
 		p.Action = ManifestCreate
-	case p.disk == nil || !after.SemanticallyEqual(*p.disk):
+	case differs && p.replaceable(after.StoreID, after.ProjectRootFingerprint):
+		p.Action = ManifestReplace
+	case differs:
 		p.Action = ManifestBlocked
 	case p.in.Ledger.LastPublished == adapters.SHA256Hex(p.diskRaw):
 		p.Action = ManifestKeep
 	default:
 		p.Action = ManifestAdopt
+	}
+	return nil
+}
+
+// blockDiffering blocks every publishing harness whose record in the
+// manifest after the plan would differ from the one on disk.
+func (p *Plan) blockDiffering(after adapters.Manifest) error {
+	storeDiff := p.disk == nil || p.disk.StoreID != after.StoreID || p.disk.ProjectRootFingerprint != after.ProjectRootFingerprint
+	for _, o := range p.Outcomes {
+		if !o.Adapter.Publishes() {
+			continue
+		}
+		want, wantOK := after.Harnesses[o.Adapter.ID]
+		var have adapters.Record
+		haveOK := false
+		if p.disk != nil {
+			have, haveOK = p.disk.Harnesses[o.Adapter.ID]
+		}
+		if !wantOK && !haveOK || !storeDiff && wantOK && haveOK && want.Equal(have) {
+			continue
+		}
+		if err := o.blockOnManifest(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -94,7 +107,8 @@ func (o *Outcome) blockOnManifest() error {
 
 // fold applies the records the plan's pending events state to the ledger's
 // manifest records (the manifest projection's rule, events.BridgeRecordOf)
-// and materializes the result.
+// and materializes the result, without the record of a harness whose
+// deactivation finished (harness.deactivated: nothing of it is installed).
 func (p *Plan) fold() adapters.Manifest {
 	l := p.in.Ledger
 	recs := maps.Clone(l.Records)
@@ -108,7 +122,25 @@ func (p *Plan) fold() adapters.Manifest {
 			}
 		}
 	}
+	for id, r := range recs {
+		if r.Published && p.stateAfter(id) == fsm.Unsupported {
+			delete(recs, id)
+		}
+	}
 	return adapters.ManifestOf(l.StoreID, l.ProjectRootFingerprint, p.in.CLIVersion, recs)
+}
+
+// stateAfter is harness id's state once the plan's events are appended.
+func (p *Plan) stateAfter(id string) fsm.State {
+	for _, o := range p.Outcomes {
+		if o.Adapter.ID == id {
+			return o.State
+		}
+	}
+	if h, ok := p.in.Ledger.Harnesses[id]; ok {
+		return h.State
+	}
+	return fsm.Initial
 }
 
 // DurabilityFailure is returned by Apply when a created path's durability
@@ -134,7 +166,6 @@ func (e *DurabilityFailure) Unwrap() error { return e.Err }
 // *DurabilityFailure is returned. Either way the outcomes' events describe
 // what is on disk and must be appended.
 func (p *Plan) Apply() error {
-	root := p.in.Root
 	created := map[string]bool{}
 	var fail *DurabilityFailure
 	for _, o := range p.Outcomes {
@@ -145,60 +176,70 @@ func (p *Plan) Apply() error {
 			o.abandon()
 			continue
 		}
-		var own []string
-		var cleanErr error
-		cleanPath := ""
-		for _, f := range o.Creates {
-			if created[f.Path] {
-				continue
-			}
-			dirPerm := uint32(0o755)
-			if strings.HasPrefix(f.Path, adapters.StoreDir+"/") {
-				dirPerm = 0o700
-			}
-			err := root.CreateFile(f.Path, f.Data, f.Mode, dirPerm)
-			if err == nil {
-				created[f.Path] = true
-				own = append(own, f.Path)
-				continue
-			}
-			var de *adapters.DurabilityError
-			switch {
-			case errors.As(err, &de):
-				fail = &DurabilityFailure{Paths: append(own, f.Path), Err: err}
-			case len(own) > 0:
-				// Part of this harness is on disk: its state is indeterminate.
-				fail = &DurabilityFailure{Paths: append(own, f.Path), Err: err}
-			default:
-				cleanErr, cleanPath = err, f.Path
-			}
-			break
-		}
-		switch {
-		case fail != nil:
-			if err := o.indeterminate(uniq(fail.Paths), true); err != nil {
-				return err
-			}
-		case cleanErr != nil:
-			if err := o.createFailed(cleanPath, cleanErr); err != nil {
-				return err
-			}
+		var err error
+		if fail, err = o.create(p.in.Root, created); err != nil {
+			return err
 		}
 	}
 	if fail != nil {
 		return p.markChanged(fail)
 	}
-	if p.Action != ManifestCreate {
+	removeErr := p.applyRemovals()
+	if err := p.applyManifest(); err != nil {
+		return err
+	}
+	return removeErr
+}
+
+// applyManifest creates (or, for a reconcile, replaces) activation.json,
+// last.
+func (p *Plan) applyManifest() error {
+	switch p.Action {
+	case ManifestReplace:
+		return p.replaceManifest()
+	case ManifestCreate:
+	default:
 		return nil
 	}
 	m := p.fold()
 	p.Manifest, p.Bytes = m, m.Encode()
-	err := root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
+	err := p.in.Root.CreateFile(adapters.ManifestPath, p.Bytes, 0o644, 0o700)
 	if err == nil {
 		return nil
 	}
 	p.Action = ManifestBlocked
 	return p.markChanged(&DurabilityFailure{Paths: []string{adapters.ManifestPath}, Err: err})
+}
+
+// create creates o's absent files create-only (a path another harness of
+// the run created is skipped): a clean failure before anything of o was
+// written becomes a review; otherwise the returned failure is a
+// durability one, and o is marked indeterminate.
+func (o *Outcome) create(root *adapters.ProjectRoot, created map[string]bool) (*DurabilityFailure, error) {
+	var own []string
+	for _, f := range o.Creates {
+		if created[f.Path] {
+			continue
+		}
+		dirPerm := uint32(0o755)
+		if strings.HasPrefix(f.Path, adapters.StoreDir+"/") {
+			dirPerm = 0o700
+		}
+		err := root.CreateFile(f.Path, f.Data, f.Mode, dirPerm)
+		if err == nil {
+			created[f.Path] = true
+			own = append(own, f.Path)
+			continue
+		}
+		var de *adapters.DurabilityError
+		if !errors.As(err, &de) && len(own) == 0 {
+			return nil, o.createFailed(f.Path, err)
+		}
+		// A failed sync, or part of this harness on disk: indeterminate.
+		fail := &DurabilityFailure{Paths: append(own, f.Path), Err: err}
+		return fail, o.indeterminate(uniq(fail.Paths), true)
+	}
+	return nil, nil
 }
 
 // markChanged records every harness that published something in this run

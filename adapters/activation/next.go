@@ -82,6 +82,10 @@ func NextFor(a *adapters.Adapter, s fsm.State, afterActivate bool) string {
 	case fsm.NeedsUserReview:
 		return NextReview(a.ID)
 	}
+	if a.Publishes() {
+		// A native adapter back at the start (its deactivation finished).
+		return NextActivate(a.ID)
+	}
 	return NextGuidance(a)
 }
 
@@ -110,6 +114,11 @@ func settledNext(o *Outcome, c Command) string {
 
 func retryCommand(o *Outcome) string {
 	cmd := "tree-ring integrations activate --harness " + o.Adapter.ID
+	if o.planned() {
+		// The manifest holds the planned record as needs-user-review:
+		// publishing changes its state there, which only reconcile may.
+		cmd = "tree-ring integrations reconcile --apply --harness " + o.Adapter.ID
+	}
 	for _, t := range o.Adapter.ManagedBlocks {
 		if t.Format == adapters.MarkdownBlock {
 			for _, p := range o.Paths {
@@ -157,15 +166,11 @@ func reasonStep(l *stepLines, o *Outcome, retry string) bool {
 	a := o.Adapter
 	switch o.Reason {
 	case adapters.ReasonDeactivation:
-		var items []string
-		for _, p := range o.Paths {
-			items = append(items, describeOwned(a, o.oldRecord, p))
-		}
-		l.line("Tree Ring removes nothing. To finish deactivating %s, remove by hand: %s. To keep it instead, run `tree-ring integrations activate --harness %s`.", a.Name, strings.Join(items, "; "), a.ID)
+		deactivationNext(o, l.line)
 	case adapters.ReasonUnaccepted:
 		l.line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
 	case adapters.ReasonManifest:
-		l.line("%s already exists and would need a different %s record; Tree Ring never rewrites it. Review it and move it aside, then run `%s`: Tree Ring publishes it again from the ledger.", adapters.ManifestPath, a.ID, retry)
+		l.line("%s already exists and would need a different %s record; init and activate never rewrite it. Run `tree-ring integrations reconcile --harness %s` to see the change, then the same with `--apply` to make it (recorded, with the previous digest).", adapters.ManifestPath, a.ID, a.ID)
 	case adapters.ReasonForeignProgram:
 		// Its repair is init (which installs the running build), never
 		// activate: the finding's detail is the whole step.
@@ -247,4 +252,38 @@ func describeOwned(a *adapters.Adapter, rec adapters.Record, p string) string {
 		}
 	}
 	return p
+}
+
+// deactivationNext is the step of a requested deactivation: what the user
+// removes by hand (Tree Ring's entries in their own files, owned files
+// they changed) and the reconcile that removes the rest and records it.
+func deactivationNext(o *Outcome, line func(string, ...any)) {
+	a := o.Adapter
+	reconcile := "tree-ring integrations reconcile --harness " + a.ID
+	keep := "To keep it instead, run `tree-ring integrations activate --harness " + a.ID + "`."
+	var byHand, files []string
+	for _, p := range o.Paths {
+		if d := describeOwned(a, o.oldRecord, p); d != p {
+			byHand = append(byHand, d)
+		} else {
+			files = append(files, p)
+		}
+	}
+	switch {
+	case o.gone || len(o.Paths) == 0:
+		line("Nothing Tree Ring published for %s is left on disk. Run `%s --apply` to record the deactivation. %s", a.Name, reconcile, keep)
+	case len(byHand) > 0:
+		line("To finish deactivating %s, remove by hand (Tree Ring never edits your files): %s. Then run `%s --apply`: it removes the files Tree Ring created while they hold the bytes it published (%s), and records the deactivation. %s",
+			a.Name, strings.Join(byHand, "; "), reconcile, pathsOrNone(files), keep)
+	default:
+		line("To finish deactivating %s, run `%s --apply`: it removes the files Tree Ring created while they hold the bytes it published (%s), and records the deactivation; files you changed are left for you to remove. %s",
+			a.Name, reconcile, strings.Join(files, ", "), keep)
+	}
+}
+
+func pathsOrNone(ps []string) string {
+	if len(ps) == 0 {
+		return "none left"
+	}
+	return strings.Join(ps, ", ")
 }

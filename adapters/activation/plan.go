@@ -24,6 +24,7 @@ const (
 	Init Command = iota + 1
 	Activate
 	Deactivate
+	Reconcile // integrations reconcile (reconcile.go)
 )
 
 // Input is everything a plan depends on. Build never writes to it.
@@ -85,6 +86,7 @@ const (
 	Publish                     // create absent material and/or record matching material
 	Review                      // nothing written; the user must reconcile
 	Unsupported                 // guidance-only adapter
+	Finish                      // a requested deactivation ends (reconcile): owned files removed, harness.deactivated
 )
 
 // Pending is an event to append: its stream, type and payload.
@@ -103,7 +105,10 @@ type Outcome struct {
 	// Creates are the files publication creates (a block's Whole when its
 	// file is absent), in path order.
 	Creates []adapters.File
-	// ChangedPaths are the paths created (or, in a dry run, to create).
+	// Removes are the owned files a finished deactivation removes.
+	Removes []Removal
+	// ChangedPaths are the paths created or removed (or, in a dry run,
+	// to create or remove).
 	ChangedPaths []string
 	Recognized   bool
 	Reason       string   // review reason code
@@ -124,6 +129,8 @@ type Outcome struct {
 	// recomputed is, for an adoption, the bridge fingerprint of the bytes
 	// on disk.
 	recomputed string
+	// gone: a requested deactivation's material is no longer on disk.
+	gone bool
 }
 
 // ManifestAction is what happens to activation.json.
@@ -136,6 +143,7 @@ const (
 	ManifestAdopt                             // on disk, equal, but not yet recorded in the ledger
 	ManifestBlocked                           // on disk and different (or unreadable): never rewritten
 	ManifestNone                              // no store yet (dry run without a store)
+	ManifestReplace                           // on disk and different: replaced, on the user's request (reconcile --apply)
 )
 
 // Plan is the result of Build: per-harness outcomes in id order, the
@@ -211,14 +219,8 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	}
 	o.record = a.Record(resolved)
 	o.forms = []adapters.Record{a.Record(mat), a.Record(mat.Merged())}
-	if in.Command == Deactivate {
-		return o, p.planDeactivate(o)
-	}
-	if in.Command == Init && o.From == fsm.NeedsUserReview && hv.Reason == adapters.ReasonDeactivation {
-		o.Kind = Unchanged // a deactivation request sticks until activate
-		o.Reason, o.Paths = hv.Reason, hv.Paths
-		o.NextStep = reviewNext(o)
-		return o, nil
+	if done, err := p.planDeactivation(o); done || err != nil {
+		return o, err
 	}
 	if o.findings, err = p.evaluate(a, resolved); err != nil {
 		return nil, err
@@ -237,6 +239,32 @@ func (p *Plan) evaluate(a *adapters.Adapter, m adapters.Material) ([]adapters.Fi
 		return fs, err
 	}
 	return append([]adapters.Finding{*p.in.ForeignProgram}, fs...), nil
+}
+
+// planDeactivation plans what a requested or finished deactivation
+// decides, before any publication is considered: done is true when it
+// did.
+func (p *Plan) planDeactivation(o *Outcome) (done bool, err error) {
+	requested := o.From == fsm.NeedsUserReview && o.hv.Reason == adapters.ReasonDeactivation
+	switch {
+	case p.Command == Deactivate:
+		return true, p.planDeactivate(o)
+	case p.Command == Reconcile && requested:
+		return true, p.planFinish(o)
+	case p.Command == Init && requested:
+		o.Kind = Unchanged // a deactivation request sticks until activate
+		o.Reason, o.Paths = o.hv.Reason, o.hv.Paths
+		if _, left, err := o.ownedLeft(p.in.Root); err == nil && len(left) == 0 {
+			o.gone = true
+		}
+		o.NextStep = reviewNext(o)
+		return true, nil
+	case p.Command != Activate && o.deactivated():
+		o.Kind = Unchanged // a finished deactivation sticks until activate
+		o.NextStep = NextActivate(o.Adapter.ID)
+		return true, nil
+	}
+	return false, nil
 }
 
 // settled states are owned by proof, trust, plugin and mount checks;
@@ -326,7 +354,10 @@ func (o *Outcome) review(reason string, paths []string) error {
 	}
 	var planned *events.BridgeContract
 	if !o.hasRecord && !o.noPlanned {
+		// The manifest carries the planned record in the state the disk
+		// supports: nothing is published until the user reconciles.
 		c := adapters.ContractOf(o.record)
+		c.RecordState = string(fsm.NeedsUserReview)
 		planned = &c
 	}
 	return o.requireReview(reason, paths, planned)
@@ -434,7 +465,7 @@ func (o *Outcome) publish() error {
 }
 
 func (p *Plan) planDeactivate(o *Outcome) error {
-	if !o.hasRecord || !o.published {
+	if !o.hasRecord || !o.published || o.deactivated() {
 		o.Kind = Unchanged
 		if o.State == fsm.NeedsUserReview {
 			o.Reason, o.Paths = o.hv.Reason, o.hv.Paths
@@ -446,10 +477,17 @@ func (p *Plan) planDeactivate(o *Outcome) error {
 	}
 	paths := o.oldRecord.Paths()
 	o.Kind, o.Reason, o.Paths = Review, adapters.ReasonDeactivation, paths
-	o.NextStep = reviewNext(o)
 	if o.State == fsm.NeedsUserReview && o.hv.Reason == adapters.ReasonDeactivation {
+		// Asked again: name only what is still there.
+		_, left, err := o.ownedLeft(p.in.Root)
+		if err != nil {
+			return err
+		}
+		o.Paths, o.gone = left, len(left) == 0
+		o.NextStep = reviewNext(o)
 		return nil
 	}
+	o.NextStep = reviewNext(o)
 	to, err := fsm.Decide(o.State, fsm.Deactivate)
 	if err != nil {
 		return err
@@ -490,11 +528,11 @@ func nonNil(ps []string) []string {
 // HasWork reports whether applying the plan would create a file or append
 // an event.
 func (p *Plan) HasWork() bool {
-	if p.Action == ManifestCreate || p.Action == ManifestAdopt {
+	if p.Action == ManifestCreate || p.Action == ManifestAdopt || p.Action == ManifestReplace {
 		return true
 	}
 	for _, o := range p.Outcomes {
-		if len(o.Events) > 0 || len(o.Creates) > 0 {
+		if len(o.Events) > 0 || len(o.Creates) > 0 || len(o.Removes) > 0 {
 			return true
 		}
 	}
@@ -508,6 +546,9 @@ func (p *Plan) Events() []Pending {
 	for _, o := range p.Outcomes {
 		out = append(out, o.Events...)
 	}
+	if e, ok := p.reconciledEvent(); ok {
+		out = append(out, e)
+	}
 	if e, ok := p.manifestEvent(); ok {
 		out = append(out, e)
 	}
@@ -515,7 +556,7 @@ func (p *Plan) Events() []Pending {
 }
 
 func (p *Plan) manifestEvent() (Pending, bool) {
-	if p.Action != ManifestCreate && p.Action != ManifestAdopt {
+	if p.Action != ManifestCreate && p.Action != ManifestAdopt && p.Action != ManifestReplace {
 		return Pending{}, false
 	}
 	raw := p.Bytes

@@ -74,8 +74,35 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	ev, err := evaluate(ctx, g, pr, g.Now())
+	if err != nil {
+		return err
+	}
 	gitignore, inGit := pr.readGitignore()
-	return printInit(g, plan, storeID, found, aw, inGit && !ignoresStore(gitignore))
+	return printInit(g, plan, ev, storeID, found, aw, inGit && !ignoresStore(gitignore))
+}
+
+// assessedEntry is outcome o's init entry with the state status gives right
+// after init (one status rule, activation.Assess, serves both): the plan
+// cannot see what status reads live, such as a host's trust decision. The
+// plan's next step stays where both agree (it names the snippet to paste
+// or the files created); where status differs, its step is printed. A
+// review the plan reports stands: init exits 5 for it, and status shows it
+// too unless a check status makes first fails (a missing plugin).
+func assessedEntry(o *activation.Outcome, ev *evaluation) initEntry {
+	e := initEntry{
+		ID: o.Adapter.ID, Name: o.Adapter.Name, State: string(o.State), Capability: string(o.Adapter.Capability),
+		ChangedPaths: o.ChangedPaths, NextStep: o.NextStep,
+	}
+	for _, h := range ev.harnesses {
+		if h.adapter.ID == o.Adapter.ID && h.State != o.State && o.State != fsm.NeedsUserReview {
+			e.State, e.NextStep = string(h.State), h.Next
+		}
+	}
+	if e.ChangedPaths == nil {
+		e.ChangedPaths = []string{}
+	}
+	return e
 }
 
 // initInput is init's activation input: the detected harnesses plus every
@@ -288,17 +315,11 @@ func managedPaths(plan *activation.Plan, id string) []string {
 	return nil
 }
 
-func printInit(g *Globals, plan *activation.Plan, storeID string, found bool, aw awareness, suggestIgnore bool) error {
+func printInit(g *Globals, plan *activation.Plan, ev *evaluation, storeID string, found bool, aw awareness, suggestIgnore bool) error {
 	var entries []initEntry
 	for _, o := range plan.Outcomes {
-		e := initEntry{
-			ID: o.Adapter.ID, Name: o.Adapter.Name, State: string(o.State), Capability: string(o.Adapter.Capability),
-			ChangedPaths: o.ChangedPaths, NextStep: o.NextStep,
-		}
-		if e.ChangedPaths == nil {
-			e.ChangedPaths = []string{}
-		}
-		if o.State != fsm.NeedsUserReview && o.State != fsm.Unsupported {
+		e := assessedEntry(o, ev)
+		if st := fsm.State(e.State); st != fsm.NeedsUserReview && st != fsm.Unsupported {
 			e.ManagedPaths = managedPaths(plan, o.Adapter.ID)
 		}
 		entries = append(entries, e)

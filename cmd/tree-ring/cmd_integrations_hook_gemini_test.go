@@ -173,9 +173,10 @@ func TestGeminiSettingsCreateOnly(t *testing.T) {
 	}
 	merged, _ := json.MarshalIndent(doc, "", "  ")
 	p.write(".gemini/settings.json", string(merged))
-	p.json(&r, "integrations", "activate", "--harness", "gemini-cli")
-	if r.State != "configured-awaiting-proof" || p.read(".gemini/settings.json") != string(merged) ||
-		!strings.Contains(r.NextStep, "Until Gemini CLI trusts this folder it skips the project's hooks.") {
-		t.Fatalf("after merging: %+v", r)
+	var rec reconcileOut
+	p.applyJSON(&rec, "--harness", "gemini-cli")
+	if st, _, next := rec.entry(t, "gemini-cli"); st != "configured-awaiting-proof" || p.read(".gemini/settings.json") != string(merged) ||
+		!strings.Contains(next, "Until Gemini CLI trusts this folder it skips the project's hooks.") {
+		t.Fatalf("after merging: %+v", rec)
 	}
 }

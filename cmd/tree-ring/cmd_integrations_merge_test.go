@@ -35,7 +35,7 @@ func TestCodexForeignHooksMerged(t *testing.T) {
 	}
 	next := in.next("codex")
 	snippet := strings.TrimSuffix(string(adapters.CodexHooksSnippet()), "\n")
-	retry := "`tree-ring integrations activate --harness codex`"
+	retry := "`tree-ring integrations reconcile --apply --harness codex`"
 	if in.states()["codex"] != "needs-user-review" || !strings.Contains(next, "Merge these entries into .codex/hooks.json by hand") ||
 		!strings.HasSuffix(next, "keeping your own), then run "+retry+":\n"+snippet) {
 		t.Fatalf("codex %s, next step:\n%s", in.states()["codex"], next)
@@ -62,11 +62,11 @@ func TestCodexForeignHooksMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var a activateOut
-	if err := json.Unmarshal([]byte(p.ok("", "--json", "integrations", "activate", "--harness", "codex")), &a); err != nil {
+	var a reconcileOut
+	if err := json.Unmarshal([]byte(p.ok("", "--json", "integrations", "reconcile", "--apply", "--harness", "codex")), &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.State != "configured-awaiting-proof" || strings.Join(a.ChangedPaths, ",") != ".agents/skills/tree-ring-memory/SKILL.md,AGENTS.md" {
+	if st, created, _ := a.entry(t, "codex"); st != "configured-awaiting-proof" || strings.Join(created, ",") != ".agents/skills/tree-ring-memory/SKILL.md,AGENTS.md" {
 		t.Fatalf("retry: %+v", a)
 	}
 	if got, _ := os.ReadFile(hooksPath); sha256.Sum256(got) != sha256.Sum256(merged) {

@@ -27,7 +27,7 @@ func TestGroupsAndSuggestions(t *testing.T) {
 		{[]string{"integrations", "statu"}, 2, "", "tree-ring: unknown integrations subcommand \"statu\"; did you mean `tree-ring integrations status`?\n"},
 		{[]string{"audit", "verfy"}, 2, "", "tree-ring: unknown audit subcommand \"verfy\"; did you mean `tree-ring audit verify`?\n"},
 		{[]string{"audit", "bogus"}, 2, "", "tree-ring: unknown audit subcommand \"bogus\"; audit has: duplicates, graph, replay, report, runs, verify (see `tree-ring audit --help`)\n"},
-		{[]string{"integrations", "--json"}, 2, "", "tree-ring: integrations needs a subcommand before its flags: activate, certify, deactivate, hook, link, preflight, scan, status (see `tree-ring integrations --help`)\n"},
+		{[]string{"integrations", "--json"}, 2, "", "tree-ring: integrations needs a subcommand before its flags: activate, certify, deactivate, hook, link, preflight, reconcile, scan, status (see `tree-ring integrations --help`)\n"},
 		{[]string{"integration", "status"}, 2, "", "tree-ring: unknown command \"integration\"; did you mean `tree-ring integrations status`? (see `tree-ring --help`)\n"},
 		{[]string{"remeber", "x"}, 2, "", "tree-ring: unknown command \"remeber\"; did you mean `tree-ring remember`? (see `tree-ring --help`)\n"},
 		{[]string{"recal"}, 2, "", "tree-ring: unknown command \"recal\"; did you mean `tree-ring recall`? (see `tree-ring --help`)\n"},
