@@ -100,7 +100,7 @@ func (e *ProgramError) Error() string {
 
 // ForeignProgramStep moves a program Tree Ring did not install aside, so
 // that init installs and records the running build.
-const ForeignProgramStep = "review it, move it aside (`mv " + BinaryPath + " " + BinaryPath + ".foreign`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest"
+const ForeignProgramStep = "review it, move it aside (`mv " + BinaryPath + " " + BinaryPath + ".foreign`; Tree Ring never replaces it) and run `tree-ring init`: it installs the running tree-ring there and records its digest; then `tree-ring integrations reconcile --apply` publishes the bridges this review held back (recorded, with the previous manifest digest)"
 
 // ForeignProgramFinding is a foreign program (an ProgramForeign error) as
 // a conflict of every bridge that would run it: publication stops short of

@@ -157,10 +157,10 @@ func TestReconcileHarnessAddedAfterInit(t *testing.T) {
 		t.Fatal("no codex record in the replaced manifest")
 	}
 	var st initOut
-	var dry reconcileOut // init --dry-run's entries name harness_id
+	var dry initOut // init --dry-run's entries name their fields as init's
 	p.json(&st, "integrations", "status")
 	p.json(&dry, "init", "--dry-run")
-	if ds, _, _ := dry.entry(t, "codex"); st.states()["codex"] != "needs-trust" || ds != "configured-awaiting-proof" {
+	if ds := dry.states()["codex"]; st.states()["codex"] != "needs-trust" || ds != "configured-awaiting-proof" {
 		t.Fatalf("after reconcile: status %v, init --dry-run %+v", st.states(), dry)
 	}
 	// Nothing left to reconcile: a second apply changes nothing.
@@ -212,10 +212,10 @@ func TestReconcileFinishesDeactivation(t *testing.T) {
 		t.Fatal("the manifest still holds the codex record")
 	}
 	var st initOut
-	var dry reconcileOut // init --dry-run's entries name harness_id
+	var dry initOut // init --dry-run's entries name their fields as init's
 	p.json(&st, "integrations", "status")
 	p.json(&dry, "init", "--dry-run")
-	if ds, _, _ := dry.entry(t, "codex"); st.states()["codex"] != "unsupported" || ds != "unsupported" {
+	if ds := dry.states()["codex"]; st.states()["codex"] != "unsupported" || ds != "unsupported" {
 		t.Fatalf("status %v, init --dry-run %+v", st.states(), dry)
 	}
 	n := len(p.events())

@@ -55,6 +55,7 @@ func TestEveryJSONOutputIsOneObject(t *testing.T) {
 		"integrations certify":    {"integrations", "certify"},
 		"integrations deactivate": {"integrations", "deactivate", "--harness", "claude-code", "--dry-run"},
 		"integrations link":       {"integrations", "link", "--harness", "claude-code", "--dry-run"},
+		"integrations reconcile":  {"integrations", "reconcile"},
 		"integrations scan":       {"integrations", "scan"},
 		"integrations status":     {"integrations", "status"},
 		"projections rebuild":     {"projections", "rebuild"},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,6 +313,11 @@ func TestForeignProgramNeverAdopted(t *testing.T) {
 			}
 			if !installed || sha256File(t, p.path(adapters.BinaryPath)) != exe {
 				t.Fatal("init did not install and record the running build")
+			}
+			// activation.json records the review the foreign program caused;
+			// publishing now changes that record: reconcile's recorded step.
+			if r, changed := p.apply(); r.code != 0 || !slices.Equal(changed, []string{adapters.ManifestPath}) {
+				t.Fatalf("reconcile --apply after the move: %d %s, changed %v", r.code, r.stderr, changed)
 			}
 			var st struct {
 				Integrations []map[string]any `json:"integrations"`
