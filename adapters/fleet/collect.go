@@ -160,56 +160,93 @@ func Collect(ctx context.Context, nc *nats.Conn, sink Sink, o CollectOptions) (C
 	if err != nil {
 		return CollectResult{}, err
 	}
-	c := &collector{sink: sink, o: o, stores: map[string]*storeState{}, unexpected: map[string]bool{}}
-	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	st, err := ensureStream(rctx, js, o.Stream, o.Replicas, false)
-	if err == nil {
-		c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
-			Durable:       o.Durable,
-			Description:   "tree-ring fleet collect (docs/fleet.md)",
-			FilterSubject: SubjectWildcard,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       o.AckWait,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			MaxAckPending: 20 * o.Batch,
-		})
-	}
-	cancel()
-	if err != nil {
-		return CollectResult{}, fmt.Errorf("consumer %s on %s: %w", o.Durable, o.Stream, err)
+	c := &collector{sink: sink, o: o, js: js, stores: map[string]*storeState{}, unexpected: map[string]bool{}}
+	if err := c.consumer(ctx); err != nil {
+		return CollectResult{}, err
 	}
 	err = c.run(ctx, nc)
 	return c.result(), err
 }
 
+// consumer finds the stream and creates or binds the durable consumer,
+// asking again through a leader election (each request has its own
+// deadline) until Timeout passes without an answer.
+func (c *collector) consumer(ctx context.Context) error {
+	start, backoff := time.Now(), 50*time.Millisecond
+	for {
+		err := func() error {
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
+			defer cancel()
+			st, err := ensureStream(rctx, c.js, c.o.Stream, c.o.Replicas, false)
+			if err != nil {
+				return err
+			}
+			c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
+				Durable:       c.o.Durable,
+				Description:   "tree-ring fleet collect (docs/fleet.md)",
+				FilterSubject: SubjectWildcard,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       c.o.AckWait,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+				MaxAckPending: 20 * c.o.Batch,
+			})
+			return err
+		}()
+		var ce *StreamConfigError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ce), ctx.Err() != nil, time.Since(start) > c.o.Timeout:
+			return fmt.Errorf("consumer %s on %s (no answer for %s): %w", c.o.Durable, c.o.Stream, time.Since(start).Round(time.Second), err)
+		}
+		if err := pause(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// pause waits d or until ctx is done: the backoff between two attempts.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 type collector struct {
 	sink       Sink
 	o          CollectOptions
+	js         jetstream.JetStream
 	cons       jetstream.Consumer
 	stores     map[string]*storeState
 	ignored    int
 	unexpected map[string]bool
 }
 
+// run consumes until done. progress is when a replica last moved; alive
+// when the server last answered (a message, the consumer's info): only
+// Timeout without an answer ends a run, so a leader election, or a quiet
+// --follow, is waited out.
 func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
-	// The iterator keeps pull requests outstanding, so the next messages
-	// arrive while the sink commits the current batch.
-	it, err := c.cons.Messages(jetstream.PullMaxMessages(2 * c.o.Batch))
+	it, err := c.messages()
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", c.o.Durable, err)
+		return err
 	}
-	defer it.Stop()
-	progress := time.Now()
+	defer func() { it.Stop() }()
+	progress, alive := time.Now(), time.Now()
 	wait := min(time.Second, c.o.Timeout)
 	for {
 		if err := ctx.Err(); err != nil {
-			if c.o.Follow && errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+			return c.ended(err)
 		}
 		msgs, err := c.next(it, wait)
 		if len(msgs) > 0 {
+			alive = time.Now()
 			moved, err := c.apply(ctx, msgs)
 			if err != nil {
 				return err
@@ -222,26 +259,82 @@ func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
 			// whether anything can still fill it.
 		}
 		if len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) || time.Since(progress) > c.o.Timeout {
-				return fmt.Errorf("consume %s: %w", c.o.Durable, err)
+			if errors.Is(err, nats.ErrConnectionClosed) || time.Since(alive) > c.o.Timeout {
+				return fmt.Errorf("consume %s (no answer for %s): %w", c.o.Durable, time.Since(alive).Round(time.Second), err)
 			}
-			time.Sleep(100 * time.Millisecond) // reconnecting
-			continue
-		}
-		done, err := c.drained(ctx, nc)
-		if err != nil {
-			if time.Since(progress) > c.o.Timeout {
+			if it, err = c.resume(ctx, it, err); err != nil {
 				return err
 			}
 			continue
 		}
-		if done && !c.o.Follow {
-			return nil
-		}
-		if !done && !c.o.Follow && time.Since(progress) > max(c.o.Timeout, 2*c.o.AckWait) {
-			return fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
+		if finished, err := c.quiet(ctx, nc, progress, &alive); finished || err != nil {
+			return err
 		}
 	}
+}
+
+// ended is run's answer to ctx ending: a --follow stops cleanly when
+// cancelled.
+func (c *collector) ended(err error) error {
+	if c.o.Follow && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// quiet is run's step when no message moved a replica: it asks the
+// consumer whether anything is left and reports whether the run is
+// finished (nothing left, no --follow).
+func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time, alive *time.Time) (bool, error) {
+	done, err := c.drained(ctx, nc)
+	if err != nil {
+		if time.Since(*alive) > c.o.Timeout {
+			return true, fmt.Errorf("%w (no answer for %s)", err, time.Since(*alive).Round(time.Second))
+		}
+		return false, nil
+	}
+	*alive = time.Now()
+	switch {
+	case c.o.Follow:
+		return false, nil
+	case done:
+		return true, nil
+	case time.Since(progress) > max(c.o.Timeout, 2*c.o.AckWait):
+		return true, fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
+	}
+	return false, nil
+}
+
+// messages starts the iterator. It keeps pull requests outstanding, so
+// the next messages arrive while the sink commits the current batch; each
+// expires within a quarter of Timeout, so a request lost with a consumer
+// leader is made again well before Timeout (the client's default, 30 s,
+// outlived the default --timeout).
+func (c *collector) messages() (jetstream.MessagesContext, error) {
+	expiry := max(time.Second, min(c.o.Timeout/4, 30*time.Second))
+	it, err := c.cons.Messages(jetstream.PullMaxMessages(2*c.o.Batch), jetstream.PullExpiry(expiry))
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", c.o.Durable, err)
+	}
+	return it, nil
+}
+
+// resume follows an iterator error: a closed iterator (the consumer was
+// lost with its leader) is replaced, after binding the consumer again; on
+// other errors (a reconnect) it waits a moment and goes on with it.
+func (c *collector) resume(ctx context.Context, it jetstream.MessagesContext, cause error) (jetstream.MessagesContext, error) {
+	if !errors.Is(cause, jetstream.ErrMsgIteratorClosed) && !errors.Is(cause, jetstream.ErrConsumerDeleted) {
+		return it, pause(ctx, 100*time.Millisecond)
+	}
+	it.Stop()
+	if err := c.consumer(ctx); err != nil {
+		return it, err
+	}
+	next, err := c.messages()
+	if err != nil {
+		return it, err
+	}
+	return next, nil
 }
 
 // next waits up to wait for a message, then takes what else has arrived,
@@ -266,10 +359,10 @@ func (c *collector) next(it jetstream.MessagesContext, wait time.Duration) ([]je
 // and every unacknowledged one held here. Held messages then sit behind a
 // gap nothing can fill, and their stores stop.
 func (c *collector) drained(ctx context.Context, nc *nats.Conn) (bool, error) {
-	if err := nc.FlushTimeout(c.o.Timeout); err != nil {
+	if err := nc.FlushTimeout(requestTimeout(c.o.Timeout)); err != nil {
 		return false, fmt.Errorf("flush acknowledgements: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
 	defer cancel()
 	info, err := c.cons.Info(rctx)
 	if err != nil {

@@ -97,81 +97,111 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 	if !ValidStoreID(o.StoreID) {
 		return PublishResult{}, fmt.Errorf("store id %q is not a store id", o.StoreID)
 	}
-	subj := Subject(o.StoreID)
-	res := PublishResult{StoreID: o.StoreID, Subject: subj}
+	p := &publisher{src: src, nc: nc, o: o, subj: Subject(o.StoreID), first: true}
+	p.res = PublishResult{StoreID: o.StoreID, Subject: p.subj}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return res, err
+		return p.res, err
 	}
-	var st jetstream.Stream
-	first := true
+	p.js = js
 	progress := time.Now()
 	backoff := 50 * time.Millisecond
 	for {
-		err := func() error {
-			if st == nil {
-				rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-				defer cancel()
-				s, err := ensureStream(rctx, js, o.Stream, o.Replicas, true)
-				if err != nil {
-					return err
-				}
-				st = s
-			}
-			held, seq, err := streamHead(ctx, st, subj, src, o)
-			if err != nil {
-				return err
-			}
-			if first {
-				res.Held, first = held, false
-			}
-			head, err := src.Head()
-			if err != nil {
-				return permanent{err}
-			}
-			res.Head = head
-			if held > head {
-				return &StreamMismatchError{StoreID: o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
-			}
-			for held < head {
-				raws, err := src.Read(ctx, held, o.Batch)
-				if err != nil {
-					return permanent{err}
-				}
-				if len(raws) == 0 {
-					return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
-				}
-				seq, err = sendBatch(ctx, nc, src, subj, raws, held, seq, o)
-				if err != nil {
-					return err
-				}
-				held += uint64(len(raws))
-				res.Published += uint64(len(raws))
-				progress, backoff = time.Now(), 50*time.Millisecond
-			}
-			return nil
-		}()
-		var p permanent
+		sent := p.res.Published
+		err := p.round(ctx)
+		if p.res.Published > sent {
+			progress, backoff = time.Now(), 50*time.Millisecond
+		}
+		var perm permanent
 		var mm *StreamMismatchError
 		var ce *StreamConfigError
 		switch {
 		case err == nil:
-			return res, nil
-		case errors.As(err, &p):
-			return res, p.err
+			return p.res, nil
+		case errors.As(err, &perm):
+			return p.res, perm.err
 		case errors.As(err, &mm), errors.As(err, &ce), ctx.Err() != nil:
-			return res, err
+			return p.res, err
 		case time.Since(progress) > o.Timeout:
-			return res, fmt.Errorf("publish %s: no progress for %s (the stream holds position %d; a rerun resumes there): %w", subj, o.Timeout, res.Held+res.Published, err)
+			return p.res, gaveUp(p.subj, o.Timeout, p.known, p.res, err)
 		}
-		res.Retries++
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(backoff):
+		p.res.Retries++
+		if err := pause(ctx, backoff); err != nil {
+			return p.res, err
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// publisher is one Publish call's state across its rounds.
+type publisher struct {
+	src  Source
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	st   jetstream.Stream
+	o    PublishOptions
+	subj string
+	res  PublishResult
+	// first: res.Held is not set yet; known: the stream has answered what
+	// it holds at least once.
+	first, known bool
+}
+
+// round asks the stream what it holds and sends the rest, batch after
+// batch, until the stream holds the ledger's head or a request fails.
+func (p *publisher) round(ctx context.Context) error {
+	if p.st == nil {
+		// One request's deadline, not the run's: a request lost in a
+		// leader election is asked again.
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(p.o.Timeout))
+		defer cancel()
+		s, err := ensureStream(rctx, p.js, p.o.Stream, p.o.Replicas, true)
+		if err != nil {
+			return err
+		}
+		p.st = s
+	}
+	held, seq, err := streamHead(ctx, p.st, p.subj, p.src, p.o)
+	if err != nil {
+		return err
+	}
+	p.known = true
+	if p.first {
+		p.res.Held, p.first = held, false
+	}
+	head, err := p.src.Head()
+	if err != nil {
+		return permanent{err}
+	}
+	p.res.Head = head
+	if held > head {
+		return &StreamMismatchError{StoreID: p.o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
+	}
+	for held < head {
+		raws, err := p.src.Read(ctx, held, p.o.Batch)
+		if err != nil {
+			return permanent{err}
+		}
+		if len(raws) == 0 {
+			return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
+		}
+		seq, err = sendBatch(ctx, p.nc, p.src, p.subj, raws, held, seq, p.o)
+		if err != nil {
+			return err
+		}
+		held += uint64(len(raws))
+		p.res.Published += uint64(len(raws))
+	}
+	return nil
+}
+
+// gaveUp is Publish's error after timeout without progress, saying what
+// the stream held when it last answered.
+func gaveUp(subj string, timeout time.Duration, known bool, res PublishResult, err error) error {
+	if !known {
+		return fmt.Errorf("publish %s: no answer from the stream for %s (a leader election that did not end, or no server; a rerun resumes where the stream is): %w", subj, timeout, err)
+	}
+	return fmt.Errorf("publish %s: no progress for %s (the stream held position %d when it last answered; a rerun resumes there): %w", subj, timeout, res.Held+res.Published, err)
 }
 
 // requestTimeout bounds one request: a fifth of the time allowed without

@@ -372,7 +372,10 @@ func TestFleetFaultClusterLeaderLost(t *testing.T) {
 			lost <- l
 		}()
 	}}
-	publishUntilDone(t, all, b, src, 3)
+	// One run: publish waits out the election within its --timeout.
+	if _, err := publishTo(t, all, src, b.id, 3); err != nil {
+		t.Fatalf("publish through the leader's loss: %v", err)
+	}
 	l := <-lost
 	if l == nil {
 		t.Fatal("no stream leader to stop")
