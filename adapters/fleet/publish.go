@@ -185,12 +185,65 @@ func (p *publisher) round(ctx context.Context) error {
 		if len(raws) == 0 {
 			return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
 		}
-		seq, err = sendBatch(ctx, p.nc, p.src, p.subj, raws, held, seq, p.o)
+		last := seq
+		seq, err = sendBatch(ctx, p.nc, p.src, p.subj, raws, held, last, p.o)
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == jetstream.ErrorCode(errCodeBatchDuplicate) {
+			// Some of these events are in the stream after a message that
+			// is not the last position (a copy or reordering published by
+			// someone else): send them one by one, and the server says
+			// which it holds.
+			seq, err = p.sendSingles(ctx, raws, held, last)
+		}
 		if err != nil {
 			return err
 		}
 		held += uint64(len(raws))
 		p.res.Published += uint64(len(raws))
+	}
+	return nil
+}
+
+// errCodeBatchDuplicate is the server's "atomic publish batch contains
+// duplicate message id".
+const errCodeBatchDuplicate = 10201
+
+// sendSingles publishes raws (positions after+1...) one message at a
+// time, each expecting the subject's last sequence. One the stream already
+// holds (its Nats-Msg-Id is in the duplicate window) is acknowledged as a
+// duplicate with its sequence: that message must be the ledger's bytes.
+func (p *publisher) sendSingles(ctx context.Context, raws [][]byte, after, lastSeq uint64) (uint64, error) {
+	for i, raw := range raws {
+		pos := after + uint64(i) + 1
+		m, err := message(p.src, p.subj, raw, pos)
+		if err != nil {
+			return 0, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(p.o.Timeout))
+		ack, err := p.js.PublishMsg(rctx, m, jetstream.WithExpectLastSequencePerSubject(lastSeq))
+		if err == nil && ack.Duplicate {
+			err = p.sameAt(rctx, ack.Sequence, raw, pos)
+		}
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("publish position %d: %w", pos, err)
+		}
+		if !ack.Duplicate {
+			lastSeq = ack.Sequence
+		}
+	}
+	return lastSeq, nil
+}
+
+// sameAt checks that the stream's message at seq is raw, the ledger's
+// event at pos.
+func (p *publisher) sameAt(ctx context.Context, seq uint64, raw []byte, pos uint64) error {
+	m, err := p.st.GetMsg(ctx, seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(m.Data, raw) {
+		return &StreamMismatchError{StoreID: p.o.StoreID, Position: pos, Reason: fmt.Sprintf("the stream holds another message with this event's id (sequence %d)", seq)}
 	}
 	return nil
 }
@@ -243,6 +296,27 @@ func streamHead(ctx context.Context, st jetstream.Stream, subj string, src Sourc
 	return pos, m.Sequence, nil
 }
 
+// message is the stored event raw at pos as its message: the bytes, the
+// event id as Nats-Msg-Id, position, hash, key and signature headers.
+func message(src Source, subj string, raw []byte, pos uint64) (*nats.Msg, error) {
+	ref, err := events.DecodeStoredRef(raw)
+	if err != nil {
+		return nil, permanent{fmt.Errorf("position %d: %w", pos, err)}
+	}
+	if ref.Position != pos {
+		return nil, permanent{fmt.Errorf("ledger position %d holds an envelope that says %d", pos, ref.Position)}
+	}
+	m := nats.NewMsg(subj)
+	m.Data = raw
+	m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
+	m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
+	m.Header.Set(HeaderHash, ref.Hash)
+	sig, key := src.Sign(pos, ref.Hash)
+	m.Header.Set(HeaderKey, key)
+	m.Header.Set(HeaderSignature, sig)
+	return m, nil
+}
+
 // pubAck is the server's answer to a batch commit.
 type pubAck struct {
 	Stream   string              `json:"stream"`
@@ -259,21 +333,10 @@ func sendBatch(ctx context.Context, nc *nats.Conn, src Source, subj string, raws
 	batchID := nuid.Next()
 	for i, raw := range raws {
 		pos := after + uint64(i) + 1
-		ref, err := events.DecodeStoredRef(raw)
+		m, err := message(src, subj, raw, pos)
 		if err != nil {
-			return 0, permanent{fmt.Errorf("position %d: %w", pos, err)}
+			return 0, err
 		}
-		if ref.Position != pos {
-			return 0, permanent{fmt.Errorf("ledger position %d holds an envelope that says %d", pos, ref.Position)}
-		}
-		m := nats.NewMsg(subj)
-		m.Data = raw
-		m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
-		m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
-		m.Header.Set(HeaderHash, ref.Hash)
-		sig, key := src.Sign(pos, ref.Hash)
-		m.Header.Set(HeaderKey, key)
-		m.Header.Set(HeaderSignature, sig)
 		m.Header.Set("Nats-Batch-Id", batchID)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		if i == 0 {

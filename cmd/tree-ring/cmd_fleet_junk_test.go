@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet"
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
+	"github.com/tree-ring/tree-ring/events"
+)
+
+// junkCopy publishes the ledger's event at pos again, as the host would
+// (same bytes and signature), with msgID as its Nats-Msg-Id.
+func junkCopy(t *testing.T, url string, b *bulkStore, pos uint64, msgID string) {
+	t.Helper()
+	src := b.source()
+	raws, err := src.Read(context.Background(), pos-1, 1)
+	if err != nil || len(raws) != 1 {
+		t.Fatalf("read position %d: %v", pos, err)
+	}
+	ref, err := events.DecodeStoredRef(raws[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgID == "" {
+		msgID = ref.ID.String()
+	}
+	sig, key := src.Sign(pos, ref.Hash)
+	h := map[string]string{jetstream.MsgIDHeader: msgID, fleet.HeaderPosition: strconv.FormatUint(pos, 10),
+		fleet.HeaderHash: ref.Hash, fleet.HeaderKey: key, fleet.HeaderSignature: sig}
+	if err := fleettest.PublishRaw(url, fleet.DefaultStream, fleet.Subject(b.id), raws[0], h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Copies and reorderings in the stream, inside the duplicate window, do
+// not stop the host's next publish; collect and verify still pass.
+func TestFleetJunkDoesNotWedgePublish(t *testing.T) {
+	srv := startNATS(t)
+	b := newBulkStore(t, 8, 100)
+	if _, err := publishTo(t, srv.URL(), b.source(), b.id, 1); err != nil {
+		t.Fatal(err)
+	}
+	// A byte-identical copy of position 50 under a new message id.
+	junkCopy(t, srv.URL(), b, 50, "junk-copy-of-50")
+	b.n = int(appendRuns(t, b.root, 18, 20))
+	res, err := publishTo(t, srv.URL(), b.source(), b.id, 1)
+	if err != nil {
+		t.Fatalf("publish after a copy: %v", err)
+	}
+	if res.Head != uint64(b.n) {
+		t.Fatalf("publish after a copy: %+v", res)
+	}
+	// The host's genuine next two events, published by someone else in
+	// reverse order.
+	b.n = int(appendRuns(t, b.root, 19, 2))
+	junkCopy(t, srv.URL(), b, uint64(b.n), "")
+	junkCopy(t, srv.URL(), b, uint64(b.n-1), "")
+	b.n = int(appendRuns(t, b.root, 20, 3))
+	if res, err = publishTo(t, srv.URL(), b.source(), b.id, 1); err != nil {
+		t.Fatalf("publish after a reordering: %v", err)
+	}
+	if res.Head != uint64(b.n) {
+		t.Fatalf("publish after a reordering: %+v", res)
+	}
+	wantReplicas(t, srv.URL(), t.TempDir(), b)
+}
