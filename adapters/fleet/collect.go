@@ -223,6 +223,8 @@ type collector struct {
 	o          CollectOptions
 	js         jetstream.JetStream
 	cons       jetstream.Consumer
+	it         jetstream.MessagesContext
+	renewed    time.Time // when it was last replaced
 	stores     map[string]*storeState
 	ignored    int
 	unexpected map[string]bool
@@ -233,18 +235,19 @@ type collector struct {
 // Timeout without an answer ends a run, so a leader election, or a quiet
 // --follow, is waited out.
 func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
-	it, err := c.messages()
-	if err != nil {
+	var err error
+	if c.it, err = c.messages(); err != nil {
 		return err
 	}
-	defer func() { it.Stop() }()
+	defer func() { c.it.Stop() }()
 	progress, alive := time.Now(), time.Now()
+	c.renewed = progress
 	wait := min(time.Second, c.o.Timeout)
 	for {
 		if err := ctx.Err(); err != nil {
 			return c.ended(err)
 		}
-		msgs, err := c.next(it, wait)
+		msgs, err := c.next(c.it, wait)
 		if len(msgs) > 0 {
 			alive = time.Now()
 			moved, err := c.apply(ctx, msgs)
@@ -262,7 +265,7 @@ func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
 			if errors.Is(err, nats.ErrConnectionClosed) || time.Since(alive) > c.o.Timeout {
 				return fmt.Errorf("consume %s (no answer for %s): %w", c.o.Durable, time.Since(alive).Round(time.Second), err)
 			}
-			if it, err = c.resume(ctx, it, err); err != nil {
+			if c.it, err = c.resume(ctx, c.it, err); err != nil {
 				return err
 			}
 			continue
@@ -294,6 +297,13 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 		return false, nil
 	}
 	*alive = time.Now()
+	if !done && time.Since(progress) > requestTimeout(c.o.Timeout) && time.Since(c.renewed) > requestTimeout(c.o.Timeout) {
+		// Pending, yet nothing arrives: the pull requests were lost
+		// (with a consumer leader); a new iterator makes new ones.
+		if err := c.renew(); err != nil {
+			return true, err
+		}
+	}
 	switch {
 	case c.o.Follow:
 		return false, nil
@@ -303,6 +313,19 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 		return true, fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
 	}
 	return false, nil
+}
+
+// renew replaces the iterator; messages it had buffered are redelivered
+// after AckWait.
+func (c *collector) renew() error {
+	c.it.Stop()
+	c.renewed = time.Now()
+	it, err := c.messages()
+	if err != nil {
+		return err
+	}
+	c.it = it
+	return nil
 }
 
 // messages starts the iterator. It keeps pull requests outstanding, so
