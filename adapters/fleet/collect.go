@@ -87,6 +87,7 @@ type CollectOptions struct {
 	// OnPin, when set, is told when a store's key is pinned on first
 	// sight (no Expected, no replica yet).
 	OnPin func(store, key string)
+	Log   Log
 }
 
 // StoreCount is what Collect did for one store.
@@ -195,10 +196,12 @@ func (c *collector) consumer(ctx context.Context) error {
 		var ce *StreamConfigError
 		switch {
 		case err == nil:
+			c.o.Log.debug("collect: consumer bound", "stream", c.o.Stream, "durable", c.o.Durable)
 			return nil
 		case errors.As(err, &ce), ctx.Err() != nil, time.Since(start) > c.o.Timeout:
 			return fmt.Errorf("consumer %s on %s (no answer for %s): %w", c.o.Durable, c.o.Stream, time.Since(start).Round(time.Second), err)
 		}
+		c.o.Log.debug("collect: binding the consumer again", "after", backoff.String(), "error", err.Error())
 		if err := pause(ctx, backoff); err != nil {
 			return err
 		}
@@ -318,6 +321,7 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 // renew replaces the iterator; messages it had buffered are redelivered
 // after AckWait.
 func (c *collector) renew() error {
+	c.o.Log.debug("collect: messages pending but none arriving; new pull requests", "durable", c.o.Durable)
 	c.it.Stop()
 	c.renewed = time.Now()
 	it, err := c.messages()
@@ -346,6 +350,7 @@ func (c *collector) messages() (jetstream.MessagesContext, error) {
 // lost with its leader) is replaced, after binding the consumer again; on
 // other errors (a reconnect) it waits a moment and goes on with it.
 func (c *collector) resume(ctx context.Context, it jetstream.MessagesContext, cause error) (jetstream.MessagesContext, error) {
+	c.o.Log.debug("collect: consume", "durable", c.o.Durable, "error", cause.Error())
 	if !errors.Is(cause, jetstream.ErrMsgIteratorClosed) && !errors.Is(cause, jetstream.ErrConsumerDeleted) {
 		return it, pause(ctx, 100*time.Millisecond)
 	}
@@ -517,6 +522,9 @@ func (c *collector) replicate(ctx context.Context, id string, s *storeState, sig
 	s.count.Appended += a.Appended
 	s.count.Duplicates += a.Duplicates
 	s.count.Head = a.Head
+	if len(signed) > 0 {
+		c.o.Log.debug("collect: replica commit", "store", id, "appended", a.Appended, "duplicates", a.Duplicates, "head", a.Head)
+	}
 	committed := signed[:a.Appended+a.Duplicates]
 	if err := c.recordSigned(id, committed, a.Head); err != nil {
 		return a, err

@@ -41,6 +41,7 @@ type PublishOptions struct {
 	Timeout time.Duration
 	// Batch is the number of events per atomic batch (at most 1,000).
 	Batch int
+	Log   Log
 }
 
 // PublishResult says what Publish did.
@@ -126,6 +127,7 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 			return p.res, gaveUp(p.subj, o.Timeout, p.known, p.res, err)
 		}
 		p.res.Retries++
+		o.Log.debug("publish: asking again", "subject", p.subj, "after", backoff.String(), "error", err.Error())
 		if err := pause(ctx, backoff); err != nil {
 			return p.res, err
 		}
@@ -174,6 +176,7 @@ func (p *publisher) round(ctx context.Context) error {
 		return permanent{err}
 	}
 	p.res.Head = head
+	p.o.Log.debug("publish: the stream's head", "subject", p.subj, "stream_holds", held, "stream_sequence", seq, "ledger_head", head)
 	if held > head {
 		return &StreamMismatchError{StoreID: p.o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
 	}
@@ -193,11 +196,13 @@ func (p *publisher) round(ctx context.Context) error {
 			// is not the last position (a copy or reordering published by
 			// someone else): send them one by one, and the server says
 			// which it holds.
+			p.o.Log.debug("publish: the stream holds some of the batch; one message at a time", "subject", p.subj, "first", held+1, "last", held+uint64(len(raws)))
 			seq, err = p.sendSingles(ctx, raws, held, last)
 		}
 		if err != nil {
 			return err
 		}
+		p.o.Log.debug("publish: batch committed", "subject", p.subj, "first", held+1, "last", held+uint64(len(raws)), "stream_sequence", seq)
 		held += uint64(len(raws))
 		p.res.Published += uint64(len(raws))
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -67,4 +70,29 @@ func TestFleetJunkDoesNotWedgePublish(t *testing.T) {
 		t.Fatalf("publish after a reordering: %+v", res)
 	}
 	wantReplicas(t, srv.URL(), t.TempDir(), b)
+}
+
+// --log-level debug shows what publish and collect do, as JSON lines on
+// stderr: positions, counts and sequences, never an event's body.
+func TestFleetDebugLog(t *testing.T) {
+	srv := startNATS(t)
+	p := fleetProject(t, 21)
+	root := filepath.Join(p.dir, ".tree-ring")
+	head := len(ledgerBytes(t, root))
+	r := p.run("", "--log-level", "debug", "fleet", "publish", "--nats", srv.URL())
+	want := fmt.Sprintf(`"first":1,"last":%d,`, head)
+	if r.code != 0 || !strings.Contains(r.stderr, `"message":"publish: batch committed"`) || !strings.Contains(r.stderr, want) ||
+		!strings.Contains(r.stderr, `"message":"publish: the stream's head"`) {
+		t.Fatalf("publish --log-level debug: want %s in %+v", want, r)
+	}
+	c := p.run("", "--log-level", "debug", "fleet", "collect", "--nats", srv.URL(), "--into", t.TempDir())
+	want = fmt.Sprintf(`"store":%q,"appended":%d,"duplicates":0,"head":%d`, storeIDOf(t, root), head, head)
+	if c.code != 0 || !strings.Contains(c.stderr, `"message":"collect: consumer bound"`) || !strings.Contains(c.stderr, want) {
+		t.Fatalf("collect --log-level debug: want %s in %+v", want, c)
+	}
+	for _, out := range []string{r.stderr, c.stderr} {
+		if strings.Contains(out, `"payload"`) || strings.Contains(out, "session") {
+			t.Errorf("a debug line carries event content: %s", out)
+		}
+	}
 }

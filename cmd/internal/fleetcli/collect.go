@@ -65,7 +65,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	defer nc.Close()
 	sink := &ReplicaDir{Dir: o.Into, LockTimeout: g.LockTimeout, Now: g.Now}
 	res, err := fleet.Collect(ctx, nc, sink, fleet.CollectOptions{
-		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected,
+		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected, Log: g.debugLog(),
 		OnPin: func(store, key string) {
 			fmt.Fprintf(g.Stderr, "%s: store %s: new store, trusting the key its first message carries (%s; pinned on first sight: give --expect to pin keys yourself)\n", cli.Fleet.Program, store, key)
 		},

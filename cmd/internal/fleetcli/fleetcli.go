@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
@@ -140,6 +141,11 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	g.Log = log
 	return c.run(ctx, g, o, fs.Args())
+}
+
+// debugLog is fleet's Log on the --log-level logger.
+func (g *Globals) debugLog() fleet.Log {
+	return func(msg string, kv ...any) { g.Log.Debug().Fields(kv).Msg(msg) }
 }
 
 func printHelp(w io.Writer) {

@@ -45,7 +45,7 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 		return err
 	}
 	defer nc.Close()
-	res, err := fleet.Publish(ctx, nc, src, fleet.PublishOptions{Stream: o.Stream, StoreID: storeID, Replicas: o.Replicas, Timeout: o.Timeout})
+	res, err := fleet.Publish(ctx, nc, src, fleet.PublishOptions{Stream: o.Stream, StoreID: storeID, Replicas: o.Replicas, Timeout: o.Timeout, Log: g.debugLog()})
 	if err != nil {
 		return fmt.Errorf("fleet publish: %w", err)
 	}
