@@ -37,6 +37,11 @@ type Sink interface {
 	// signature of the replica's head event, so `fleet verify` can check
 	// that everything the replica holds was signed by the store's key.
 	Signed(store string, head SignedHead) error
+	// Collected records, when a run has nothing left to deliver, what the
+	// stream held for the store (its last message's position) at that
+	// instant, so `fleet status` shows the lag and when it last knew; a
+	// store without a replica is skipped.
+	Collected(store string, streamHead uint64) error
 }
 
 // SignedHead is a replica's last event with the signature it arrived with.
@@ -182,6 +187,7 @@ func (c *collector) consumer(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			c.st = st
 			c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
 				Durable:       c.o.Durable,
 				Description:   "tree-ring fleet collect (docs/fleet.md)",
@@ -228,6 +234,8 @@ type collector struct {
 	cons       jetstream.Consumer
 	it         jetstream.MessagesContext
 	renewed    time.Time // when it was last replaced
+	st         jetstream.Stream
+	recorded   time.Time // when the stream's heads were last recorded
 	stores     map[string]*storeState
 	ignored    int
 	unexpected map[string]bool
@@ -307,6 +315,11 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 			return true, err
 		}
 	}
+	if done && progress.After(c.recorded) {
+		if err := c.recordHeads(ctx); err != nil {
+			return true, err
+		}
+	}
 	switch {
 	case c.o.Follow:
 		return false, nil
@@ -316,6 +329,37 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 		return true, fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
 	}
 	return false, nil
+}
+
+// recordHeads gives the sink, for every store's subject in the stream,
+// the position of its last message, once the consumer has delivered
+// everything (so the replica's head is as far as the stream lets it go).
+// A --follow records again only after a replica moved.
+func (c *collector) recordHeads(ctx context.Context) error {
+	c.recorded = time.Now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
+	defer cancel()
+	info, err := c.st.Info(rctx, jetstream.WithSubjectFilter(SubjectWildcard))
+	if err != nil {
+		c.o.Log.debug("collect: the stream's heads", "error", err.Error())
+		return nil // the lag stays as last known; the replicas are fine
+	}
+	for subj := range info.State.Subjects {
+		id, ok := StoreOfSubject(subj)
+		if !ok {
+			continue
+		}
+		m, err := c.st.GetLastMsgForSubject(rctx, subj)
+		if err != nil {
+			c.o.Log.debug("collect: the stream's head", "store", id, "error", err.Error())
+			continue
+		}
+		pos, _ := strconv.ParseUint(m.Header.Get(HeaderPosition), 10, 64)
+		if err := c.sink.Collected(id, pos); err != nil {
+			return fmt.Errorf("store %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // renew replaces the iterator; messages it had buffered are redelivered

@@ -161,6 +161,16 @@ func (d *ReplicaDir) Signed(store string, h fleet.SignedHead) error {
 	return replica.WriteSigned(replica.Root(d.Dir, store), replica.Signed{StoreID: store, Position: h.Position, Hash: h.Hash, Signature: h.Signature})
 }
 
+// Collected writes the replica's last-collect record, for a store that
+// has a replica.
+func (d *ReplicaDir) Collected(store string, streamHead uint64) error {
+	root := replica.Root(d.Dir, store)
+	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return replica.WriteCollected(root, replica.Collected{StoreID: store, StreamHead: streamHead, At: d.Now().UTC()})
+}
+
 func (d *ReplicaDir) Stopped(store string) (bool, error) {
 	_, ok, err := replica.ReadStop(replica.Root(d.Dir, store))
 	return ok, err
