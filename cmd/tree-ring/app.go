@@ -16,6 +16,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
@@ -180,12 +181,20 @@ func (g *Globals) storeOptions() bolt.Options {
 // under an activation.json: only init's adoption of that manifest does
 // (its store id is kept: adopt.go).
 func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
+	if err := replica.RefuseWrite(g.Root); err != nil {
+		return nil, err
+	}
 	return bolt.OpenRoot(g.Root, g.storeOptions())
 }
 
 // openStore opens with opts, refusing to create the ledger of a root whose
 // activation.json names a store (see OpenStore).
 func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
+	if !opts.ReadOnly {
+		if err := replica.RefuseWrite(g.Root); err != nil {
+			return nil, err
+		}
+	}
 	return cli.OpenStore(g.Root, opts)
 }
 

@@ -96,3 +96,34 @@ func TestFleetDebugLog(t *testing.T) {
 		}
 	}
 }
+
+// A replica refuses every write command with one line and changes by not
+// an event; it still verifies.
+func TestFleetReplicaIsReadOnly(t *testing.T) {
+	srv := startNATS(t)
+	p := fleetProject(t, 22)
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	dir := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", dir)
+	rep := filepath.Join(dir, storeIDOf(t, filepath.Join(p.dir, ".tree-ring")))
+	before := ledgerBytes(t, rep)
+	for _, args := range [][]string{
+		{"remember", "Deploys go through the staging gate", "--event-type", "decision", "--project", "demo"},
+		{"fleet", "identity"},
+		{"projections", "rebuild"},
+	} {
+		r := p.run("", append([]string{"--root", rep, "--source-root", p.dir}, args...)...)
+		if r.code == 0 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "this root is a fleet replica") {
+			t.Errorf("%v on a replica: %+v", args, r)
+		}
+	}
+	if r := p.run("", "--root", rep, "--source-root", p.dir, "fleet", "publish", "--nats", srv.URL()); r.code == 0 {
+		t.Errorf("publish from a replica: %+v", r)
+	}
+	if after := ledgerBytes(t, rep); len(after) != len(before) {
+		t.Fatalf("a write command appended %d events to the replica", len(after)-len(before))
+	}
+	if r := p.run("", "fleet", "verify", "--from", dir); r.code != 0 {
+		t.Fatalf("fleet verify after the refused writes: %+v", r)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
@@ -82,6 +83,9 @@ func signingKey(ctx context.Context, g *Globals) (string, ed25519.PrivateKey, er
 		return "", nil, err
 	}
 	// Only now the write lock: the common case above waits for no hook.
+	if err := replica.RefuseWrite(g.Root); err != nil {
+		return "", nil, err
+	}
 	if st, err = cli.OpenStore(g.Root, bolt.Options{LockTimeout: g.LockTimeout, Projections: projections.All()}); err != nil {
 		return "", nil, err
 	}

@@ -198,6 +198,28 @@ func WriteCollected(root string, c Collected) error {
 	return replaceFile(root, CollectedFile, append(b, '\n'))
 }
 
+// ReadOnlyError is a write command run on a replica's root: a replica is
+// the stream's copy of another host's ledger, written only by fleet
+// collect.
+type ReadOnlyError struct{}
+
+func (ReadOnlyError) Error() string {
+	return "this root is a fleet replica (written by fleet collect from another host's events): replicas are read-only; nothing was written (read commands such as audit verify and audit replay work on it)"
+}
+
+// RefuseWrite returns ReadOnlyError when root is a replica: it holds one
+// of the records fleet collect writes beside a replica's ledger (its
+// signed head, its stop record, its last collect), which a project's own
+// root never has.
+func RefuseWrite(root string) error {
+	for _, name := range []string{SignedFile, StopFile, CollectedFile} {
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
+			return ReadOnlyError{}
+		}
+	}
+	return nil
+}
+
 // ReadExpect reads a fleet file (fleetsign.ParseExpect) named by --expect.
 func ReadExpect(path string) (map[string]fleetsign.Expected, error) {
 	f, err := os.Open(path)
