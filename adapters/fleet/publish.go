@@ -377,3 +377,55 @@ func sendBatch(ctx context.Context, nc *nats.Conn, src Source, subj string, raws
 	}
 	return lastSeq, nil
 }
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	PublishOptions
+	// Interval is how often the ledger's head is looked at between
+	// publishes (default 1s).
+	Interval time.Duration
+	// OnPublish, when set, is told each publish that sent events, and
+	// OnError each that failed and is tried again at the next change.
+	OnPublish func(PublishResult)
+	OnError   func(error)
+}
+
+// Watch publishes, then publishes again each time the ledger's head moves,
+// until ctx is done (then it returns nil, having finished or abandoned
+// the batch in flight: the stream holds whole batches only). A publish
+// that fails for want of the server is tried again at the next look; a
+// stream that differs from the ledger or cannot hold it ends the watch.
+func Watch(ctx context.Context, nc *nats.Conn, src Source, o WatchOptions) error {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	published := uint64(0)
+	retry := true
+	for {
+		head, err := src.Head()
+		if err != nil {
+			return err
+		}
+		if head != published || retry {
+			res, err := Publish(ctx, nc, src, o.PublishOptions)
+			var mm *StreamMismatchError
+			var ce *StreamConfigError
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.As(err, &mm), errors.As(err, &ce):
+				return err
+			case err != nil:
+				if o.OnError != nil {
+					o.OnError(err)
+				}
+			case res.Published > 0 && o.OnPublish != nil:
+				o.OnPublish(res)
+			}
+			retry, published = err != nil, res.Head
+		}
+		if pause(ctx, o.Interval) != nil {
+			return nil
+		}
+	}
+}

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -126,4 +130,38 @@ func TestFleetReplicaIsReadOnly(t *testing.T) {
 	if r := p.run("", "fleet", "verify", "--from", dir); r.code != 0 {
 		t.Fatalf("fleet verify after the refused writes: %+v", r)
 	}
+}
+
+// publish --watch publishes what is in the ledger, then each event that
+// lands after it started, and stops cleanly (exit 0) when cancelled.
+func TestFleetPublishWatch(t *testing.T) {
+	srv := startNATS(t)
+	b := newBulkStore(t, 23, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- fleetcli.Main(ctx, []string{"publish", "--watch", "--interval", "10ms", "--nats", srv.URL(), "--root", b.root, "--source-root", b.p.dir},
+			cli.IO{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}, fleetcli.Deps{})
+	}()
+	streamHolds := func(n int) func() bool {
+		return func() bool {
+			got, err := fleettest.SubjectCount(srv.URL(), fleet.DefaultStream, fleet.Subject(b.id))
+			return err == nil && got == uint64(n)
+		}
+	}
+	waitUntil(t, 20*time.Second, "the stream holds the ledger", streamHolds(b.n))
+	for _, k := range []int{24, 25} {
+		b.n = int(appendRuns(t, b.root, k, 7))
+		waitUntil(t, 20*time.Second, fmt.Sprintf("the stream holds the %d events after an append", b.n), streamHolds(b.n))
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("publish --watch, cancelled: exit %d, %s", code, stderr.String())
+	}
+	if got := strings.Count(stdout.String(), "published "); got != 3 || !strings.Contains(stdout.String(), fmt.Sprintf("now %d)", b.n)) {
+		t.Fatalf("publish --watch printed:\n%s", stdout.String())
+	}
+	wantReplicas(t, srv.URL(), t.TempDir(), b)
 }
