@@ -411,16 +411,16 @@ func Watch(ctx context.Context, nc *nats.Conn, src Source, o WatchOptions) error
 			var mm *StreamMismatchError
 			var ce *StreamConfigError
 			switch {
+			case err == nil:
+				if res.Published > 0 && o.OnPublish != nil {
+					o.OnPublish(res) // also when ctx ended after the last batch landed
+				}
 			case ctx.Err() != nil:
 				return nil
 			case errors.As(err, &mm), errors.As(err, &ce):
 				return err
-			case err != nil:
-				if o.OnError != nil {
-					o.OnError(err)
-				}
-			case res.Published > 0 && o.OnPublish != nil:
-				o.OnPublish(res)
+			case o.OnError != nil:
+				o.OnError(err)
 			}
 			retry, published = err != nil, res.Head
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,7 +140,7 @@ func TestFleetPublishWatch(t *testing.T) {
 	b := newBulkStore(t, 23, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- fleetcli.Main(ctx, []string{"publish", "--watch", "--interval", "10ms", "--nats", srv.URL(), "--root", b.root, "--source-root", b.p.dir},
@@ -155,6 +156,7 @@ func TestFleetPublishWatch(t *testing.T) {
 	for _, k := range []int{24, 25} {
 		b.n = int(appendRuns(t, b.root, k, 7))
 		waitUntil(t, 20*time.Second, fmt.Sprintf("the stream holds the %d events after an append", b.n), streamHolds(b.n))
+		waitUntil(t, 20*time.Second, "publish --watch says so", func() bool { return strings.Contains(stdout.String(), fmt.Sprintf("now %d)", b.n)) })
 	}
 	cancel()
 	if code := <-done; code != 0 {
@@ -164,4 +166,22 @@ func TestFleetPublishWatch(t *testing.T) {
 		t.Fatalf("publish --watch printed:\n%s", stdout.String())
 	}
 	wantReplicas(t, srv.URL(), t.TempDir(), b)
+}
+
+// lockedBuffer is a bytes.Buffer a test reads while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
