@@ -37,6 +37,11 @@ type Sink interface {
 	// signature of the replica's head event, so `fleet verify` can check
 	// that everything the replica holds was signed by the store's key.
 	Signed(store string, head SignedHead) error
+	// Collected records, when a run has nothing left to deliver, what the
+	// stream held for the store (its last message's position) at that
+	// instant, so `fleet status` shows the lag and when it last knew; a
+	// store without a replica is skipped.
+	Collected(store string, streamHead uint64) error
 }
 
 // SignedHead is a replica's last event with the signature it arrived with.
@@ -87,6 +92,7 @@ type CollectOptions struct {
 	// OnPin, when set, is told when a store's key is pinned on first
 	// sight (no Expected, no replica yet).
 	OnPin func(store, key string)
+	Log   Log
 }
 
 // StoreCount is what Collect did for one store.
@@ -160,56 +166,101 @@ func Collect(ctx context.Context, nc *nats.Conn, sink Sink, o CollectOptions) (C
 	if err != nil {
 		return CollectResult{}, err
 	}
-	c := &collector{sink: sink, o: o, stores: map[string]*storeState{}, unexpected: map[string]bool{}}
-	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	st, err := ensureStream(rctx, js, o.Stream, o.Replicas, false)
-	if err == nil {
-		c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
-			Durable:       o.Durable,
-			Description:   "tree-ring fleet collect (docs/fleet.md)",
-			FilterSubject: SubjectWildcard,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       o.AckWait,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			MaxAckPending: 20 * o.Batch,
-		})
-	}
-	cancel()
-	if err != nil {
-		return CollectResult{}, fmt.Errorf("consumer %s on %s: %w", o.Durable, o.Stream, err)
+	c := &collector{sink: sink, o: o, js: js, stores: map[string]*storeState{}, unexpected: map[string]bool{}}
+	if err := c.consumer(ctx); err != nil {
+		return CollectResult{}, err
 	}
 	err = c.run(ctx, nc)
 	return c.result(), err
 }
 
+// consumer finds the stream and creates or binds the durable consumer,
+// asking again through a leader election (each request has its own
+// deadline) until Timeout passes without an answer.
+func (c *collector) consumer(ctx context.Context) error {
+	start, backoff := time.Now(), 50*time.Millisecond
+	for {
+		err := func() error {
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
+			defer cancel()
+			st, err := ensureStream(rctx, c.js, c.o.Stream, c.o.Replicas, false)
+			if err != nil {
+				return err
+			}
+			c.st = st
+			c.cons, err = st.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
+				Durable:       c.o.Durable,
+				Description:   "tree-ring fleet collect (docs/fleet.md)",
+				FilterSubject: SubjectWildcard,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       c.o.AckWait,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+				MaxAckPending: 20 * c.o.Batch,
+			})
+			return err
+		}()
+		var ce *StreamConfigError
+		switch {
+		case err == nil:
+			c.o.Log.debug("collect: consumer bound", "stream", c.o.Stream, "durable", c.o.Durable)
+			return nil
+		case errors.As(err, &ce), ctx.Err() != nil, time.Since(start) > c.o.Timeout:
+			return fmt.Errorf("consumer %s on %s (no answer for %s): %w", c.o.Durable, c.o.Stream, time.Since(start).Round(time.Second), err)
+		}
+		c.o.Log.debug("collect: binding the consumer again", "after", backoff.String(), "error", err.Error())
+		if err := pause(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// pause waits d or until ctx is done: the backoff between two attempts.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 type collector struct {
 	sink       Sink
 	o          CollectOptions
+	js         jetstream.JetStream
 	cons       jetstream.Consumer
+	it         jetstream.MessagesContext
+	renewed    time.Time // when it was last replaced
+	st         jetstream.Stream
+	recorded   time.Time // when the stream's heads were last recorded
 	stores     map[string]*storeState
 	ignored    int
 	unexpected map[string]bool
 }
 
+// run consumes until done. progress is when a replica last moved; alive
+// when the server last answered (a message, the consumer's info): only
+// Timeout without an answer ends a run, so a leader election, or a quiet
+// --follow, is waited out.
 func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
-	// The iterator keeps pull requests outstanding, so the next messages
-	// arrive while the sink commits the current batch.
-	it, err := c.cons.Messages(jetstream.PullMaxMessages(2 * c.o.Batch))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", c.o.Durable, err)
+	var err error
+	if c.it, err = c.messages(); err != nil {
+		return err
 	}
-	defer it.Stop()
-	progress := time.Now()
+	defer func() { c.it.Stop() }()
+	progress, alive := time.Now(), time.Now()
+	c.renewed = progress
 	wait := min(time.Second, c.o.Timeout)
 	for {
 		if err := ctx.Err(); err != nil {
-			if c.o.Follow && errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+			return c.ended(err)
 		}
-		msgs, err := c.next(it, wait)
+		msgs, err := c.next(c.it, wait)
 		if len(msgs) > 0 {
+			alive = time.Now()
 			moved, err := c.apply(ctx, msgs)
 			if err != nil {
 				return err
@@ -222,26 +273,140 @@ func (c *collector) run(ctx context.Context, nc *nats.Conn) error {
 			// whether anything can still fill it.
 		}
 		if len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) || time.Since(progress) > c.o.Timeout {
-				return fmt.Errorf("consume %s: %w", c.o.Durable, err)
+			if errors.Is(err, nats.ErrConnectionClosed) || time.Since(alive) > c.o.Timeout {
+				return fmt.Errorf("consume %s (no answer for %s): %w", c.o.Durable, time.Since(alive).Round(time.Second), err)
 			}
-			time.Sleep(100 * time.Millisecond) // reconnecting
-			continue
-		}
-		done, err := c.drained(ctx, nc)
-		if err != nil {
-			if time.Since(progress) > c.o.Timeout {
+			if c.it, err = c.resume(ctx, c.it, err); err != nil {
 				return err
 			}
 			continue
 		}
-		if done && !c.o.Follow {
-			return nil
-		}
-		if !done && !c.o.Follow && time.Since(progress) > max(c.o.Timeout, 2*c.o.AckWait) {
-			return fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
+		if finished, err := c.quiet(ctx, nc, progress, &alive); finished || err != nil {
+			return err
 		}
 	}
+}
+
+// ended is run's answer to ctx ending: a --follow stops cleanly when
+// cancelled.
+func (c *collector) ended(err error) error {
+	if c.o.Follow && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// quiet is run's step when no message moved a replica: it asks the
+// consumer whether anything is left and reports whether the run is
+// finished (nothing left, no --follow).
+func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time, alive *time.Time) (bool, error) {
+	done, err := c.drained(ctx, nc)
+	if err != nil {
+		if time.Since(*alive) > c.o.Timeout {
+			return true, fmt.Errorf("%w (no answer for %s)", err, time.Since(*alive).Round(time.Second))
+		}
+		return false, nil
+	}
+	*alive = time.Now()
+	if !done && time.Since(progress) > requestTimeout(c.o.Timeout) && time.Since(c.renewed) > requestTimeout(c.o.Timeout) {
+		// Pending, yet nothing arrives: the pull requests were lost
+		// (with a consumer leader); a new iterator makes new ones.
+		if err := c.renew(); err != nil {
+			return true, err
+		}
+	}
+	if done && progress.After(c.recorded) {
+		if err := c.recordHeads(ctx); err != nil {
+			return true, err
+		}
+	}
+	switch {
+	case c.o.Follow:
+		return false, nil
+	case done:
+		return true, nil
+	case time.Since(progress) > max(c.o.Timeout, 2*c.o.AckWait):
+		return true, fmt.Errorf("consumer %s: messages are still pending after %s without progress (delivered to another collector?); a rerun goes on", c.o.Durable, time.Since(progress).Round(time.Second))
+	}
+	return false, nil
+}
+
+// recordHeads gives the sink, for every store's subject in the stream,
+// the position of its last message, once the consumer has delivered
+// everything (so the replica's head is as far as the stream lets it go).
+// A --follow records again only after a replica moved.
+func (c *collector) recordHeads(ctx context.Context) error {
+	c.recorded = time.Now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
+	defer cancel()
+	info, err := c.st.Info(rctx, jetstream.WithSubjectFilter(SubjectWildcard))
+	if err != nil {
+		c.o.Log.debug("collect: the stream's heads", "error", err.Error())
+		return nil // the lag stays as last known; the replicas are fine
+	}
+	for subj := range info.State.Subjects {
+		id, ok := StoreOfSubject(subj)
+		if !ok {
+			continue
+		}
+		m, err := c.st.GetLastMsgForSubject(rctx, subj)
+		if err != nil {
+			c.o.Log.debug("collect: the stream's head", "store", id, "error", err.Error())
+			continue
+		}
+		pos, _ := strconv.ParseUint(m.Header.Get(HeaderPosition), 10, 64)
+		if err := c.sink.Collected(id, pos); err != nil {
+			return fmt.Errorf("store %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// renew replaces the iterator; messages it had buffered are redelivered
+// after AckWait.
+func (c *collector) renew() error {
+	c.o.Log.debug("collect: messages pending but none arriving; new pull requests", "durable", c.o.Durable)
+	c.it.Stop()
+	c.renewed = time.Now()
+	it, err := c.messages()
+	if err != nil {
+		return err
+	}
+	c.it = it
+	return nil
+}
+
+// messages starts the iterator. It keeps pull requests outstanding, so
+// the next messages arrive while the sink commits the current batch; each
+// expires within a quarter of Timeout, so a request lost with a consumer
+// leader is made again well before Timeout (the client's default, 30 s,
+// outlived the default --timeout).
+func (c *collector) messages() (jetstream.MessagesContext, error) {
+	expiry := max(time.Second, min(c.o.Timeout/4, 30*time.Second))
+	it, err := c.cons.Messages(jetstream.PullMaxMessages(2*c.o.Batch), jetstream.PullExpiry(expiry))
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", c.o.Durable, err)
+	}
+	return it, nil
+}
+
+// resume follows an iterator error: a closed iterator (the consumer was
+// lost with its leader) is replaced, after binding the consumer again; on
+// other errors (a reconnect) it waits a moment and goes on with it.
+func (c *collector) resume(ctx context.Context, it jetstream.MessagesContext, cause error) (jetstream.MessagesContext, error) {
+	c.o.Log.debug("collect: consume", "durable", c.o.Durable, "error", cause.Error())
+	if !errors.Is(cause, jetstream.ErrMsgIteratorClosed) && !errors.Is(cause, jetstream.ErrConsumerDeleted) {
+		return it, pause(ctx, 100*time.Millisecond)
+	}
+	it.Stop()
+	if err := c.consumer(ctx); err != nil {
+		return it, err
+	}
+	next, err := c.messages()
+	if err != nil {
+		return it, err
+	}
+	return next, nil
 }
 
 // next waits up to wait for a message, then takes what else has arrived,
@@ -266,10 +431,10 @@ func (c *collector) next(it jetstream.MessagesContext, wait time.Duration) ([]je
 // and every unacknowledged one held here. Held messages then sit behind a
 // gap nothing can fill, and their stores stop.
 func (c *collector) drained(ctx context.Context, nc *nats.Conn) (bool, error) {
-	if err := nc.FlushTimeout(c.o.Timeout); err != nil {
+	if err := nc.FlushTimeout(requestTimeout(c.o.Timeout)); err != nil {
 		return false, fmt.Errorf("flush acknowledgements: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
 	defer cancel()
 	info, err := c.cons.Info(rctx)
 	if err != nil {
@@ -401,6 +566,9 @@ func (c *collector) replicate(ctx context.Context, id string, s *storeState, sig
 	s.count.Appended += a.Appended
 	s.count.Duplicates += a.Duplicates
 	s.count.Head = a.Head
+	if len(signed) > 0 {
+		c.o.Log.debug("collect: replica commit", "store", id, "appended", a.Appended, "duplicates", a.Duplicates, "head", a.Head)
+	}
 	committed := signed[:a.Appended+a.Duplicates]
 	if err := c.recordSigned(id, committed, a.Head); err != nil {
 		return a, err

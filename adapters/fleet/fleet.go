@@ -65,6 +65,17 @@ func StoreOfSubject(subject string) (string, bool) {
 // makes it safe as a subject token and a directory name.
 func ValidStoreID(s string) bool { return events.ValidStoreID(s) }
 
+// Log receives a run's debug lines (--log-level debug): a message and
+// key-value pairs of positions, counts, sequences and error texts, never
+// an event's body. Nil logs nothing.
+type Log func(msg string, kv ...any)
+
+func (l Log) debug(msg string, kv ...any) {
+	if l != nil {
+		l(msg, kv...)
+	}
+}
+
 // StreamConfigError is a stream that exists but cannot hold a fleet: it
 // lacks atomic batch publishing or does not cover the subjects. Retrying
 // does not help; an operator changes the stream (docs/fleet.md).

@@ -41,6 +41,7 @@ type PublishOptions struct {
 	Timeout time.Duration
 	// Batch is the number of events per atomic batch (at most 1,000).
 	Batch int
+	Log   Log
 }
 
 // PublishResult says what Publish did.
@@ -97,81 +98,168 @@ func Publish(ctx context.Context, nc *nats.Conn, src Source, o PublishOptions) (
 	if !ValidStoreID(o.StoreID) {
 		return PublishResult{}, fmt.Errorf("store id %q is not a store id", o.StoreID)
 	}
-	subj := Subject(o.StoreID)
-	res := PublishResult{StoreID: o.StoreID, Subject: subj}
+	p := &publisher{src: src, nc: nc, o: o, subj: Subject(o.StoreID), first: true}
+	p.res = PublishResult{StoreID: o.StoreID, Subject: p.subj}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return res, err
+		return p.res, err
 	}
-	var st jetstream.Stream
-	first := true
+	p.js = js
 	progress := time.Now()
 	backoff := 50 * time.Millisecond
 	for {
-		err := func() error {
-			if st == nil {
-				rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-				defer cancel()
-				s, err := ensureStream(rctx, js, o.Stream, o.Replicas, true)
-				if err != nil {
-					return err
-				}
-				st = s
-			}
-			held, seq, err := streamHead(ctx, st, subj, src, o)
-			if err != nil {
-				return err
-			}
-			if first {
-				res.Held, first = held, false
-			}
-			head, err := src.Head()
-			if err != nil {
-				return permanent{err}
-			}
-			res.Head = head
-			if held > head {
-				return &StreamMismatchError{StoreID: o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
-			}
-			for held < head {
-				raws, err := src.Read(ctx, held, o.Batch)
-				if err != nil {
-					return permanent{err}
-				}
-				if len(raws) == 0 {
-					return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
-				}
-				seq, err = sendBatch(ctx, nc, src, subj, raws, held, seq, o)
-				if err != nil {
-					return err
-				}
-				held += uint64(len(raws))
-				res.Published += uint64(len(raws))
-				progress, backoff = time.Now(), 50*time.Millisecond
-			}
-			return nil
-		}()
-		var p permanent
+		sent := p.res.Published
+		err := p.round(ctx)
+		if p.res.Published > sent {
+			progress, backoff = time.Now(), 50*time.Millisecond
+		}
+		var perm permanent
 		var mm *StreamMismatchError
 		var ce *StreamConfigError
 		switch {
 		case err == nil:
-			return res, nil
-		case errors.As(err, &p):
-			return res, p.err
+			return p.res, nil
+		case errors.As(err, &perm):
+			return p.res, perm.err
 		case errors.As(err, &mm), errors.As(err, &ce), ctx.Err() != nil:
-			return res, err
+			return p.res, err
 		case time.Since(progress) > o.Timeout:
-			return res, fmt.Errorf("publish %s: no progress for %s (the stream holds position %d; a rerun resumes there): %w", subj, o.Timeout, res.Held+res.Published, err)
+			return p.res, gaveUp(p.subj, o.Timeout, p.known, p.res, err)
 		}
-		res.Retries++
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(backoff):
+		p.res.Retries++
+		o.Log.debug("publish: asking again", "subject", p.subj, "after", backoff.String(), "error", err.Error())
+		if err := pause(ctx, backoff); err != nil {
+			return p.res, err
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// publisher is one Publish call's state across its rounds.
+type publisher struct {
+	src  Source
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	st   jetstream.Stream
+	o    PublishOptions
+	subj string
+	res  PublishResult
+	// first: res.Held is not set yet; known: the stream has answered what
+	// it holds at least once.
+	first, known bool
+}
+
+// round asks the stream what it holds and sends the rest, batch after
+// batch, until the stream holds the ledger's head or a request fails.
+func (p *publisher) round(ctx context.Context) error {
+	if p.st == nil {
+		// One request's deadline, not the run's: a request lost in a
+		// leader election is asked again.
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(p.o.Timeout))
+		defer cancel()
+		s, err := ensureStream(rctx, p.js, p.o.Stream, p.o.Replicas, true)
+		if err != nil {
+			return err
+		}
+		p.st = s
+	}
+	held, seq, err := streamHead(ctx, p.st, p.subj, p.src, p.o)
+	if err != nil {
+		return err
+	}
+	p.known = true
+	if p.first {
+		p.res.Held, p.first = held, false
+	}
+	head, err := p.src.Head()
+	if err != nil {
+		return permanent{err}
+	}
+	p.res.Head = head
+	p.o.Log.debug("publish: the stream's head", "subject", p.subj, "stream_holds", held, "stream_sequence", seq, "ledger_head", head)
+	if held > head {
+		return &StreamMismatchError{StoreID: p.o.StoreID, Position: held, Reason: fmt.Sprintf("the stream holds position %d, this ledger ends at %d (another copy of this store published)", held, head)}
+	}
+	for held < head {
+		raws, err := p.src.Read(ctx, held, p.o.Batch)
+		if err != nil {
+			return permanent{err}
+		}
+		if len(raws) == 0 {
+			return permanent{fmt.Errorf("ledger has no event after position %d, its head is %d", held, head)}
+		}
+		last := seq
+		seq, err = sendBatch(ctx, p.nc, p.src, p.subj, raws, held, last, p.o)
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == jetstream.ErrorCode(errCodeBatchDuplicate) {
+			// Some of these events are in the stream after a message that
+			// is not the last position (a copy or reordering published by
+			// someone else): send them one by one, and the server says
+			// which it holds.
+			p.o.Log.debug("publish: the stream holds some of the batch; one message at a time", "subject", p.subj, "first", held+1, "last", held+uint64(len(raws)))
+			seq, err = p.sendSingles(ctx, raws, held, last)
+		}
+		if err != nil {
+			return err
+		}
+		p.o.Log.debug("publish: batch committed", "subject", p.subj, "first", held+1, "last", held+uint64(len(raws)), "stream_sequence", seq)
+		held += uint64(len(raws))
+		p.res.Published += uint64(len(raws))
+	}
+	return nil
+}
+
+// errCodeBatchDuplicate is the server's "atomic publish batch contains
+// duplicate message id".
+const errCodeBatchDuplicate = 10201
+
+// sendSingles publishes raws (positions after+1...) one message at a
+// time, each expecting the subject's last sequence. One the stream already
+// holds (its Nats-Msg-Id is in the duplicate window) is acknowledged as a
+// duplicate with its sequence: that message must be the ledger's bytes.
+func (p *publisher) sendSingles(ctx context.Context, raws [][]byte, after, lastSeq uint64) (uint64, error) {
+	for i, raw := range raws {
+		pos := after + uint64(i) + 1
+		m, err := message(p.src, p.subj, raw, pos)
+		if err != nil {
+			return 0, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(p.o.Timeout))
+		ack, err := p.js.PublishMsg(rctx, m, jetstream.WithExpectLastSequencePerSubject(lastSeq))
+		if err == nil && ack.Duplicate {
+			err = p.sameAt(rctx, ack.Sequence, raw, pos)
+		}
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("publish position %d: %w", pos, err)
+		}
+		if !ack.Duplicate {
+			lastSeq = ack.Sequence
+		}
+	}
+	return lastSeq, nil
+}
+
+// sameAt checks that the stream's message at seq is raw, the ledger's
+// event at pos.
+func (p *publisher) sameAt(ctx context.Context, seq uint64, raw []byte, pos uint64) error {
+	m, err := p.st.GetMsg(ctx, seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(m.Data, raw) {
+		return &StreamMismatchError{StoreID: p.o.StoreID, Position: pos, Reason: fmt.Sprintf("the stream holds another message with this event's id (sequence %d)", seq)}
+	}
+	return nil
+}
+
+// gaveUp is Publish's error after timeout without progress, saying what
+// the stream held when it last answered.
+func gaveUp(subj string, timeout time.Duration, known bool, res PublishResult, err error) error {
+	if !known {
+		return fmt.Errorf("publish %s: no answer from the stream for %s (a leader election that did not end, or no server; a rerun resumes where the stream is): %w", subj, timeout, err)
+	}
+	return fmt.Errorf("publish %s: no progress for %s (the stream held position %d when it last answered; a rerun resumes there): %w", subj, timeout, res.Held+res.Published, err)
 }
 
 // requestTimeout bounds one request: a fifth of the time allowed without
@@ -213,6 +301,27 @@ func streamHead(ctx context.Context, st jetstream.Stream, subj string, src Sourc
 	return pos, m.Sequence, nil
 }
 
+// message is the stored event raw at pos as its message: the bytes, the
+// event id as Nats-Msg-Id, position, hash, key and signature headers.
+func message(src Source, subj string, raw []byte, pos uint64) (*nats.Msg, error) {
+	ref, err := events.DecodeStoredRef(raw)
+	if err != nil {
+		return nil, permanent{fmt.Errorf("position %d: %w", pos, err)}
+	}
+	if ref.Position != pos {
+		return nil, permanent{fmt.Errorf("ledger position %d holds an envelope that says %d", pos, ref.Position)}
+	}
+	m := nats.NewMsg(subj)
+	m.Data = raw
+	m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
+	m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
+	m.Header.Set(HeaderHash, ref.Hash)
+	sig, key := src.Sign(pos, ref.Hash)
+	m.Header.Set(HeaderKey, key)
+	m.Header.Set(HeaderSignature, sig)
+	return m, nil
+}
+
 // pubAck is the server's answer to a batch commit.
 type pubAck struct {
 	Stream   string              `json:"stream"`
@@ -229,21 +338,10 @@ func sendBatch(ctx context.Context, nc *nats.Conn, src Source, subj string, raws
 	batchID := nuid.Next()
 	for i, raw := range raws {
 		pos := after + uint64(i) + 1
-		ref, err := events.DecodeStoredRef(raw)
+		m, err := message(src, subj, raw, pos)
 		if err != nil {
-			return 0, permanent{fmt.Errorf("position %d: %w", pos, err)}
+			return 0, err
 		}
-		if ref.Position != pos {
-			return 0, permanent{fmt.Errorf("ledger position %d holds an envelope that says %d", pos, ref.Position)}
-		}
-		m := nats.NewMsg(subj)
-		m.Data = raw
-		m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
-		m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
-		m.Header.Set(HeaderHash, ref.Hash)
-		sig, key := src.Sign(pos, ref.Hash)
-		m.Header.Set(HeaderKey, key)
-		m.Header.Set(HeaderSignature, sig)
 		m.Header.Set("Nats-Batch-Id", batchID)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		if i == 0 {
@@ -278,4 +376,56 @@ func sendBatch(ctx context.Context, nc *nats.Conn, src Source, subj string, raws
 		return ack.Sequence, nil
 	}
 	return lastSeq, nil
+}
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	PublishOptions
+	// Interval is how often the ledger's head is looked at between
+	// publishes (default 1s).
+	Interval time.Duration
+	// OnPublish, when set, is told each publish that sent events, and
+	// OnError each that failed and is tried again at the next change.
+	OnPublish func(PublishResult)
+	OnError   func(error)
+}
+
+// Watch publishes, then publishes again each time the ledger's head moves,
+// until ctx is done (then it returns nil, having finished or abandoned
+// the batch in flight: the stream holds whole batches only). A publish
+// that fails for want of the server is tried again at the next look; a
+// stream that differs from the ledger or cannot hold it ends the watch.
+func Watch(ctx context.Context, nc *nats.Conn, src Source, o WatchOptions) error {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	published := uint64(0)
+	retry := true
+	for {
+		head, err := src.Head()
+		if err != nil {
+			return err
+		}
+		if head != published || retry {
+			res, err := Publish(ctx, nc, src, o.PublishOptions)
+			var mm *StreamMismatchError
+			var ce *StreamConfigError
+			switch {
+			case err == nil:
+				if res.Published > 0 && o.OnPublish != nil {
+					o.OnPublish(res) // also when ctx ended after the last batch landed
+				}
+			case ctx.Err() != nil:
+				return nil
+			case errors.As(err, &mm), errors.As(err, &ce):
+				return err
+			case o.OnError != nil:
+				o.OnError(err)
+			}
+			retry, published = err != nil, res.Head
+		}
+		if pause(ctx, o.Interval) != nil {
+			return nil
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/preflight"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/tree-ring/internal/runrec"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
@@ -188,6 +189,9 @@ func (g *Globals) storeOptions() bolt.Options {
 // under an activation.json: only init's adoption of that manifest does
 // (its store id is kept: adopt.go).
 func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
+	if err := replica.RefuseWrite(g.Root); err != nil {
+		return nil, err
+	}
 	return bolt.OpenRoot(g.Root, g.storeOptions())
 }
 
@@ -196,6 +200,11 @@ func (g *Globals) openAdoptingStore() (*bolt.Store, error) {
 // but the storeCreators, the ledger of a project's own store: inside a
 // project only init creates the store (*cli.NoStoreError).
 func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
+	if !opts.ReadOnly {
+		if err := replica.RefuseWrite(g.Root); err != nil {
+			return nil, err
+		}
+	}
 	if !opts.ReadOnly && !g.createsStore && !cli.ManifestNamesStore(g.Root) {
 		if _, ok := g.projectStore(); ok {
 			opts.MustExist = true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -377,7 +378,10 @@ func TestFleetFaultClusterLeaderLost(t *testing.T) {
 			lost <- l
 		}()
 	}}
-	publishUntilDone(t, all, b, src, 3)
+	// One run: publish waits out the election within its --timeout.
+	if _, err := publishTo(t, all, src, b.id, 3); err != nil {
+		t.Fatalf("publish through the leader's loss: %v", err)
+	}
 	l := <-lost
 	if l == nil {
 		t.Fatal("no stream leader to stop")
@@ -422,6 +426,22 @@ func TestFleetFaultGapStopsOnlyThatStore(t *testing.T) {
 	r := runCLI(t, "", "fleet", "verify", "--from", dir)
 	if r.code != 3 || !strings.Contains(r.stderr, "store "+a.id+": position 1500: replica stopped by fleet collect: gap") {
 		t.Fatalf("verify: %+v", r)
+	}
+	// Status shows, per store, how far its replica was behind the stream
+	// when the collect had nothing left to deliver.
+	st := runCLI(t, "", "--json", "fleet", "status", "--from", dir)
+	var status struct {
+		Rows []fleetRow `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil || len(status.Rows) == 0 {
+		t.Fatalf("fleet status: %v %+v", err, st)
+	}
+	for _, r := range status.Rows {
+		want := map[string][2]uint64{a.id: {1499, uint64(a.n) - 1499}, b.id: {uint64(b.n), 0}}[r.StoreID]
+		if r.ReplicaHead != want[0] || r.StreamHead == nil || *r.StreamHead != uint64(map[string]int{a.id: a.n, b.id: b.n}[r.StoreID]) ||
+			r.Lag == nil || *r.Lag != want[1] || r.CollectedAt == nil {
+			t.Errorf("status of %s: %+v, want replica head %d, lag %d", r.StoreID, r, want[0], want[1])
+		}
 	}
 	// A rerun does not touch the stopped replica.
 	before := ledgerBytes(t, filepath.Join(dir, a.id))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -55,6 +56,14 @@ type fleetRow struct {
 	// file does not list) or "stale" (no event within --stale).
 	Replica   string `json:"replica"`
 	StoppedAt uint64 `json:"stopped_at,omitempty"`
+	// ReplicaHead is the replica's last position now; StreamHead what the
+	// stream held for the store when a collect last had nothing left to
+	// deliver (CollectedAt), and Lag their difference: how far the replica
+	// was behind when last known (nil before any such collect).
+	ReplicaHead uint64     `json:"replica_head"`
+	StreamHead  *uint64    `json:"stream_head"`
+	Lag         *uint64    `json:"lag"`
+	CollectedAt *time.Time `json:"collected_at"`
 }
 
 // runFleetStatus replays each replica at the instant exactly as `audit
@@ -101,14 +110,14 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		}{true, at, rows})
 	}
 	tw := tabwriter.NewWriter(g.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "STORE\tLABEL\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tREPLICA\n", at.Format(humanTime))
+	fmt.Fprintf(tw, "STORE\tLABEL\tPROJECT ROOT\tHARNESS\tSTATE AT %s\tNEWEST RECEIPT\tLAST EVENT\tHEAD\tSTREAM HEAD\tLAG\tLAST COLLECT\tREPLICA\n", at.Format(humanTime))
 	for _, r := range rows {
 		rep := r.Replica
 		if r.StoppedAt != 0 {
 			rep = fmt.Sprintf("%s at %d", r.Replica, r.StoppedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.16s\t%s\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.Label), dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
-			timeOrDash(r.NewestReceiptAt), timeOrDash(r.LastEventAt), rep)
+		fmt.Fprintf(tw, "%s\t%s\t%.16s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.StoreID, dash(r.Label), dash(r.ProjectRootFingerprint), r.HarnessID, r.State,
+			timeOrDash(r.NewestReceiptAt), timeOrDash(r.LastEventAt), r.ReplicaHead, uintOrDash(r.StreamHead), uintOrDash(r.Lag), timeOrDash(r.CollectedAt), rep)
 	}
 	return tw.Flush()
 }
@@ -128,7 +137,7 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	err = replicaHealth(ctx, st, root, id, &base)
+	err = errors.Join(replicaHealth(ctx, st, root, id, &base), collectedHeads(st, root, &base))
 	st.Close()
 	if err != nil {
 		return nil, err
@@ -220,6 +229,34 @@ func replicaHealth(ctx context.Context, st *bolt.Store, root, id string, base *f
 	} else if err != nil {
 		return err
 	}
+	return nil
+}
+
+func uintOrDash(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*n, 10)
+}
+
+// collectedHeads fills the row's heads: the replica's now, the stream's
+// as its last collect recorded it.
+func collectedHeads(st *bolt.Store, root string, base *fleetRow) error {
+	head, _, err := st.Head()
+	if err != nil {
+		return err
+	}
+	base.ReplicaHead = head
+	c, ok, err := replica.ReadCollected(root)
+	if err != nil || !ok {
+		return err
+	}
+	at, sh := c.At.UTC(), c.StreamHead
+	lag := uint64(0)
+	if sh > head {
+		lag = sh - head
+	}
+	base.StreamHead, base.Lag, base.CollectedAt = &sh, &lag, &at
 	return nil
 }
 

@@ -65,7 +65,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	defer nc.Close()
 	sink := &ReplicaDir{Dir: o.Into, LockTimeout: g.LockTimeout, Now: g.Now}
 	res, err := fleet.Collect(ctx, nc, sink, fleet.CollectOptions{
-		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected,
+		Stream: o.Stream, Durable: o.Durable, Replicas: o.Replicas, AckWait: o.AckWait, Follow: o.Follow, Timeout: o.Timeout, Expected: expected, Log: g.debugLog(),
 		OnPin: func(store, key string) {
 			fmt.Fprintf(g.Stderr, "%s: store %s: new store, trusting the key its first message carries (%s; pinned on first sight: give --expect to pin keys yourself)\n", cli.Fleet.Program, store, key)
 		},
@@ -159,6 +159,16 @@ func (d *ReplicaDir) Key(store string) (ed25519.PublicKey, uint64, bool, error) 
 // Signed writes the replica's signed head record.
 func (d *ReplicaDir) Signed(store string, h fleet.SignedHead) error {
 	return replica.WriteSigned(replica.Root(d.Dir, store), replica.Signed{StoreID: store, Position: h.Position, Hash: h.Hash, Signature: h.Signature})
+}
+
+// Collected writes the replica's last-collect record, for a store that
+// has a replica.
+func (d *ReplicaDir) Collected(store string, streamHead uint64) error {
+	root := replica.Root(d.Dir, store)
+	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return replica.WriteCollected(root, replica.Collected{StoreID: store, StreamHead: streamHead, At: d.Now().UTC()})
 }
 
 func (d *ReplicaDir) Stopped(store string) (bool, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/tree-ring/tree-ring/adapters/fleet"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
@@ -45,6 +46,10 @@ type options interface{ AddFlags(fs *pflag.FlagSet) }
 
 type command struct {
 	cli.CompanionCommand
+	// ledger: the command reads this project's ledger (--root,
+	// --source-root). Otherwise they are accepted, since tree-ring moves
+	// the global flags after the command word, but not listed in its help.
+	ledger  bool
 	newOpts func() options
 	run     func(ctx context.Context, g *Globals, o options, args []string) error
 }
@@ -52,7 +57,7 @@ type command struct {
 // commands are cli.Fleet's, in its order, with their options and runs.
 func commands() []command {
 	runs := map[string]command{
-		"publish": {newOpts: func() options { return new(publishOptions) }, run: func(ctx context.Context, g *Globals, o options, a []string) error {
+		"publish": {ledger: true, newOpts: func() options { return new(publishOptions) }, run: func(ctx context.Context, g *Globals, o options, a []string) error {
 			return runPublish(ctx, g, o.(*publishOptions), a)
 		}},
 		"collect": {newOpts: func() options { return new(collectOptions) }, run: func(ctx context.Context, g *Globals, o options, a []string) error {
@@ -114,6 +119,10 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	fs.SortFlags = false
 	o.AddFlags(fs)
 	g.Flags.AddFlags(fs)
+	if !c.ledger {
+		_ = fs.MarkHidden("root")
+		_ = fs.MarkHidden("source-root")
+	}
 	if err := fs.Parse(argv[1:]); errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintf(g.Stdout, "Usage: tree-ring %s %s [flags]\n       %s %s [flags]\n\n%s\n\nFlags:\n%s",
 			cli.Fleet.Group, c.Word, cli.Fleet.Program, c.Word, c.Summary, fs.FlagUsages())
@@ -121,8 +130,10 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	} else if err != nil {
 		return cli.FlagError(cli.Fleet.Group+" "+c.Word, err)
 	}
-	if _, err := g.ResolveRoots(g.Getwd, fs.Changed("root"), fs.Changed("source-root")); err != nil {
-		return err
+	if c.ledger {
+		if _, err := g.ResolveRoots(g.Getwd, fs.Changed("root"), fs.Changed("source-root")); err != nil {
+			return err
+		}
 	}
 	log, err := g.Logger(g.Stderr)
 	if err != nil {
@@ -130,6 +141,11 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	g.Log = log
 	return c.run(ctx, g, o, fs.Args())
+}
+
+// debugLog is fleet's Log on the --log-level logger.
+func (g *Globals) debugLog() fleet.Log {
+	return func(msg string, kv ...any) { g.Log.Debug().Fields(kv).Msg(msg) }
 }
 
 func printHelp(w io.Writer) {

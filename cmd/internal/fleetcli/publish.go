@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/projections"
@@ -20,9 +22,15 @@ import (
 
 type publishOptions struct {
 	connOptions
+	Watch    bool
+	Interval time.Duration
 }
 
-func (o *publishOptions) AddFlags(fs *pflag.FlagSet) { o.connOptions.AddFlags(fs) }
+func (o *publishOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Watch, "watch", false, "keep publishing as events land, until interrupted (SIGINT or SIGTERM: the batch in flight finishes or is abandoned whole)")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "with --watch: how often to look at the ledger's head")
+	o.connOptions.AddFlags(fs)
+}
 
 // runPublish records no run: the stream is the record of a publish, and a
 // second publish with nothing new must change nothing here.
@@ -45,18 +53,50 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 		return err
 	}
 	defer nc.Close()
-	res, err := fleet.Publish(ctx, nc, src, fleet.PublishOptions{Stream: o.Stream, StoreID: storeID, Replicas: o.Replicas, Timeout: o.Timeout})
+	po := fleet.PublishOptions{Stream: o.Stream, StoreID: storeID, Replicas: o.Replicas, Timeout: o.Timeout, Log: g.debugLog()}
+	if o.Watch {
+		return watch(g, po, o.Interval, func(wo fleet.WatchOptions) error { return fleet.Watch(ctx, nc, src, wo) })
+	}
+	res, err := fleet.Publish(ctx, nc, src, po)
 	if err != nil {
 		return fmt.Errorf("fleet publish: %w", err)
 	}
+	return printPublished(g, res)
+}
+
+// watch is publish --watch: one line (or JSON object) per publish that
+// sent events, one stderr line per failed one, which the next look
+// retries.
+func watch(g *Globals, po fleet.PublishOptions, interval time.Duration, run func(fleet.WatchOptions) error) error {
+	if interval <= 0 {
+		return cli.Usagef("--interval must be positive")
+	}
+	var werr error
+	err := run(fleet.WatchOptions{PublishOptions: po, Interval: interval,
+		OnPublish: func(res fleet.PublishResult) {
+			if err := printPublished(g, res); err != nil && werr == nil {
+				werr = err
+			}
+		},
+		OnError: func(err error) {
+			fmt.Fprintf(g.Stderr, "%s: fleet publish --watch: %s (trying again)\n", cli.Fleet.Program, cli.OneLine(err.Error()))
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("fleet publish --watch: %w", err)
+	}
+	return werr
+}
+
+func printPublished(g *Globals, res fleet.PublishResult) error {
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
 			fleet.PublishResult
 		}{true, res})
 	}
-	fmt.Fprintf(g.Stdout, "published %d events of store %s to %s (the stream held %d, now %d)\n", res.Published, res.StoreID, res.Subject, res.Held, res.Head)
-	return nil
+	_, err := fmt.Fprintf(g.Stdout, "published %d events of store %s to %s (the stream held %d, now %d)\n", res.Published, res.StoreID, res.Subject, res.Held, res.Head)
+	return err
 }
 
 // signingKey returns the store's id and private key. A store without a
@@ -82,6 +122,9 @@ func signingKey(ctx context.Context, g *Globals) (string, ed25519.PrivateKey, er
 		return "", nil, err
 	}
 	// Only now the write lock: the common case above waits for no hook.
+	if err := replica.RefuseWrite(g.Root); err != nil {
+		return "", nil, err
+	}
 	if st, err = cli.OpenStore(g.Root, bolt.Options{LockTimeout: g.LockTimeout, Projections: projections.All()}); err != nil {
 		return "", nil, err
 	}

@@ -134,11 +134,17 @@ func WriteSigned(root string, s Signed) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(root, ".fleet-signed-*")
+	return replaceFile(root, SignedFile, append(b, '\n'))
+}
+
+// replaceFile writes name under root through a temporary file renamed
+// over it: a reader sees the old record or the new one.
+func replaceFile(root, name string, b []byte) error {
+	f, err := os.CreateTemp(root, ".fleet-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(b, '\n'))
+	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -146,12 +152,72 @@ func WriteSigned(root string, s Signed) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(root, SignedFile))
+		err = os.Rename(f.Name(), filepath.Join(root, name))
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
 	}
 	return err
+}
+
+// CollectedFile, inside a replica's root, is what the stream held for the
+// store when a collect last had nothing left to deliver, and when:
+// `fleet status` shows the lag from it.
+const CollectedFile = "fleet-collected.json"
+
+// Collected is the last-collect record.
+type Collected struct {
+	StoreID    string    `json:"store_id"`
+	StreamHead uint64    `json:"stream_head"`
+	At         time.Time `json:"at"`
+}
+
+// ReadCollected reads the last-collect record of the replica at root; ok
+// is false when there is none.
+func ReadCollected(root string) (c Collected, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(root, CollectedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Collected{}, false, nil
+	}
+	if err != nil {
+		return Collected{}, false, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Collected{}, true, fmt.Errorf("%s: %w", filepath.Join(root, CollectedFile), err)
+	}
+	return c, true, nil
+}
+
+// WriteCollected replaces the last-collect record of the replica at root
+// atomically.
+func WriteCollected(root string, c Collected) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return replaceFile(root, CollectedFile, append(b, '\n'))
+}
+
+// ReadOnlyError is a write command run on a replica's root: a replica is
+// the stream's copy of another host's ledger, written only by fleet
+// collect.
+type ReadOnlyError struct{}
+
+func (ReadOnlyError) Error() string {
+	return "this root is a fleet replica (written by fleet collect from another host's events): replicas are read-only; nothing was written (read commands such as audit verify and audit replay work on it)"
+}
+
+// RefuseWrite returns ReadOnlyError when root is a replica: it holds one
+// of the records fleet collect writes beside a replica's ledger (its
+// signed head, its stop record, its last collect), which a project's own
+// root never has.
+func RefuseWrite(root string) error {
+	for _, name := range []string{SignedFile, StopFile, CollectedFile} {
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
+			return ReadOnlyError{}
+		}
+	}
+	return nil
 }
 
 // ReadExpect reads a fleet file (fleetsign.ParseExpect) named by --expect.
