@@ -20,7 +20,7 @@ import (
 type certifyOptions struct{ OutDir string }
 
 func (o *certifyOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.OutDir, "out-dir", "", "where to write the evidence (default <source-root>/target/tree-ring-certification)")
+	fs.StringVar(&o.OutDir, "out-dir", "", "where to write the evidence (default <root>/certification, inside the store)")
 }
 
 func init() {
@@ -109,7 +109,7 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 	rep, evidence, results := certifyAll(ev)
 	dir := o.OutDir
 	if dir == "" {
-		dir = filepath.Join(pr.canonical, "target", "tree-ring-certification")
+		dir = filepath.Join(g.Root, "certification")
 	}
 	if err := writeEvidence(dir, rep, evidence, now.UTC().Format("2006-01-02T15:04:05Z")); err != nil {
 		return err
@@ -122,14 +122,20 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 		return err
 	}
 	if g.JSON {
-		return writeJSON(g.Stdout, struct {
+		if err := writeJSON(g.Stdout, struct {
 			OK     bool       `json:"ok"`
 			Report certReport `json:"report"`
-		}{true, rep})
+		}{rep.FailCount == 0, rep}); err != nil {
+			return err
+		}
+		return certifyVerdict(rep)
 	}
 	shown := o.OutDir // as the user gave it; the default relative to the source root
 	if shown == "" {
-		shown = filepath.Join("target", "tree-ring-certification")
+		shown = "certification/ under --root" // never an absolute path
+		if rel, err := filepath.Rel(pr.canonical, dir); err == nil && filepath.IsLocal(rel) {
+			shown = rel
+		}
 	}
 	fmt.Fprintf(g.Stdout, "Tree Ring harness certification: pass=%d fail=%d skip=%d evidence=%s\n", rep.PassCount, rep.FailCount, rep.SkipCount, shown)
 	for _, r := range rep.Records {
@@ -138,7 +144,23 @@ func runCertify(ctx context.Context, g *Globals, o *certifyOptions, args []strin
 			printNext(g.Stdout, r.NextStep)
 		}
 	}
-	return nil
+	return certifyVerdict(rep)
+}
+
+// certifyVerdict makes certify a gate: a harness that fails certification
+// is a failed verification (exit 3, after the report and the evidence are
+// written); skipped harnesses pass the gate.
+func certifyVerdict(rep certReport) error {
+	if rep.FailCount == 0 {
+		return nil
+	}
+	var names []string
+	for _, r := range rep.Records {
+		if r.Status == certFail {
+			names = append(names, r.HarnessID)
+		}
+	}
+	return &bolt.VerifyError{Detail: fmt.Sprintf("certification failed for %s (the report above names each next step)", strings.Join(names, ", "))}
 }
 
 // certifyAll decides every assessed harness's verdict.

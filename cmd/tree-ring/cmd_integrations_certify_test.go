@@ -33,8 +33,14 @@ func TestCertify(t *testing.T) {
 			} `json:"records"`
 		} `json:"report"`
 	}
-	if err := json.Unmarshal([]byte(p.ok("", "--json", "integrations", "certify", "--out-dir", out)), &rep); err != nil {
-		t.Fatal(err)
+	// certify is a gate: a failing harness exits 3 (a failed
+	// verification) after the report and the evidence are written.
+	r := p.run("", "--json", "integrations", "certify", "--out-dir", out)
+	if r.code != 3 || r.stderr != "tree-ring: certification failed for codex, pi (the report above names each next step)\n" {
+		t.Fatalf("certify with failing harnesses: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.OK {
+		t.Fatalf("report %s: %v", r.stdout, err)
 	}
 	got := map[string]string{}
 	for _, r := range rep.Report.Records {
@@ -71,10 +77,16 @@ func TestCertify(t *testing.T) {
 		!strings.Contains(ev, `"harness_id":"claude-code","status":"pass","state":"active","receipt_id":"receipt-`) {
 		t.Errorf("certification event: %s", ev)
 	}
-	// The default out-dir is under the source root.
-	p.ok("", "integrations", "certify")
-	if _, err := os.Stat(filepath.Join(p.dir, "target", "tree-ring-certification", "evidence-index.json")); err != nil {
+	// The default out-dir is inside the store, not a new directory of the
+	// project.
+	if r := p.run("", "integrations", "certify"); r.code != 3 || !strings.Contains(r.stdout, "evidence="+filepath.Join(".tree-ring", "certification")+"\n") {
+		t.Errorf("default out-dir: exit %d\n%s", r.code, r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, ".tree-ring", "certification", "evidence-index.json")); err != nil {
 		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "target")); !os.IsNotExist(err) {
+		t.Errorf("certify made target/ in the project: %v", err)
 	}
 	p.ok("", "audit", "verify")
 }
@@ -144,4 +156,17 @@ func TestHookLandsWhileCertifyRuns(t *testing.T) {
 		t.Errorf("hook runs: %d before certify, %d at its verdict, %d in all; want the one during certify before the verdict", hooksBefore, hooksAtVerdict, hooks)
 	}
 	p.ok("", "audit", "verify")
+}
+
+// A project whose every harness passes or is skipped passes the gate.
+func TestCertifyPassesTheGate(t *testing.T) {
+	p := newHP(t, ".claude")
+	p.init()
+	if r := p.hook("claude-code", p.payload("claude-code", "session-start.json", nil)); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := p.run("", "integrations", "certify")
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "fail=0") {
+		t.Fatalf("certify: exit %d %q\n%s", r.code, r.stderr, r.stdout)
+	}
 }
