@@ -124,19 +124,9 @@ func (pr *project) installRunningBuild(g *Globals, rec *projections.Program, hav
 // programAllowsMigration is nil when the installed program is absent (init
 // installs the running build after migrating) or is the running build.
 func (pr *project) programAllowsMigration(g *Globals) error {
-	have, exists, err := adapters.IdentifyProgram(pr.root)
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
-	}
-	if !exists {
-		return nil
-	}
-	data, err := g.runningBuild()
-	if err != nil {
+	have, other, err := pr.otherProgram(g)
+	if err != nil || !other {
 		return err
-	}
-	if have.SHA256 == adapters.SHA256Hex(data) {
-		return nil
 	}
 	return &adapters.ProgramError{Code: adapters.ProgramBeforeMigration, Have: have}
 }
@@ -151,21 +141,28 @@ func (pr *project) foreignProgram(g *Globals, rec *events.ProgramIdentity) error
 	if rec != nil {
 		return nil
 	}
+	have, other, err := pr.otherProgram(g)
+	if err != nil || !other {
+		return err
+	}
+	return &adapters.ProgramError{Code: adapters.ProgramForeign, Have: have}
+}
+
+// otherProgram reports whether a program stands at adapters.BinaryPath
+// that is not the running build, with its identity.
+func (pr *project) otherProgram(g *Globals) (events.ProgramIdentity, bool, error) {
 	have, exists, err := adapters.IdentifyProgram(pr.root)
 	if err != nil {
-		return fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
+		return have, false, fmt.Errorf("inspect %s: %w", adapters.BinaryPath, err)
 	}
 	if !exists {
-		return nil
+		return have, false, nil
 	}
 	data, err := g.runningBuild()
 	if err != nil {
-		return err
+		return have, false, err
 	}
-	if have.SHA256 == adapters.SHA256Hex(data) {
-		return nil
-	}
-	return &adapters.ProgramError{Code: adapters.ProgramForeign, Have: have}
+	return have, have.SHA256 != adapters.SHA256Hex(data), nil
 }
 
 // programFinding is the plan's conflict for a foreign program
