@@ -212,7 +212,9 @@ func TestAdoptRustProject(t *testing.T) {
 		"harness/agent-zero bridge.published",
 		"harness/claude-code bridge.published", "harness/claude-code receipt.foreign", "harness/claude-code receipt.foreign", "harness/claude-code receipt.adopted",
 		"harness/codex bridge.published", "harness/codex publication.review_required", "harness/codex receipt.foreign",
-		// init records the installed program (the Rust project's, adopted),
+		// init makes the store's fleet signing key, records the installed
+		// program (the Rust project's, adopted),
+		"store store.key_recorded",
 		"store program.installed",
 		// then init's publication plan after the adoption: first detections,
 		// and the manifest on disk found equal to the ledger's.

@@ -10,6 +10,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
 )
@@ -61,6 +62,9 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	}
 	storeID, found, err := pr.initStore(ctx, g)
 	if err != nil {
+		return err
+	}
+	if err := ensureStoreKey(ctx, g); err != nil {
 		return err
 	}
 	aw, err := pr.installAwareness()
@@ -400,3 +404,16 @@ func printInitDryRun(g *Globals, plan *activation.Plan) error {
 }
 
 func joinPaths(ps []string) string { return strings.Join(ps, ", ") }
+
+// ensureStoreKey makes the store's fleet signing key when it has none
+// (storekey.Ensure; docs/fleet.md, "Signed histories"): made once, before
+// anything is published; a later init writes nothing.
+func ensureStoreKey(ctx context.Context, g *Globals) error {
+	st, err := g.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, _, err = storekey.Ensure(ctx, g.Root, st, g.Factory("cli"))
+	return err
+}

@@ -367,6 +367,11 @@ func TestInitClaudeCodexPi(t *testing.T) {
 		m.ProjectRootFingerprint != binding.ProjectRootFingerprint {
 		t.Fatalf("agent-zero binding %+v: %v", binding, err)
 	}
+	// The store's fleet signing key: private, and only its public half in
+	// the ledger (docs/fleet.md, "Signed histories").
+	if fi, err := os.Stat(p.path(".tree-ring/store.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("store key: %v %v", fi, err)
+	}
 	// The project-local binary is installed 0755 and runs.
 	if fi, err := os.Stat(p.path(".tree-ring/bin/tree-ring")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("binary: %v %v", fi, err)
@@ -380,7 +385,7 @@ func TestInitClaudeCodexPi(t *testing.T) {
 		types = append(types, e.Stream+" "+e.Type)
 	}
 	wantTypes := []string{
-		"store store.initialized", "store program.installed",
+		"store store.initialized", "store store.key_recorded", "store program.installed",
 		"harness/agent-zero bridge.published",
 		"harness/claude-code harness.detected", "harness/claude-code bridge.published",
 		"harness/codex harness.detected", "harness/codex bridge.published",
