@@ -44,7 +44,7 @@ func TestCodexMergedHooks(t *testing.T) {
 			next = e.NextStep
 		}
 	}
-	const lead = "keeping your own), then run `tree-ring integrations activate --harness codex`:\n"
+	const lead = "keeping your own), then run `tree-ring integrations reconcile --apply --harness codex`:\n"
 	i := strings.Index(next, lead)
 	if i < 0 {
 		s.fatalf("init review", "no snippet to merge in the next step: %s", next)
@@ -63,7 +63,7 @@ func TestCodexMergedHooks(t *testing.T) {
 	}
 	merged, _ := json.MarshalIndent(doc, "", "  ")
 	writeFile(t, hooksFile, string(merged)+"\n")
-	p.tr("retry", "integrations", "activate", "--harness", "codex")
+	p.tr("retry", "integrations", "reconcile", "--apply", "--harness", "codex")
 
 	m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
 	defer m.Close()

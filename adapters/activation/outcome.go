@@ -3,6 +3,7 @@ package activation
 import (
 	"strings"
 
+	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
@@ -26,6 +27,10 @@ type ReviewError struct {
 type ReviewedHarness struct {
 	ID    string
 	Paths []string
+	// Reconcile is true when the review is the manifest's record alone
+	// (adapters.ReasonManifest): init and activate never rewrite
+	// activation.json, reconcile --apply does, recorded.
+	Reconcile bool
 }
 
 func (e *ReviewError) Error() string {
@@ -43,8 +48,14 @@ func (e *ReviewError) Error() string {
 	if len(e.Harnesses) > 1 {
 		verb, them = "need", "them"
 	}
-	return b.String() + " " + verb + " user review: Tree Ring changed nothing for " + them +
+	msg := b.String() + " " + verb + " user review: Tree Ring changed nothing for " + them +
 		"; follow the next step above, then run the command it names"
+	for _, h := range e.Harnesses {
+		if h.Reconcile {
+			msg += " (for " + h.ID + ": `tree-ring integrations reconcile --harness " + h.ID + " --apply`)"
+		}
+	}
+	return msg
 }
 
 // NeedsUserReview marks the error for cmd's error table (exit 5).
@@ -56,7 +67,7 @@ func NeedsReview(outcomes []*Outcome) error {
 	var hs []ReviewedHarness
 	for _, o := range outcomes {
 		if o.State == fsm.NeedsUserReview {
-			hs = append(hs, ReviewedHarness{ID: o.Adapter.ID, Paths: o.Paths})
+			hs = append(hs, ReviewedHarness{ID: o.Adapter.ID, Paths: o.Paths, Reconcile: o.Reason == adapters.ReasonManifest})
 		}
 	}
 	if hs == nil {

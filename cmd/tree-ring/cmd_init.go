@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/activation"
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/events"
@@ -64,7 +66,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	if err := ensureStoreKey(ctx, g); err != nil {
+	if err := ensureStoreKey(ctx, g, pr); err != nil {
 		return err
 	}
 	aw, err := pr.installAwareness()
@@ -408,12 +410,20 @@ func joinPaths(ps []string) string { return strings.Join(ps, ", ") }
 // ensureStoreKey makes the store's fleet signing key when it has none
 // (storekey.Ensure; docs/fleet.md, "Signed histories"): made once, before
 // anything is published; a later init writes nothing.
-func ensureStoreKey(ctx context.Context, g *Globals) error {
+func ensureStoreKey(ctx context.Context, g *Globals, pr *project) error {
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	_, _, err = storekey.Ensure(ctx, g.Root, st, g.Factory("cli"))
-	return err
+	if _, _, err = storekey.Ensure(ctx, g.Root, st, g.Factory("cli")); err != nil {
+		// Named as the project sees it (.tree-ring/store.key), as every
+		// other file init writes; never its contents.
+		name := fleetsign.KeyFile
+		if rel, rerr := filepath.Rel(pr.canonical, filepath.Join(g.Root, fleetsign.KeyFile)); rerr == nil && filepath.IsLocal(rel) {
+			name = filepath.ToSlash(rel)
+		}
+		return fmt.Errorf("%s, the store's fleet signing key: %w", name, err)
+	}
+	return nil
 }
