@@ -74,12 +74,12 @@ type clock struct {
 	cpu  time.Duration
 }
 
-func startClock() clock { return clock{time.Now(), cpuTime()} }
+func startClock() clock { return clock{time.Now(), eventstest.CPUTime()} }
 
 // report publishes events/s (wall), and wall and CPU nanoseconds per event.
 func report(b *testing.B, n int, c clock) {
 	d := time.Since(c.wall)
-	cpu := cpuTime() - c.cpu
+	cpu := eventstest.CPUTime() - c.cpu
 	b.ReportMetric(float64(n)/d.Seconds(), "events/s")
 	b.ReportMetric(float64(d.Nanoseconds())/float64(n), "ns/event")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/event")

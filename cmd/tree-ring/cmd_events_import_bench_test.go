@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/projections"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkEventsImport(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			start, cpu := time.Now(), cpuNow()
+			start, cpu := time.Now(), eventstest.CPUTime()
 			envs, _, err := readEnvelopes(f, file, maxImportBytes)
 			if err != nil || len(envs) != n {
 				b.Fatal(len(envs), err)
@@ -64,7 +65,7 @@ func BenchmarkEventsImport(b *testing.B) {
 		}
 		for i := 0; i < b.N; i++ {
 			root := filepath.Join(b.TempDir(), ".tree-ring")
-			start, cpu := time.Now(), cpuNow()
+			start, cpu := time.Now(), eventstest.CPUTime()
 			st, err := bolt.OpenRoot(root, bolt.Options{Projections: projections.All(), SliceBudget: sliceBudget})
 			if err != nil {
 				b.Fatal(err)
@@ -81,7 +82,7 @@ func BenchmarkEventsImport(b *testing.B) {
 	b.Run("command", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			root := filepath.Join(b.TempDir(), ".tree-ring")
-			start, cpu := time.Now(), cpuNow()
+			start, cpu := time.Now(), eventstest.CPUTime()
 			r := invocation{ctx: bg, deps: testDeps()}.run("--root", root, "events", "import", file)
 			if r.code != 0 || !strings.HasPrefix(r.stdout, "imported "+strconv.Itoa(n)) {
 				b.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
@@ -94,7 +95,7 @@ func BenchmarkEventsImport(b *testing.B) {
 func reportRate(b *testing.B, n int, start time.Time, cpu time.Duration) {
 	d := time.Since(start)
 	b.ReportMetric(float64(n)/d.Seconds(), "events/s")
-	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(n), "cpu-ns/event")
+	b.ReportMetric(float64((eventstest.CPUTime()-cpu).Nanoseconds())/float64(n), "cpu-ns/event")
 }
 
 // writeBenchExport writes n sealed, chained envelopes as one host's export.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/events/memory"
 )
 
@@ -68,10 +69,10 @@ func BenchmarkImport(b *testing.B) {
 					b.Fatal(err)
 				}
 				var errb strings.Builder
-				start, cpu0 := time.Now(), cpuNow()
+				start, cpu0 := time.Now(), eventstest.CPUTime()
 				code := Main(context.Background(), []string{"--root", root, "import", file}, IO{Stdout: io.Discard, Stderr: &errb, Getenv: os.Getenv})
 				total += time.Since(start)
-				cpu += cpuNow() - cpu0
+				cpu += eventstest.CPUTime() - cpu0
 				if code != 0 {
 					b.Fatalf("import: %d %s", code, errb.String())
 				}

@@ -244,7 +244,7 @@ func BenchmarkRebuildMemories(b *testing.B) {
 			}
 			defer st.Close()
 			var head uint64
-			start, cpu0 := time.Now(), cpuTime()
+			start, cpu0 := time.Now(), eventstest.CPUTime()
 			for b.Loop() {
 				if head, err = st.Rebuild(context.Background(), nil); err != nil {
 					b.Fatal(err)
@@ -253,7 +253,7 @@ func BenchmarkRebuildMemories(b *testing.B) {
 			d := time.Since(start).Seconds() / float64(b.N)
 			b.ReportMetric(float64(head)/d, "events/s")
 			b.ReportMetric(float64(n)/d, "memories/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n*b.N), "cpu-ns/memory")
+			b.ReportMetric(float64((eventstest.CPUTime()-cpu0).Nanoseconds())/float64(n*b.N), "cpu-ns/memory")
 		})
 	}
 }

@@ -1,15 +1,15 @@
 //go:build unix
 
-package main
+package eventstest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuNow is the process's CPU time so far (user + system), the steadier
+// CPUTime is the process's CPU time so far (user + system), the steadier
 // figure on a shared machine.
-func cpuNow() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,12 +1,12 @@
-package recall_test
+package eventstest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's CPU time so far (kernel + user), as on Unix.
-func cpuTime() time.Duration {
+// CPUTime is the process's CPU time so far (kernel + user), as on Unix.
+func CPUTime() time.Duration {
 	var creation, exit, kernel, user syscall.Filetime
 	h, err := syscall.GetCurrentProcess()
 	if err != nil || syscall.GetProcessTimes(h, &creation, &exit, &kernel, &user) != nil {
