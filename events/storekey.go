@@ -16,9 +16,9 @@ const KeyAlgorithmEd25519 = "ed25519"
 
 func init() { register[StoreKeyRecorded](TypeStoreKeyRecorded, 1, StoreStream) }
 
-// StoreKeyRecorded records the store's public signing key. The first one
-// of a store is the key its fleet messages are signed with; rotation (a
-// later key signed by the earlier one) is not implemented yet.
+// StoreKeyRecorded records the store's public signing key: the key its
+// fleet messages are signed with, one for the store's life (collect and
+// verify use the first one a store records; docs/fleet.md).
 type StoreKeyRecorded struct {
 	StoreID   string `json:"store_id"`
 	Algorithm string `json:"algorithm"`

@@ -47,7 +47,8 @@ func Recorded(ctx context.Context, st *bolt.Store) (pub ed25519.PublicKey, posit
 // MismatchError is a store whose key file is not the key its ledger
 // records (the key file was replaced or removed, or the ledger was copied
 // to another host): it cannot sign its history until an operator
-// restores the key (rotation is not implemented yet).
+// restores the key. A store has one key for life (docs/fleet.md, "Signed
+// histories": there is no rotation event).
 type MismatchError struct{ Reason string }
 
 func (e *MismatchError) Error() string { return "store key: " + e.Reason }
