@@ -3,6 +3,8 @@ package preflight
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,11 +33,28 @@ func seedFiles(f *testing.F, globs ...string) {
 	f.Add([]byte(`{"agent_profile":"pi","workflow_id":"w","session_id":"s","model":"gpt-x","chat_title":{"t":[1,{"Task-Hint":2}]}}`))
 }
 
-// topKeys decodes a document the way encoding/json does (last duplicate
-// wins) and returns its object, if it is one.
+// looseDecode is the reference decoder of the differential targets:
+// encoding/json (last duplicate wins), except that numbers stay
+// json.Number. The hook contracts ignore benign values, so a number beyond
+// float64 (1e700) is valid JSON the parsers accept and the reference must
+// too.
+func looseDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the document")
+	}
+	return nil
+}
+
+// topKeys decodes a document with looseDecode and returns its object, if it
+// is one.
 func topKeys(data []byte) (map[string]any, bool) {
 	var m map[string]any
-	if json.Unmarshal(data, &m) != nil || m == nil {
+	if looseDecode(data, &m) != nil || m == nil {
 		return nil, false
 	}
 	return m, true
@@ -115,7 +134,7 @@ func fuzzAdapter(f *testing.F, harness string, globs ...string) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseAdapter(harness, data)
 		var v any
-		decoded := json.Unmarshal(data, &v) == nil
+		decoded := looseDecode(data, &v) == nil
 		if decoded && anyKey(v, isForbidden) && err == nil {
 			t.Fatal("a forbidden key at some depth was accepted")
 		}

@@ -506,7 +506,7 @@ func (d *decoder) anyValue() (any, error) {
 		num := d.data[start:d.pos]
 		f, err := strconv.ParseFloat(string(num), 64)
 		if err != nil {
-			return nil, &TypeError{Path: d.pathString(), Want: "number", Got: "number " + string(num)}
+			return nil, &TypeError{Path: d.pathString(), Want: "number in float64 range", Got: "number " + string(num)}
 		}
 		return f, nil
 	default:
