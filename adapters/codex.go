@@ -22,6 +22,7 @@ func init() {
 	register(&Adapter{
 		ID: "codex", Name: "Codex", Version: "4", Capability: NativePreflight, Support: Maintained,
 		TrustGate: &TrustGate{Inspect: codexTrust}, TrustStep: func(TrustDecision) string { return codexTrustStep }, DirectPreflight: true,
+		HooksSwitch:    codexHooksOff,
 		Executable:     "codex",
 		ProjectMarkers: []string{".codex", "AGENTS.md"},
 		HomeMarkers:    []string{".codex"},

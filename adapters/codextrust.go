@@ -104,12 +104,7 @@ func codexHookHashes(file string, hooksJSON []byte, own bool) (map[string]string
 // file against the record before it asks): the file Tree Ring created, or
 // the user's own with Tree Ring's groups merged in, at whatever position.
 func codexTrust(q TrustQuery) Trust {
-	home := q.Getenv("CODEX_HOME")
-	if home == "" {
-		if h := q.Getenv("HOME"); h != "" {
-			home = filepath.Join(h, ".codex")
-		}
-	}
+	home, _ := codexHome(q.Getenv)
 	if home == "" {
 		return Trust{Diagnostic: DiagCodexHomeUnknown,
 			Next: "Neither CODEX_HOME nor HOME is set, so Tree Ring cannot read Codex's trust settings; run status with the environment Codex runs in."}
@@ -129,6 +124,18 @@ func codexTrust(q TrustQuery) Trust {
 		}
 	}
 	return codexVerdict(q.Project, cfg, codexOwnHashes(q))
+}
+
+// codexHome is Codex's configuration directory ($CODEX_HOME, else
+// ~/.codex; "" when neither variable is set) and how a step names it.
+func codexHome(getenv func(string) string) (dir, shown string) {
+	if home := getenv("CODEX_HOME"); home != "" {
+		return home, "$CODEX_HOME"
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".codex"), "~/.codex"
+	}
+	return "", ""
 }
 
 // codexOwnHashes are the hook keys and hashes of Tree Ring's groups in the

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tree-ring/tree-ring/adapters/codexconfig"
 )
 
 // A host may switch its hooks off by a setting of its own: it then runs no
@@ -245,6 +247,59 @@ func geminiHooksOffIn(q TrustQuery, defaults, system string) HooksOff {
 	}
 	if off.File == "" {
 		return disabled
+	}
+	return off
+}
+
+// codexProjectConfig is the project's own Codex configuration layer.
+const codexProjectConfig = ".codex/config.toml"
+
+// codexHooksOff is Codex CLI's switch (Codex 0.169.0, observed against the
+// real client in TestCodexHooksSwitchedOff): `[features] hooks = false`
+// (or the older name codex_hooks) in $CODEX_HOME/config.toml or in the
+// project's .codex/config.toml turns every lifecycle hook off; the project
+// layer decides over the user's. A session's own -c or --disable flags and
+// profiles are not on disk, so status cannot see them.
+func codexHooksOff(q TrustQuery) HooksOff {
+	home, shown := codexHome(q.Getenv)
+	user := shown + "/config.toml"
+	sources := []struct {
+		read func() ([]byte, bool, error)
+		file string
+	}{
+		{func() ([]byte, bool, error) {
+			if home == "" {
+				return nil, false, nil // the trust gate names the missing home
+			}
+			return readHostFile(filepath.Join(home, "config.toml"), codexconfig.MaxBytes)
+		}, user},
+		{func() ([]byte, bool, error) {
+			if q.Root == nil {
+				return nil, false, nil
+			}
+			e, err := q.Root.ReadFile(codexProjectConfig, codexconfig.MaxBytes)
+			return e.Data, e.Exists, pathless(err)
+		}, codexProjectConfig},
+	}
+	var off HooksOff
+	for _, s := range sources {
+		data, exists, err := s.read()
+		var cfg codexconfig.Config
+		if err == nil && exists {
+			cfg, err = codexconfig.Parse(data)
+		}
+		if err != nil {
+			return HooksOff{Diagnostic: HooksSwitchedOffDiagnostic,
+				Next: "Tree Ring could not read " + s.file + " (" + err.Error() + ") to tell whether it switches Codex's hooks off; repair that file (`codex` reports its own error), then run `tree-ring integrations status` again."}
+		}
+		switch {
+		case cfg.Hooks == nil:
+		case !*cfg.Hooks:
+			off = HooksOff{File: s.file,
+				Next: "Codex runs no hook: `[features] hooks = false` (or `codex_hooks = false`) in " + s.file + " switches them off; remove that setting (or set it to true), then open a new Codex session to prove the bridge."}
+		default:
+			off = HooksOff{} // a later layer that sets it otherwise decides
+		}
 	}
 	return off
 }

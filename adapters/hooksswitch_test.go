@@ -152,11 +152,72 @@ func TestGeminiHooksOff(t *testing.T) {
 	}
 }
 
+// Codex's switch: [features] hooks (or codex_hooks) false in the user's
+// config.toml or the project's .codex/config.toml, the project deciding.
+func TestCodexHooksOff(t *testing.T) {
+	const off, on = "model = \"m\"\n[features]\nhooks = false\n", "[features]\nhooks = true\n"
+	for _, c := range []struct {
+		name              string
+		files             map[string]string // "user" or a project path
+		codexHome         bool
+		file, diag, inMsg string
+	}{
+		{name: "no configuration"},
+		{name: "other features only", files: map[string]string{"user": "[features]\nweb_search = true\n"}},
+		{name: "user configuration", files: map[string]string{"user": off}, file: "~/.codex/config.toml",
+			inMsg: "Codex runs no hook: `[features] hooks = false` (or `codex_hooks = false`) in ~/.codex/config.toml switches them off; remove that setting (or set it to true), then open a new Codex session"},
+		{name: "CODEX_HOME", codexHome: true, files: map[string]string{"user": off}, file: "$CODEX_HOME/config.toml"},
+		{name: "the older name", files: map[string]string{"user": "[features]\ncodex_hooks = false\n"}, file: "~/.codex/config.toml"},
+		{name: "project configuration", files: map[string]string{codexProjectConfig: off}, file: codexProjectConfig},
+		{name: "the project switches back on what the user switched off", files: map[string]string{"user": off, codexProjectConfig: on}},
+		{name: "the project switches off what the user left on", files: map[string]string{"user": on, codexProjectConfig: off}, file: codexProjectConfig},
+		{name: "malformed project configuration", files: map[string]string{codexProjectConfig: "[features]\nhooks = \n"}, diag: HooksSwitchedOffDiagnostic,
+			inMsg: "Tree Ring could not read .codex/config.toml (not valid TOML at line 2"},
+		{name: "a string is not a switch", files: map[string]string{"user": "[features]\nhooks = \"false\"\n"}, diag: HooksSwitchedOffDiagnostic,
+			inMsg: "~/.codex/config.toml (projects, "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, dir := openTestRoot(t)
+			base := t.TempDir()
+			home, chome := filepath.Join(base, "home"), filepath.Join(base, "chome")
+			paths := map[string]string{"user": filepath.Join(home, ".codex", "config.toml")}
+			env := map[string]string{"HOME": home}
+			if c.codexHome {
+				env["CODEX_HOME"] = chome
+				paths["user"] = filepath.Join(chome, "config.toml")
+			}
+			for k, data := range c.files {
+				p, ok := paths[k]
+				if !ok {
+					p = filepath.Join(dir, k)
+				}
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := codexHooksOff(TrustQuery{Project: dir, Getenv: func(k string) string { return env[k] }, Root: r})
+			switch {
+			case got.Diagnostic != c.diag:
+				t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, c.diag, got)
+			case c.file == "" && got.File != "", c.file != "" && got.File != c.file:
+				t.Fatalf("switch in %q, want %q (%+v)", got.File, c.file, got)
+			case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, c.inMsg):
+				t.Fatalf("step %q lacks %q", got.Next, c.inMsg)
+			case strings.Contains(got.Next, dir) || strings.Contains(got.Next, base):
+				t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
+			}
+		})
+	}
+}
+
 // The hosts whose switch Tree Ring reads (docs/adapters/*.md says why the
 // others have none it can read).
 func TestHooksSwitchAdapters(t *testing.T) {
 	for _, a := range All() {
-		if got := a.HooksSwitch != nil; got != (a.ID == "claude-code" || a.ID == "gemini-cli") {
+		if got := a.HooksSwitch != nil; got != (a.ID == "claude-code" || a.ID == "gemini-cli" || a.ID == "codex") {
 			t.Errorf("%s: HooksSwitch set %v", a.ID, got)
 		}
 	}

@@ -101,3 +101,71 @@ func (p *project) status(harness string) (state, next string) {
 	p.s.fatalf("integrations status", "no %s in %s", harness, out)
 	return "", ""
 }
+
+// Codex 0.169.0 switches its hooks off with `[features] hooks = false`, or
+// the older `codex_hooks = false`, in $CODEX_HOME/config.toml or the
+// project's .codex/config.toml, the project layer deciding (observed here,
+// run by run): status must then not call the bridge configured, whatever
+// receipt exists, and a later layer switching them back on turns it active.
+func TestCodexHooksSwitchedOff(t *testing.T) {
+	requireAcceptance(t)
+	c := codexCLI
+	s := step{t, c.String()}
+	codex := install(t, c)
+	p := newProject(t, s, ".codex")
+	root := p.root()
+	m := NewMock(func(*Request) Reply { return Reply{Text: mainDone} })
+	defer m.Close()
+	codexHome := filepath.Join(p.home, ".codex")
+	env := p.env("CODEX_HOME="+codexHome, "MOCK_API_KEY=dummy")
+	trusted := codexConfig(m.URL(), root, codexHookHashes(t, filepath.Join(root, ".codex", "hooks.json")))
+	userConfig, projectConfig := filepath.Join(codexHome, "config.toml"), filepath.Join(p.dir, ".codex", "config.toml")
+	session := func(check string) (delivered bool) {
+		t.Helper()
+		before := len(m.Requests())
+		out, errs, code := p.run(p.dir, 4*time.Minute, env, "", codex, "exec", "--json", "hello")
+		if code != 0 {
+			s.fatalf(check, "exit %d\nstdout %s\nstderr %s", code, tailS(out, 20), tailS(errs, 20))
+		}
+		return anyRequest(m.Requests()[before:], func(r *Request) bool { return r.Contains(p.memory) })
+	}
+	const step = "remove that setting (or set it to true), then open a new Codex session"
+	for _, sw := range []struct{ name, user, project, shown string }{
+		{"[features] hooks = false in the user's config.toml", "\n[features]\nhooks = false\n", "", "~/.codex/config.toml"},
+		{"codex_hooks = false in the user's config.toml", "\n[features]\ncodex_hooks = false\n", "", "~/.codex/config.toml"},
+		{"hooks = false in the project's .codex/config.toml", "\n[features]\nhooks = true\n", "[features]\nhooks = false\n", ".codex/config.toml"},
+	} {
+		writeFile(t, userConfig, trusted+sw.user)
+		if sw.project != "" {
+			writeFile(t, projectConfig, sw.project)
+		}
+		if st, next := p.status("codex"); st != "configured-awaiting-proof" || !strings.Contains(next, sw.shown) || !strings.Contains(next, step) {
+			s.fatalf(sw.name, "status before the session: %s %q", st, next)
+		}
+		if session(sw.name) {
+			s.fatalf(sw.name, "Codex delivered the brief with its hooks switched off")
+		}
+		if n := len(p.receipts("codex")); n != 0 {
+			s.fatalf(sw.name, "%d receipts", n)
+		}
+		if sw.project != "" {
+			if err := os.Remove(projectConfig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The project layer switches back on what the user switched off.
+	writeFile(t, userConfig, trusted+"\n[features]\nhooks = false\n")
+	writeFile(t, projectConfig, "[features]\nhooks = true\n")
+	if !session("hooks switched back on by the project") {
+		s.fatalf("hooks switched back on by the project", "Codex delivered no brief")
+	}
+	if st, _ := p.status("codex"); st != "active" {
+		s.fatalf("hooks switched back on by the project", "status %s", st)
+	}
+	// A receipt from before the switch proves nothing about now.
+	writeFile(t, projectConfig, "[features]\nhooks = false\n")
+	if st, _ := p.status("codex"); st != "configured-awaiting-proof" {
+		s.fatalf("switched off after a receipt", "status %s", st)
+	}
+}

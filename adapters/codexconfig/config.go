@@ -1,7 +1,9 @@
 // Package codexconfig reads the two trust layers of Codex CLI's user
 // configuration, $CODEX_HOME/config.toml: project trust
 // ([projects."<abs root>"] trust_level) and per-hook trust
-// ([hooks.state."<key>"] trusted_hash). It is the only package that imports
+// ([hooks.state."<key>"] trusted_hash), and the hooks feature switch
+// ([features] hooks, or its older name codex_hooks) of that file and of a
+// project's .codex/config.toml. It is the only package that imports
 // the TOML library (github.com/pelletier/go-toml/v2; docs/adapters/codex.md
 // says why). It never writes the file: trust is the user's decision in Codex.
 //
@@ -37,6 +39,10 @@ type Config struct {
 	// HookHashes maps a hook key ("<hooks.json path>:<event>:<group>:
 	// <handler>") to its trusted_hash ("" when the table has none).
 	HookHashes map[string]string
+	// Hooks is the file's [features] switch of lifecycle hooks: hooks, or
+	// codex_hooks when hooks is absent (Codex 0.169 reads them so; hooks
+	// decides when both are set). nil: the file does not set it.
+	Hooks *bool
 }
 
 // ErrTooLarge is a configuration over MaxBytes.
@@ -53,6 +59,10 @@ type file struct {
 			TrustedHash *string `toml:"trusted_hash"`
 		} `toml:"state"`
 	} `toml:"hooks"`
+	Features struct {
+		Hooks      *bool `toml:"hooks"`
+		CodexHooks *bool `toml:"codex_hooks"`
+	} `toml:"features"`
 }
 
 // Parse decodes data, the bytes of config.toml. An error says where the
@@ -84,10 +94,14 @@ func Parse(data []byte) (Config, error) {
 			c.HookHashes[k] = ""
 		}
 	}
+	c.Hooks = f.Features.Hooks
+	if c.Hooks == nil {
+		c.Hooks = f.Features.CodexHooks
+	}
 	return c, nil
 }
 
-var errWrongType = errors.New("projects, projects.<path>.trust_level, hooks.state or hooks.state.<key>.trusted_hash has a value of the wrong type")
+var errWrongType = errors.New("projects, projects.<path>.trust_level, hooks.state, hooks.state.<key>.trusted_hash, features, features.hooks or features.codex_hooks has a value of the wrong type")
 
 // located is the library's error without its text (the library's own
 // messages quote keys): the line and column of what is not TOML, or

@@ -14,6 +14,7 @@ func TestParse(t *testing.T) {
 		projects map[string]string
 		hooks    map[string]string
 		err      string // a substring of the error; "" means none
+		hooks0   string // the features switch: "", "on" or "off"
 	}{
 		{name: "empty", in: "", projects: map[string]string{}, hooks: map[string]string{}},
 		{name: "both layers among Codex's other keys",
@@ -44,6 +45,12 @@ func TestParse(t *testing.T) {
 			projects: map[string]string{}, hooks: map[string]string{}},
 		{name: "a long dotted table name", in: "[" + strings.Repeat("a.", 1<<17) + "b]\n",
 			projects: map[string]string{}, hooks: map[string]string{}},
+		{name: "hooks switched off", in: "[features]\nhooks = false\nother = 1\n", projects: map[string]string{}, hooks: map[string]string{}, hooks0: "off"},
+		{name: "a dotted features key", in: "features.hooks = true\n", projects: map[string]string{}, hooks: map[string]string{}, hooks0: "on"},
+		{name: "the older name", in: "[features]\ncodex_hooks = false\n", projects: map[string]string{}, hooks: map[string]string{}, hooks0: "off"},
+		{name: "hooks decides over the older name", in: "[features]\nhooks = true\ncodex_hooks = false\n", projects: map[string]string{}, hooks: map[string]string{}, hooks0: "on"},
+		{name: "a string is not a switch", in: "[features]\nhooks = \"false\"\n", err: "wrong type"},
+		{name: "features not a table", in: "features = 1\n", err: "wrong type"},
 		{name: "not UTF-8", in: "a = \"\xff\"\n", err: "not UTF-8"},
 		{name: "too large", in: strings.Repeat("#", MaxBytes+1), err: ErrTooLarge.Error()},
 	}
@@ -64,6 +71,9 @@ func TestParse(t *testing.T) {
 			}
 			if !maps.Equal(got.Projects, c.projects) || !maps.Equal(got.HookHashes, c.hooks) {
 				t.Fatalf("got %v %v, want %v %v", got.Projects, got.HookHashes, c.projects, c.hooks)
+			}
+			if sw := map[bool]string{true: "on", false: "off"}; got.Hooks == nil && c.hooks0 != "" || got.Hooks != nil && sw[*got.Hooks] != c.hooks0 {
+				t.Fatalf("features switch %v, want %q", got.Hooks, c.hooks0)
 			}
 		})
 	}
