@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,7 +27,8 @@ func init() {
 // runFleetIdentity prints the line an auditor adds to the fleet file
 // (--expect). The store's signing key is made here when it has none
 // (storekey.Ensure: the private half 0600 under .tree-ring/, the public
-// half recorded as store.key_recorded); only the public half is printed.
+// half recorded as store.key_recorded); only the public half is printed,
+// the store's first key even after a rotation.
 func runFleetIdentity(ctx context.Context, g *Globals, o *fleetIdentityOptions, args []string) error {
 	if len(args) > 0 {
 		return usagef("fleet identity takes no arguments")
@@ -42,11 +42,17 @@ func runFleetIdentity(ctx context.Context, g *Globals, o *fleetIdentityOptions, 
 		return err
 	}
 	defer st.Close()
-	id, priv, err := storekey.Ensure(ctx, g.Root, st, g.Factory("cli"))
+	id, _, err := storekey.Ensure(ctx, g.Root, st, g.Factory("cli"))
 	if err != nil {
 		return err
 	}
-	pub := priv.Public().(ed25519.PublicKey)
+	// The store's first key: a fleet file pins it, and each rotation
+	// since is signed by the key before it (docs/fleet.md, "Key rotation").
+	chain, err := storekey.Chain(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	pub := chain.First()
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`

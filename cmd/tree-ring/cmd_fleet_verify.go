@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -217,19 +218,24 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 	return rep, verifySigned(ctx, st, root, id, want)
 }
 
-// verifySigned checks that the store's key signed everything the replica
-// holds: the signature collect recorded for the head event verifies
-// against the replica's store.key_recorded (the fleet file's key, when
-// given, must be that one), over the replica's own head position and
-// hash. The hash chain, checked above, carries it to every earlier event.
+// verifySigned checks that the store's keys signed everything the replica
+// holds: its key chain (store.key_recorded, each store.key_rotated signed
+// by the key before it and by the new key) checks, the fleet file's key,
+// when given, is its first key, and the signature collect recorded for
+// the head event verifies, over the replica's own head position and hash,
+// against the key in force there. The hash chain, checked above, carries
+// it to every earlier event; each rotation carries it to the key before.
 func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed25519.PublicKey) error {
-	key, _, ok, err := storekey.Recorded(ctx, st)
+	chain, err := storekey.Chain(ctx, st, id)
+	var ce *fleetsign.ChainError
 	switch {
+	case errors.As(err, &ce):
+		return &bolt.VerifyError{Position: ce.Position, Detail: "store key: " + ce.Err.Error()}
 	case err != nil:
 		return &bolt.VerifyError{Detail: "store key: " + err.Error()}
-	case !ok:
+	case !chain.Known():
 		return &bolt.VerifyError{Detail: "the replica records no store key (store.key_recorded): its history is unsigned"}
-	case want != nil && !key.Equal(want):
+	case want != nil && !chain.First().Equal(want):
 		return &bolt.VerifyError{Detail: "the replica's store key is not the fleet file's"}
 	}
 	head, hash, err := st.Head()
@@ -247,7 +253,7 @@ func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed2
 	case sig.Hash != hash:
 		return &bolt.VerifyError{Position: head, Detail: "the signed event is not the one the replica holds"}
 	}
-	if err := fleetsign.Verify(key, id, head, hash, sig.Signature); err != nil {
+	if err := fleetsign.Verify(chain.At(head), id, head, hash, sig.Signature); err != nil {
 		return &bolt.VerifyError{Position: head, Detail: err.Error()}
 	}
 	return nil
