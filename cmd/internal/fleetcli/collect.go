@@ -58,7 +58,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	if err := os.MkdirAll(o.Into, 0o700); err != nil {
 		return fmt.Errorf("replica directory: %w", err)
 	}
-	nc, err := fleet.Connect(o.conn("tree-ring fleet collect"))
+	nc, err := fleet.Connect(o.conn("tree-ring fleet collect", g.debugLog()))
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 	src := &LedgerSource{Signer: signer, Open: func() (*bolt.Store, error) {
 		return cli.OpenStore(g.Root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
 	}}
-	nc, err := fleet.Connect(o.conn("tree-ring fleet publish"))
+	nc, err := fleet.Connect(o.conn("tree-ring fleet publish", g.debugLog()))
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ type LedgerSource struct {
 	// the keys never leave it.
 	Signer *storekey.Signer
 	buf    [][]byte // events after bufAt
-	bufAt   uint64
+	bufAt  uint64
 }
 
 // Sign signs one event's statement with the store's key in force there.
