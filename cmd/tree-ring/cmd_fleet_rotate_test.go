@@ -146,3 +146,25 @@ func forgeRotation(t *testing.T, root, id string, current ed25519.PrivateKey) (r
 	e.Seal(headHash)
 	return e.Encode(), head + 1, e.Hash
 }
+
+// A replica directory that is a symbolic link is reported by status and
+// fails verify naming the store; it is never followed.
+func TestFleetSymlinkedReplicaReported(t *testing.T) {
+	srv := startNATS(t)
+	p := fleetProject(t, 51)
+	id := storeIDOf(t, filepath.Join(p.dir, ".tree-ring"))
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	elsewhere := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", elsewhere)
+	replicas := t.TempDir()
+	if err := os.Symlink(filepath.Join(elsewhere, id), filepath.Join(replicas, id)); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.ok("", "fleet", "status", "--from", replicas); !lineWith(out, id, "symlink (not followed)") {
+		t.Fatalf("status:\n%s", out)
+	}
+	r := p.run("", "fleet", "verify", "--from", replicas)
+	if r.code != 3 || !strings.Contains(r.stderr, "store "+id+": the replica directory is a symbolic link, not followed") {
+		t.Fatalf("verify: %+v", r)
+	}
+}

@@ -87,11 +87,14 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	} else if o.Stale != 0 {
 		return usagef("--stale needs --expect")
 	}
-	ids, err := replica.List(o.From)
+	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
 	rows := []fleetRow{}
+	for _, id := range links {
+		rows = append(rows, fleetRow{StoreID: id, Replica: "symlink (not followed)"})
+	}
 	for _, id := range ids {
 		rs, err := storeRows(ctx, g, filepath.Join(o.From, id), id, at)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -74,14 +75,18 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 	} else if o.Stale != 0 {
 		return usagef("--stale needs --expect")
 	}
-	ids, err := replica.List(o.From)
+	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 && exp == nil {
+	if len(ids)+len(links) == 0 && exp == nil {
 		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)
 	}
 	out, failed, unexpected, events := verifyReplicas(ctx, g, o.From, ids, exp, o.Stale)
+	for _, id := range links {
+		err := &bolt.VerifyError{Detail: replica.SymlinkDetail}
+		failed = append(failed, fleetFailure{StoreID: id, Label: exp[id].Label, Error: err.Error(), err: err})
+	}
 	if err := printFleetVerify(g, o, out, failed, unexpected, events); err != nil {
 		return err
 	}
@@ -145,7 +150,7 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 	}
 	missing := []string{}
 	for id := range exp {
-		if !seen[id] {
+		if _, err := os.Lstat(filepath.Join(dir, id)); !seen[id] && errors.Is(err, os.ErrNotExist) {
 			missing = append(missing, id)
 		}
 	}

@@ -79,21 +79,31 @@ func WriteStop(root string, s Stop) error {
 	return err
 }
 
-// List is the store ids that have a replica root under dir, sorted.
-func List(dir string) ([]string, error) {
+// List is the store ids that have a replica root under dir, sorted, and
+// apart the store ids whose entry is a symbolic link: fleet collect never
+// makes one, so it is reported, never followed (it could point a replica
+// at any ledger).
+func List(dir string) (ids, links []string, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("replica directory: %w", err)
+		return nil, nil, fmt.Errorf("replica directory: %w", err)
 	}
-	var ids []string
 	for _, e := range ents {
-		if e.IsDir() && events.ValidStoreID(e.Name()) {
+		switch {
+		case !events.ValidStoreID(e.Name()):
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, e.Name())
+		case e.IsDir():
 			ids = append(ids, e.Name())
 		}
 	}
 	slices.Sort(ids)
-	return ids, nil
+	slices.Sort(links)
+	return ids, links, nil
 }
+
+// SymlinkDetail is what status and verify say of a symlinked replica.
+const SymlinkDetail = "the replica directory is a symbolic link, not followed (fleet collect writes real directories)"
 
 // SignedFile, inside a replica's root, is the signature of the replica's
 // head event as it arrived from the stream: `fleet verify` checks it
