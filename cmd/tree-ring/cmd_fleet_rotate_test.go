@@ -168,3 +168,37 @@ func TestFleetSymlinkedReplicaReported(t *testing.T) {
 		t.Fatalf("verify: %+v", r)
 	}
 }
+
+// A stopped replica stays stopped when either of the two files holding
+// its stop record is deleted: status and verify still say so.
+func TestFleetStopSurvivesOneFile(t *testing.T) {
+	for _, name := range []string{"fleet-stopped.json", "fleet-collected.json"} {
+		t.Run(name, func(t *testing.T) {
+			srv := startNATS(t)
+			p := fleetProject(t, 52)
+			root := filepath.Join(p.dir, ".tree-ring")
+			id := storeIDOf(t, root)
+			p.ok("", "fleet", "publish", "--nats", srv.URL())
+			replicas := t.TempDir()
+			p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", replicas)
+			raw, pos, hash := forgeNext(t, root)
+			if err := fleettest.PublishRaw(srv.URL(), fleet.DefaultStream, fleet.Subject(id), raw, map[string]string{
+				fleet.HeaderPosition: strconv.FormatUint(pos, 10), fleet.HeaderHash: hash}); err != nil {
+				t.Fatal(err)
+			}
+			if r := p.run("", "fleet", "collect", "--nats", srv.URL(), "--into", replicas); r.code != 0 || !strings.Contains(r.stderr, "replica stopped at position "+strconv.FormatUint(pos, 10)) {
+				t.Fatalf("collect: %+v", r)
+			}
+			if err := os.Remove(filepath.Join(replicas, id, name)); err != nil {
+				t.Fatal(err)
+			}
+			if out := p.ok("", "fleet", "status", "--from", replicas); !lineWith(out, id, "stopped at "+strconv.FormatUint(pos, 10)) {
+				t.Fatalf("status without %s:\n%s", name, out)
+			}
+			r := p.run("", "fleet", "verify", "--from", replicas)
+			if r.code != 3 || !strings.Contains(r.stderr, "store "+id+": position "+strconv.FormatUint(pos, 10)+": replica stopped by fleet collect: refused: unsigned") {
+				t.Fatalf("verify without %s: %+v", name, r)
+			}
+		})
+	}
+}

@@ -251,8 +251,8 @@ func collectedHeads(st *bolt.Store, root string, base *fleetRow) error {
 	}
 	base.ReplicaHead = head
 	c, ok, err := replica.ReadCollected(root)
-	if err != nil || !ok {
-		return err
+	if err != nil || !ok || c.At.IsZero() {
+		return err // no collect had finished (the record holds a stop only)
 	}
 	at, sh := c.At.UTC(), c.StreamHead
 	lag := uint64(0)
