@@ -56,3 +56,23 @@ func TestStoreKeyRotatedCheck(t *testing.T) {
 		t.Fatalf("registration: %+v %v", spec, found)
 	}
 }
+
+func TestStoreLabeledCheck(t *testing.T) {
+	ok := StoreLabeled{StoreID: "3d1a160e-83e4-4b24-b222-ee5b36ff9ce4", Label: "ci-runner-7"}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, label := range map[string]string{"empty": "", "space": "ci runner", "newline": "a\nb", "control": "a\x00", "long": strings.Repeat("x", 65), "invalid utf-8": "a\xff"} {
+		p := ok
+		p.Label = label
+		if p.Check() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if (StoreLabeled{StoreID: "x", Label: "a"}).Check() == nil {
+		t.Error("a bad store id: accepted")
+	}
+	if spec, found := Lookup(TypeStoreLabeled); !found || spec.StreamPrefix != StoreStream {
+		t.Fatalf("registration: %+v %v", spec, found)
+	}
+}

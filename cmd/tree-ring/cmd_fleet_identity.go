@@ -17,7 +17,7 @@ type fleetIdentityOptions struct {
 }
 
 func (o *fleetIdentityOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Label, "label", "", "the store's label in the line (default this host's name)")
+	fs.StringVar(&o.Label, "label", "", "the store's label in the line (default its recorded label, fleet label, else this host's name)")
 }
 
 func init() {
@@ -33,15 +33,21 @@ func runFleetIdentity(ctx context.Context, g *Globals, o *fleetIdentityOptions, 
 	if len(args) > 0 {
 		return usagef("fleet identity takes no arguments")
 	}
-	label := o.Label
-	if label == "" {
-		label, _ = os.Hostname()
-	}
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	label := o.Label
+	if label == "" {
+		recorded, ok, err := storekey.Label(ctx, st)
+		if err != nil {
+			return err
+		}
+		if label = recorded; !ok {
+			label, _ = os.Hostname()
+		}
+	}
 	id, _, err := storekey.Ensure(ctx, g.Root, st, g.Factory("cli"))
 	if err != nil {
 		return err

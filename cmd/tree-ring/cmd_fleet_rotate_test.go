@@ -202,3 +202,34 @@ func TestFleetStopSurvivesOneFile(t *testing.T) {
 		})
 	}
 }
+
+// A store's label is recorded in its ledger (once per change), is the
+// default of fleet identity's line, travels with the history and is
+// shown by fleet status; a replica refuses to be labelled.
+func TestFleetLabel(t *testing.T) {
+	srv := startNATS(t)
+	p := fleetProject(t, 53)
+	root := filepath.Join(p.dir, ".tree-ring")
+	id := storeIDOf(t, root)
+	if out := p.ok("", "fleet", "label", "ci runner 7"); !strings.HasPrefix(out, "recorded the store's label ci-runner-7 ") {
+		t.Fatalf("label: %s", out)
+	}
+	n := len(ledgerBytes(t, root))
+	if out := p.ok("", "fleet", "label", "ci-runner-7"); !strings.Contains(out, "nothing recorded") || len(ledgerBytes(t, root)) != n {
+		t.Fatalf("the same label again: %s (%d events, was %d)", out, len(ledgerBytes(t, root)), n)
+	}
+	if f := strings.Fields(p.ok("", "fleet", "identity")); len(f) != 3 || f[0] != id || f[2] != "ci-runner-7" {
+		t.Fatalf("identity: %q", f)
+	}
+	p.ok("", "fleet", "label", "laptop-9")
+	p.ok("", "fleet", "publish", "--nats", srv.URL())
+	replicas := t.TempDir()
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", replicas)
+	sameLedger(t, root, filepath.Join(replicas, id))
+	if out := p.ok("", "fleet", "status", "--from", replicas); !lineWith(out, id+"  laptop-9", " ok") {
+		t.Fatalf("status:\n%s", out)
+	}
+	if r := p.run("", "--root", filepath.Join(replicas, id), "fleet", "label", "x"); r.code == 0 || !strings.Contains(r.stderr, "this root is a fleet replica") {
+		t.Fatalf("label on a replica: %+v", r)
+	}
+}

@@ -282,3 +282,43 @@ func (s *Signer) Retire(root string, streamHead uint64) error {
 	s.previous = nil
 	return fleetsign.RemovePreviousKey(root)
 }
+
+// Label is the store's newest store.labeled label; ok is false when it
+// has none.
+func Label(ctx context.Context, st *bolt.Store) (label string, ok bool, err error) {
+	err = st.ReadStream(ctx, events.StoreStream, 0, func(e *events.Envelope) error {
+		if e.Type != events.TypeStoreLabeled {
+			return nil
+		}
+		p, err := events.Payload[events.StoreLabeled](e)
+		if err != nil {
+			return fmt.Errorf("position %d: %w", e.Position, err)
+		}
+		label, ok = p.Label, true
+		return nil
+	})
+	return label, ok, err
+}
+
+// SetLabel records label (cleaned: fleetsign.CleanLabel) as the store's
+// label, unless it is already; changed tells whether an event was
+// appended. st is open for writing.
+func SetLabel(ctx context.Context, st *bolt.Store, f *events.Factory, label string) (clean string, changed bool, err error) {
+	storeID, err := StoreID(st)
+	if err != nil {
+		return "", false, err
+	}
+	clean = fleetsign.CleanLabel(label)
+	if have, ok, err := Label(ctx, st); err != nil || (ok && have == clean) {
+		return clean, false, err
+	}
+	e, err := f.New(events.StoreStream, events.TypeStoreLabeled, &events.StoreLabeled{StoreID: storeID, Label: clean})
+	if err != nil {
+		return "", false, err
+	}
+	err = st.Update(ctx, func(tx *bolt.Tx) error {
+		_, err := tx.Append(events.StoreStream, int64(tx.StreamVersion(events.StoreStream)), e)
+		return err
+	})
+	return clean, err == nil, err
+}
