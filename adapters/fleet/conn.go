@@ -87,10 +87,16 @@ func Connect(o ConnOptions) (*nats.Conn, error) {
 	if o.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
 	}
+	return dial(o.URL, opts, timeout, o.Log)
+}
+
+// dial is Connect's first connect, asked again (backing off up to 2 s)
+// while no server answers, until timeout has passed.
+func dial(url string, opts []nats.Option, timeout time.Duration, log Log) (*nats.Conn, error) {
 	start, backoff, attempts := time.Now(), 100*time.Millisecond, 0
 	for {
 		attempts++
-		nc, err := nats.Connect(o.URL, opts...)
+		nc, err := nats.Connect(url, opts...)
 		if err == nil {
 			return nc, nil
 		}
@@ -101,7 +107,7 @@ func Connect(o ConnOptions) (*nats.Conn, error) {
 		if left <= 0 {
 			return nil, fmt.Errorf("connect to NATS: no server answered within %s (%d attempts): %w", timeout, attempts, err)
 		}
-		o.Log.debug("connect: no server answered; trying again", "after", min(backoff, left).String(), "attempt", attempts)
+		log.debug("connect: no server answered; trying again", "after", min(backoff, left).String(), "attempt", attempts)
 		time.Sleep(min(backoff, left))
 		backoff = min(2*backoff, 2*time.Second)
 	}

@@ -128,6 +128,9 @@ type ReplicaDir struct {
 // Keys reads the replica's key chain and head (read-only open; none
 // before the replica exists).
 func (d *ReplicaDir) Keys(store string) (fleet.ReplicaKeys, error) {
+	if fi, err := os.Lstat(replica.Root(d.Dir, store)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fleet.ReplicaKeys{}, errors.New(replica.SymlinkDetail) // never written through
+	}
 	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{ReadOnly: true, LockTimeout: d.LockTimeout, Projections: projections.All()})
 	var nf *bolt.NotFoundError
 	if errors.As(err, &nf) {
