@@ -229,6 +229,9 @@ func TestFleetLabel(t *testing.T) {
 	if out := p.ok("", "fleet", "status", "--from", replicas); !lineWith(out, id+"  laptop-9", " ok") {
 		t.Fatalf("status:\n%s", out)
 	}
+	if out := p.ok("", "fleet", "verify", "--from", replicas); !strings.Contains(out, "verified store "+id+" (laptop-9): ") {
+		t.Fatalf("verify:\n%s", out)
+	}
 	if r := p.run("", "--root", filepath.Join(replicas, id), "fleet", "label", "x"); r.code == 0 || !strings.Contains(r.stderr, "this root is a fleet replica") {
 		t.Fatalf("label on a replica: %+v", r)
 	}

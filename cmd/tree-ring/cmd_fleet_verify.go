@@ -141,6 +141,9 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		if err == nil && stale > 0 {
 			err = checkFresh(g, filepath.Join(dir, id), stale)
 		}
+		if e.Label == "" || e.Label == "-" {
+			e.Label = recordedLabel(ctx, g, filepath.Join(dir, id))
+		}
 		if err != nil {
 			failed = append(failed, fleetFailure{StoreID: id, Label: e.Label, Error: err.Error(), err: err})
 			continue
@@ -160,6 +163,18 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		failed = append(failed, fleetFailure{StoreID: id, Label: exp[id].Label, Error: err.Error(), err: err})
 	}
 	return out, failed, unexpected, total
+}
+
+// recordedLabel is the replica's own label (fleet label), "" when it has
+// none or cannot be read (verify reports why elsewhere).
+func recordedLabel(ctx context.Context, g *Globals, root string) string {
+	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	if err != nil {
+		return ""
+	}
+	defer st.Close()
+	label, _, _ := storekey.Label(ctx, st)
+	return label
 }
 
 // checkFresh fails a replica whose newest event (the host's clock) is
