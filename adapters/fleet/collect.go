@@ -29,10 +29,9 @@ type Sink interface {
 	// Stop records, durably, that the store's replica stops before position
 	// and why; later runs see it through Stopped and `fleet verify` fails.
 	Stop(store string, position uint64, reason string) error
-	// Key is the public key the store's replica records
-	// (store.key_recorded) and its position; ok is false before it holds
-	// one (or before the replica exists).
-	Key(store string) (key ed25519.PublicKey, position uint64, ok bool, err error)
+	// Keys is what the store's replica records of its keys and its head
+	// (zero before the replica exists).
+	Keys(store string) (ReplicaKeys, error)
 	// Signed records, after a commit and before its acknowledgements, the
 	// signature of the replica's head event, so `fleet verify` can check
 	// that everything the replica holds was signed by the store's key.
@@ -42,6 +41,15 @@ type Sink interface {
 	// instant, so `fleet status` shows the lag and when it last knew; a
 	// store without a replica is skipped.
 	Collected(store string, streamHead uint64) error
+}
+
+// ReplicaKeys is a replica's record of its store's keys: the chain
+// (store.key_recorded and each store.key_rotated, checked), the position
+// of store.key_recorded, and the replica's head.
+type ReplicaKeys struct {
+	Chain    fleetsign.Chain
+	Recorded uint64
+	Head     uint64
 }
 
 // SignedHead is a replica's last event with the signature it arrived with.
@@ -130,10 +138,11 @@ type storeState struct {
 	count   StoreCount
 	held    []heldMsg // past a gap, waiting for the events before them
 	stopped bool
-	// key is the key this store's messages must be signed with; pinned
-	// tells it came from the first message and the replica does not
-	// record it yet.
-	key    ed25519.PublicKey
+	// chain holds the keys this store's messages must be signed with
+	// (the key in force at the replica's head is its Current); pinned
+	// tells its first key came from the first message and the replica
+	// does not record it yet.
+	chain  fleetsign.Chain
 	pinned bool
 }
 
@@ -516,12 +525,17 @@ func (c *collector) applyStore(ctx context.Context, id string, in []heldMsg) (bo
 	// Position order; a message without a valid position header sorts
 	// first and is refused by the sink as what its body is.
 	slices.SortStableFunc(cand, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
-	good, badPos, badWhy := c.signedPrefix(id, s.key, cand)
+	good, rot, badPos, badWhy := c.signedPrefix(id, s.chain, s.count.Head, cand)
 	a, err := c.replicate(ctx, id, s, cand[:good])
 	if err != nil {
 		return false, err
 	}
 	k := a.Appended + a.Duplicates
+	for _, r := range rot {
+		if r.index < k {
+			s.chain.Keys, s.chain.Rotations = append(s.chain.Keys, r.key), append(s.chain.Rotations, r.pos)
+		}
+	}
 	rest := cand[k:]
 	switch {
 	case a.Refused == nil && k < len(cand):
@@ -611,21 +625,26 @@ func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
 		return nil, err
 	}
 	s := &storeState{count: StoreCount{StoreID: id}, stopped: stopped}
-	rec, recPos, recorded, err := c.sink.Key(id)
+	rk, err := c.sink.Keys(id)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", id, err)
 	}
+	s.count.Head = rk.Head
+	recorded := rk.Chain.Known()
 	switch want, listed := c.o.Expected[id]; {
 	case c.o.Expected != nil && !listed:
 	case c.o.Expected != nil:
-		s.key = want
+		s.chain = rk.Chain
+		if !recorded {
+			s.chain = fleetsign.Chain{Keys: []ed25519.PublicKey{want}}
+		}
 		c.stores[id] = s
-		if recorded && !rec.Equal(want) && !s.stopped {
-			return s, c.stop(id, s, recPos, "the replica records another store key than the fleet file (--expect)")
+		if recorded && !rk.Chain.First().Equal(want) && !s.stopped {
+			return s, c.stop(id, s, rk.Recorded, "the replica records another store key than the fleet file (--expect)")
 		}
 		return s, nil
 	case recorded:
-		s.key = rec
+		s.chain = rk.Chain
 		c.stores[id] = s
 		return s, nil
 	case stopped:
@@ -634,7 +653,7 @@ func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
 	default:
 		first := slices.MinFunc(in, func(a, b heldMsg) int { return cmp.Compare(a.pos, b.pos) })
 		if k, err := fleetsign.DecodeKey(first.msg.Headers().Get(HeaderKey)); err == nil {
-			s.key, s.pinned = k, true
+			s.chain, s.pinned = fleetsign.Chain{Keys: []ed25519.PublicKey{k}}, true
 			c.stores[id] = s
 			if c.o.OnPin != nil {
 				c.o.OnPin(id, fleetsign.EncodeKey(k))
@@ -649,18 +668,24 @@ func (c *collector) firstSight(id string, in []heldMsg) (*storeState, error) {
 	return nil, nil
 }
 
-// signedPrefix returns how many of cand, from the first, the store's key
-// vouches for; for the first it does not, its position and why. Every
-// message carries its event's signature, but one verification stands for
-// a run: where the stated links hold (each prev_hash is the hash stated
-// before it), a valid signature of the run's last event vouches for every
-// stated hash before it, and the sink checks that each body hashes to its
-// stated hash. Validity is monotone along such a run (an event that is
-// not the host's changes every hash after it, none of which the host
-// signed), so a failed run is searched for its first bad event in log n
-// verifications. An envelope that does not decode ends the runs; the
-// sink refuses it as what it is.
-func (c *collector) signedPrefix(id string, key ed25519.PublicKey, cand []heldMsg) (int, uint64, string) {
+// signedPrefix returns how many of cand, from the first, the store's keys
+// vouch for, the key rotations among them (applied to the store's chain
+// once the sink committed them), and for the first message they do not
+// vouch for, its position and why. Every message carries its event's
+// signature, but one verification stands for a run: where the stated
+// links hold (each prev_hash is the hash stated before it), a valid
+// signature of the run's last event vouches for every stated hash before
+// it, and the sink checks that each body hashes to its stated hash.
+// Validity is monotone along such a run (an event that is not the host's
+// changes every hash after it, none of which the host signed), so a
+// failed run is searched for its first bad event in log n verifications.
+// A key rotation ends its run: it is signed by the key in force, checked
+// against it (fleetsign.Chain.Rotate), and the runs after it are checked
+// against its new key. Messages at or below head are redeliveries the
+// sink compares byte for byte with what the replica holds, so they need
+// no key. An envelope that does not decode ends the runs; the sink
+// refuses it as what it is.
+func (c *collector) signedPrefix(id string, chain fleetsign.Chain, head uint64, cand []heldMsg) (int, []rotation, uint64, string) {
 	refs := make([]events.Envelope, 0, len(cand))
 	for _, h := range cand {
 		ref, err := events.DecodeStoredRef(h.msg.Data())
@@ -669,29 +694,63 @@ func (c *collector) signedPrefix(id string, key ed25519.PublicKey, cand []heldMs
 		}
 		refs = append(refs, ref)
 	}
-	verify := func(i int) error {
-		return fleetsign.Verify(key, id, refs[i].Position, refs[i].Hash, cand[i].msg.Headers().Get(HeaderSignature))
+	chain.Keys = slices.Clip(chain.Keys)
+	chain.Rotations = slices.Clip(chain.Rotations)
+	var rots []rotation
+	i := 0
+	for i < len(refs) && refs[i].Position <= head {
+		i++
 	}
-	for i := 0; i < len(refs); {
+	for i < len(refs) {
+		key := chain.Current()
+		verify := func(i int) error {
+			return fleetsign.Verify(key, id, refs[i].Position, refs[i].Hash, cand[i].msg.Headers().Get(HeaderSignature))
+		}
 		j := i + 1
-		for j < len(refs) && refs[j].PrevHash == refs[j-1].Hash {
+		for j < len(refs) && refs[j].PrevHash == refs[j-1].Hash && refs[j-1].Type != events.TypeStoreKeyRotated {
 			j++
 		}
-		if verify(j-1) == nil {
-			i = j
-			continue
-		}
-		lo, hi := i, j-1 // hi does not verify; find the first that does not
-		for lo < hi {
-			if mid := (lo + hi) / 2; verify(mid) == nil {
-				lo = mid + 1
-			} else {
-				hi = mid
+		if verify(j-1) != nil {
+			lo, hi := i, j-1 // hi does not verify; find the first that does not
+			for lo < hi {
+				if mid := (lo + hi) / 2; verify(mid) == nil {
+					lo = mid + 1
+				} else {
+					hi = mid
+				}
 			}
+			return lo, rots, refs[lo].Position, "refused: " + verify(lo).Error()
 		}
-		return lo, refs[lo].Position, "refused: " + verify(lo).Error()
+		if last := j - 1; refs[last].Type == events.TypeStoreKeyRotated {
+			if err := rotate(&chain, id, cand[last].msg.Data()); err != nil {
+				return last, rots, refs[last].Position, "refused: " + err.Error()
+			}
+			rots = append(rots, rotation{index: last, pos: refs[last].Position, key: chain.Current()})
+		}
+		i = j
 	}
-	return len(cand), 0, ""
+	return len(cand), rots, 0, ""
+}
+
+// rotation is a key rotation signedPrefix accepted at cand[index].
+type rotation struct {
+	index int
+	pos   uint64
+	key   ed25519.PublicKey
+}
+
+// rotate checks the store.key_rotated raw against the chain and moves it
+// to the new key.
+func rotate(chain *fleetsign.Chain, id string, raw []byte) error {
+	e, err := events.DecodeStored(raw)
+	if err != nil {
+		return err
+	}
+	p, err := events.Payload[events.StoreKeyRotated](&e)
+	if err != nil {
+		return err
+	}
+	return chain.Rotate(id, e.Position, p)
 }
 
 // recordSigned gives the sink the signature of the replica's head event
@@ -711,18 +770,18 @@ func (c *collector) recordSigned(id string, committed []heldMsg, head uint64) er
 	return nil
 }
 
-// confirmPinned checks a key pinned on first sight against the key the
-// replica now records: a first message that carried another key than the
-// store's own history stops the store.
+// confirmPinned checks a key pinned on first sight against the first key
+// the replica now records: a first message that carried another key than
+// the store's own history stops the store.
 func (c *collector) confirmPinned(id string, s *storeState) error {
-	rec, pos, ok, err := c.sink.Key(id)
+	rk, err := c.sink.Keys(id)
 	switch {
 	case err != nil:
 		return fmt.Errorf("store %s: %w", id, err)
-	case !ok:
+	case !rk.Chain.Known():
 		return nil
-	case !rec.Equal(s.key):
-		return c.stop(id, s, pos, "the store key recorded here is not the key its messages were signed with")
+	case !rk.Chain.First().Equal(s.chain.First()):
+		return c.stop(id, s, rk.Recorded, "the store key recorded here is not the key its messages were signed with")
 	}
 	s.pinned = false
 	return nil

@@ -25,14 +25,17 @@ type ConnOptions struct {
 	TLSCert      string
 	TLSKey       string
 	Timeout      time.Duration // connect and per-request
+	Log          Log
 }
 
 // maxSecretBytes bounds a password file.
 const maxSecretBytes = 4 << 10
 
-// Connect dials the server. The connection reconnects forever (a publish
-// or collect in flight resumes after a server restart); the caller closes
-// it.
+// Connect dials the server, asking again while no server answers (a
+// server restarting, a host whose network comes up late) until Timeout has
+// passed; a refused authentication or a bad file ends it at once. The
+// connection reconnects forever (a publish or collect in flight resumes
+// after a server restart); the caller closes it.
 func Connect(o ConnOptions) (*nats.Conn, error) {
 	if o.URL == "" {
 		return nil, errors.New("no NATS server given (--nats URL or NATS_URL)")
@@ -84,11 +87,30 @@ func Connect(o ConnOptions) (*nats.Conn, error) {
 	if o.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
 	}
-	nc, err := nats.Connect(o.URL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS: %w", err)
+	return dial(o.URL, opts, timeout, o.Log)
+}
+
+// dial is Connect's first connect, asked again (backing off up to 2 s)
+// while no server answers, until timeout has passed.
+func dial(url string, opts []nats.Option, timeout time.Duration, log Log) (*nats.Conn, error) {
+	start, backoff, attempts := time.Now(), 100*time.Millisecond, 0
+	for {
+		attempts++
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, fmt.Errorf("connect to NATS: %w", err)
+		}
+		left := timeout - time.Since(start)
+		if left <= 0 {
+			return nil, fmt.Errorf("connect to NATS: no server answered within %s (%d attempts): %w", timeout, attempts, err)
+		}
+		log.debug("connect: no server answered; trying again", "after", min(backoff, left).String(), "attempt", attempts)
+		time.Sleep(min(backoff, left))
+		backoff = min(2*backoff, 2*time.Second)
 	}
-	return nc, nil
 }
 
 // readSecret reads the first line of a small file.

@@ -25,10 +25,12 @@ type Source interface {
 	// Read returns copies of the stored bytes of at most max events after
 	// position after, in position order (positions after+1, after+2, ...).
 	Read(ctx context.Context, after uint64, max int) ([][]byte, error)
-	// Sign returns the store key's signature of the event at position
-	// with hash (fleetsign.Sign) and the public key (fleetsign.EncodeKey):
-	// every message is signed, and the private key stays in the source.
-	Sign(position uint64, hash string) (signature, publicKey string)
+	// Sign returns the signature of the event at position with hash by
+	// the store's key in force there (fleetsign.Sign) and that public key
+	// (fleetsign.EncodeKey): every message is signed, and the private keys
+	// stay in the source. An error (no such key on this host) stops the
+	// publish.
+	Sign(position uint64, hash string) (signature, publicKey string, err error)
 }
 
 // PublishOptions configure Publish.
@@ -316,7 +318,10 @@ func message(src Source, subj string, raw []byte, pos uint64) (*nats.Msg, error)
 	m.Header.Set(jetstream.MsgIDHeader, ref.ID.String())
 	m.Header.Set(HeaderPosition, strconv.FormatUint(pos, 10))
 	m.Header.Set(HeaderHash, ref.Hash)
-	sig, key := src.Sign(pos, ref.Hash)
+	sig, key, err := src.Sign(pos, ref.Hash)
+	if err != nil {
+		return nil, permanent{err}
+	}
 	m.Header.Set(HeaderKey, key)
 	m.Header.Set(HeaderSignature, sig)
 	return m, nil

@@ -49,6 +49,15 @@ func TestFleetNKey(t *testing.T) {
 	if !strings.HasPrefix(out, "published ") || strings.Contains(out, string(seed)) {
 		t.Fatalf("publish: %s", out)
 	}
+	// The nats CLI's NATS_NKEY names the seed file when --nkey is not given.
+	p.env["NATS_NKEY"] = seedFile
+	replicas := t.TempDir()
+	r := p.run("", "--log-level", "debug", "fleet", "collect", "--nats", srv.URL(), "--into", replicas)
+	if r.code != 0 || strings.Contains(r.stdout+r.stderr, string(seed)) {
+		t.Fatalf("collect with NATS_NKEY: %+v", r)
+	}
+	root := filepath.Join(p.dir, ".tree-ring")
+	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
 }
 
 // testPKI writes a CA and, signed by it, a server certificate for
@@ -119,8 +128,11 @@ func TestFleetMutualTLS(t *testing.T) {
 	if !strings.HasPrefix(out, "published ") {
 		t.Fatalf("publish: %s", out)
 	}
+	// The nats CLI's NATS_CA, NATS_CERT and NATS_KEY name the files when
+	// the flags are not given.
+	p.env["NATS_CA"], p.env["NATS_CERT"], p.env["NATS_KEY"] = ca, cc, ck
 	replicas := t.TempDir()
-	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--tls-ca", ca, "--tls-cert", cc, "--tls-key", ck, "--into", replicas)
+	p.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", replicas)
 	root := filepath.Join(p.dir, ".tree-ring")
 	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
 }

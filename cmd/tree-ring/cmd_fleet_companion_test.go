@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
@@ -60,11 +59,6 @@ func ledgerSource(root string) *fleetcli.LedgerSource {
 	open := func() (*bolt.Store, error) {
 		return bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: 3 * time.Second, Projections: projections.All()})
 	}
-	// The store's signing key, as fleetProject made it (fleet identity).
-	key, ok, err := fleetsign.LoadKey(root)
-	if err != nil || !ok {
-		panic(fmt.Sprintf("the store under %s has no signing key (fleet identity makes it): %v", root, err))
-	}
 	st, err := open()
 	if err != nil {
 		panic(err)
@@ -74,7 +68,12 @@ func ledgerSource(root string) *fleetcli.LedgerSource {
 	if err != nil {
 		panic(err)
 	}
-	return &fleetcli.LedgerSource{Open: open, StoreID: id, Key: key}
+	// The store's signing key, as fleetProject made it (fleet identity).
+	signer, ok, err := storekey.LoadSigner(context.Background(), root, st, id)
+	if err != nil || !ok {
+		panic(fmt.Sprintf("the store under %s has no signing key (fleet identity makes it): %v", root, err))
+	}
+	return &fleetcli.LedgerSource{Open: open, Signer: signer}
 }
 
 // replicaDir is a collector's directory as collect writes it.

@@ -36,7 +36,10 @@ func junkCopy(t *testing.T, url string, b *bulkStore, pos uint64, msgID string) 
 	if msgID == "" {
 		msgID = ref.ID.String()
 	}
-	sig, key := src.Sign(pos, ref.Hash)
+	sig, key, err := src.Sign(pos, ref.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := map[string]string{jetstream.MsgIDHeader: msgID, fleet.HeaderPosition: strconv.FormatUint(pos, 10),
 		fleet.HeaderHash: ref.Hash, fleet.HeaderKey: key, fleet.HeaderSignature: sig}
 	if err := fleettest.PublishRaw(url, fleet.DefaultStream, fleet.Subject(b.id), raws[0], h); err != nil {

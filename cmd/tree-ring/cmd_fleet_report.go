@@ -44,9 +44,12 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 	if err != nil {
 		return err
 	}
-	ids, err := replica.List(o.From)
+	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
+	}
+	for _, id := range links {
+		fmt.Fprintf(g.Stderr, "tree-ring: store %s: %s\n", id, replica.SymlinkDetail)
 	}
 	if len(ids) == 0 {
 		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)

@@ -87,11 +87,14 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 	} else if o.Stale != 0 {
 		return usagef("--stale needs --expect")
 	}
-	ids, err := replica.List(o.From)
+	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
 	rows := []fleetRow{}
+	for _, id := range links {
+		rows = append(rows, fleetRow{StoreID: id, Replica: "symlink (not followed)"})
+	}
 	for _, id := range ids {
 		rs, err := storeRows(ctx, g, filepath.Join(o.From, id), id, at)
 		if err != nil {
@@ -147,6 +150,13 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 		if !e.RecordedAt.After(at) {
 			t := e.RecordedAt.UTC()
 			base.LastEventAt = &t
+			if e.Type == events.TypeStoreLabeled {
+				p, err := events.Payload[events.StoreLabeled](e)
+				if err != nil {
+					return err
+				}
+				base.Label = p.Label // the store's own, as of --at
+			}
 		}
 		return rep.Apply(e)
 	})
@@ -177,7 +187,8 @@ func storeRows(ctx context.Context, g *Globals, root, id string, at time.Time) (
 	return rows, nil
 }
 
-// expectRows labels the rows of listed stores, marks unlisted replicas
+// expectRows labels the rows of listed stores (the fleet file's label
+// over the store's own, unless the file gives none), marks unlisted replicas
 // unexpected and listed stores without a last event within stale of at
 // stale, and adds a row for each listed store without a replica.
 func expectRows(rows []fleetRow, exp map[string]fleetsign.Expected, at time.Time, stale time.Duration) []fleetRow {
@@ -186,15 +197,14 @@ func expectRows(rows []fleetRow, exp map[string]fleetsign.Expected, at time.Time
 		r := &rows[i]
 		e, listed := exp[r.StoreID]
 		seen[r.StoreID] = true
+		if listed && e.Label != "-" {
+			r.Label = e.Label
+		}
 		switch {
 		case !listed:
 			r.Replica = "unexpected"
-		case r.Replica != "ok":
-			r.Label = e.Label
-		case stale > 0 && (r.LastEventAt == nil || at.Sub(*r.LastEventAt) > stale):
-			r.Label, r.Replica = e.Label, "stale"
-		default:
-			r.Label = e.Label
+		case r.Replica == "ok" && stale > 0 && (r.LastEventAt == nil || at.Sub(*r.LastEventAt) > stale):
+			r.Replica = "stale"
 		}
 	}
 	var missing []string
@@ -248,8 +258,8 @@ func collectedHeads(st *bolt.Store, root string, base *fleetRow) error {
 	}
 	base.ReplicaHead = head
 	c, ok, err := replica.ReadCollected(root)
-	if err != nil || !ok {
-		return err
+	if err != nil || !ok || c.At.IsZero() {
+		return err // no collect had finished (the record holds a stop only)
 	}
 	at, sh := c.At.UTC(), c.StreamHead
 	lag := uint64(0)

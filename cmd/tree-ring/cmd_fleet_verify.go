@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -73,14 +75,18 @@ func runFleetVerify(ctx context.Context, g *Globals, o *fleetVerifyOptions, args
 	} else if o.Stale != 0 {
 		return usagef("--stale needs --expect")
 	}
-	ids, err := replica.List(o.From)
+	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 && exp == nil {
+	if len(ids)+len(links) == 0 && exp == nil {
 		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)
 	}
 	out, failed, unexpected, events := verifyReplicas(ctx, g, o.From, ids, exp, o.Stale)
+	for _, id := range links {
+		err := &bolt.VerifyError{Detail: replica.SymlinkDetail}
+		failed = append(failed, fleetFailure{StoreID: id, Label: exp[id].Label, Error: err.Error(), err: err})
+	}
 	if err := printFleetVerify(g, o, out, failed, unexpected, events); err != nil {
 		return err
 	}
@@ -135,6 +141,9 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		if err == nil && stale > 0 {
 			err = checkFresh(g, filepath.Join(dir, id), stale)
 		}
+		if e.Label == "" || e.Label == "-" {
+			e.Label = recordedLabel(ctx, g, filepath.Join(dir, id))
+		}
 		if err != nil {
 			failed = append(failed, fleetFailure{StoreID: id, Label: e.Label, Error: err.Error(), err: err})
 			continue
@@ -144,7 +153,7 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 	}
 	missing := []string{}
 	for id := range exp {
-		if !seen[id] {
+		if _, err := os.Lstat(filepath.Join(dir, id)); !seen[id] && errors.Is(err, os.ErrNotExist) {
 			missing = append(missing, id)
 		}
 	}
@@ -154,6 +163,18 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 		failed = append(failed, fleetFailure{StoreID: id, Label: exp[id].Label, Error: err.Error(), err: err})
 	}
 	return out, failed, unexpected, total
+}
+
+// recordedLabel is the replica's own label (fleet label), "" when it has
+// none or cannot be read (verify reports why elsewhere).
+func recordedLabel(ctx context.Context, g *Globals, root string) string {
+	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	if err != nil {
+		return ""
+	}
+	defer st.Close()
+	label, _, _ := storekey.Label(ctx, st)
+	return label
 }
 
 // checkFresh fails a replica whose newest event (the host's clock) is
@@ -217,19 +238,24 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 	return rep, verifySigned(ctx, st, root, id, want)
 }
 
-// verifySigned checks that the store's key signed everything the replica
-// holds: the signature collect recorded for the head event verifies
-// against the replica's store.key_recorded (the fleet file's key, when
-// given, must be that one), over the replica's own head position and
-// hash. The hash chain, checked above, carries it to every earlier event.
+// verifySigned checks that the store's keys signed everything the replica
+// holds: its key chain (store.key_recorded, each store.key_rotated signed
+// by the key before it and by the new key) checks, the fleet file's key,
+// when given, is its first key, and the signature collect recorded for
+// the head event verifies, over the replica's own head position and hash,
+// against the key in force there. The hash chain, checked above, carries
+// it to every earlier event; each rotation carries it to the key before.
 func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed25519.PublicKey) error {
-	key, _, ok, err := storekey.Recorded(ctx, st)
+	chain, err := storekey.Chain(ctx, st, id)
+	var ce *fleetsign.ChainError
 	switch {
+	case errors.As(err, &ce):
+		return &bolt.VerifyError{Position: ce.Position, Detail: "store key: " + ce.Err.Error()}
 	case err != nil:
 		return &bolt.VerifyError{Detail: "store key: " + err.Error()}
-	case !ok:
+	case !chain.Known():
 		return &bolt.VerifyError{Detail: "the replica records no store key (store.key_recorded): its history is unsigned"}
-	case want != nil && !key.Equal(want):
+	case want != nil && !chain.First().Equal(want):
 		return &bolt.VerifyError{Detail: "the replica's store key is not the fleet file's"}
 	}
 	head, hash, err := st.Head()
@@ -247,7 +273,7 @@ func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed2
 	case sig.Hash != hash:
 		return &bolt.VerifyError{Position: head, Detail: "the signed event is not the one the replica holds"}
 	}
-	if err := fleetsign.Verify(key, id, head, hash, sig.Signature); err != nil {
+	if err := fleetsign.Verify(chain.At(head), id, head, hash, sig.Signature); err != nil {
 		return &bolt.VerifyError{Position: head, Detail: err.Error()}
 	}
 	return nil

@@ -47,6 +47,8 @@ func TestEveryJSONOutputIsOneObject(t *testing.T) {
 		"capture":                 {"capture", "Run the linter before every push", "--event-type", "lesson", "--agent-profile", "a", "--workflow-id", "w", "--session-id", "s", "--operation-id", "auto-c-1", "--source-ref", "agent-checkpoint:c"},
 		"events import":           {"events", "import", envs},
 		"fleet identity":          {"fleet", "identity"},
+		"fleet label":             {"fleet", "label", "host-a"},
+		"fleet rotate-key":        {"fleet", "rotate-key"},
 		"fleet status":            {"fleet", "status", "--from", t.TempDir()},
 		"forget":                  {"forget", id, "--reason", "test"},
 		"import":                  {"import", export},

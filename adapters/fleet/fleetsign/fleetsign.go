@@ -21,7 +21,8 @@ import (
 )
 
 // KeyFile is the private key's name inside the ledger root (.tree-ring/):
-// PKCS #8 in PEM, mode 0600, created once and never replaced.
+// PKCS #8 in PEM, mode 0600, created create-only and replaced only by a
+// recorded rotation (rotate.go).
 const KeyFile = "store.key"
 
 // maxKeyFile bounds the key file read (a PEM ed25519 key is 119 bytes).
@@ -80,28 +81,32 @@ func DecodeKey(s string) (ed25519.PublicKey, error) {
 // when there is none. A key readable by group or others is refused, as
 // ssh refuses one: it may have been copied.
 func LoadKey(root string) (priv ed25519.PrivateKey, ok bool, err error) {
+	return loadKeyFile(root, KeyFile)
+}
+
+func loadKeyFile(root, name string) (priv ed25519.PrivateKey, ok bool, err error) {
 	pr, err := openRoot(root)
 	if err != nil {
 		return nil, false, err
 	}
 	defer pr.Close()
-	f, exists, err := pr.OpenRead(KeyFile)
+	f, exists, err := pr.OpenRead(name)
 	if err != nil || !exists {
-		return nil, false, keyErr(err)
+		return nil, false, keyErr(name, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, false, keyErr(err)
+		return nil, false, keyErr(name, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("store key %s is readable by others (mode %04o); it must be 0600", KeyFile, fi.Mode().Perm())
+		return nil, false, fmt.Errorf("store key %s is readable by others (mode %04o); it must be 0600", name, fi.Mode().Perm())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
-		return nil, false, keyErr(err)
+		return nil, false, keyErr(name, err)
 	}
-	priv, err = parseKey(b)
+	priv, err = parseKey(name, b)
 	if err != nil {
 		return nil, false, err
 	}
@@ -110,22 +115,9 @@ func LoadKey(root string) (priv ed25519.PrivateKey, ok bool, err error) {
 
 // CreateKey makes the store's key pair and writes its private half
 // create-only (0600) under the ledger root. When another process created
-// it first, that key is returned: one store, one key.
+// it first, that key is returned: one store, one key at a time.
 func CreateKey(root string, rand io.Reader) (ed25519.PrivateKey, error) {
-	_, priv, err := ed25519.GenerateKey(rand)
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, err
-	}
-	pr, err := openRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	defer pr.Close()
-	err = pr.CreateFile(KeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600, 0o700)
+	priv, err := createKeyFile(root, KeyFile, rand)
 	var exists *adapters.ExistsError
 	if errors.As(err, &exists) {
 		have, ok, err := LoadKey(root)
@@ -134,10 +126,42 @@ func CreateKey(root string, rand io.Reader) (ed25519.PrivateKey, error) {
 		}
 		return have, err
 	}
+	return priv, err
+}
+
+// createKeyFile writes a new key at name, create-only: an existing file
+// is an *adapters.ExistsError and stays as it was.
+func createKeyFile(root, name string, rand io.Reader) (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand)
 	if err != nil {
-		return nil, keyErr(err)
+		return nil, err
+	}
+	b, err := keyPEM(priv)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := openRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	err = pr.CreateFile(name, b, 0o600, 0o700)
+	var exists *adapters.ExistsError
+	if errors.As(err, &exists) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, keyErr(name, err)
 	}
 	return priv, nil
+}
+
+func keyPEM(priv ed25519.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
 func openRoot(root string) (*adapters.ProjectRoot, error) {
@@ -148,23 +172,23 @@ func openRoot(root string) (*adapters.ProjectRoot, error) {
 	return adapters.OpenProjectRoot(canon)
 }
 
-func parseKey(b []byte) (ed25519.PrivateKey, error) {
+func parseKey(name string, b []byte) (ed25519.PrivateKey, error) {
 	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "PRIVATE KEY" || len(b) > maxKeyFile {
-		return nil, fmt.Errorf("store key %s is not a PEM private key", KeyFile)
+		return nil, fmt.Errorf("store key %s is not a PEM private key", name)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 	priv, ok := k.(ed25519.PrivateKey)
 	if err != nil || !ok {
-		return nil, fmt.Errorf("store key %s is not an ed25519 PKCS #8 key", KeyFile)
+		return nil, fmt.Errorf("store key %s is not an ed25519 PKCS #8 key", name)
 	}
 	return priv, nil
 }
 
 // keyErr names the file but never its contents.
-func keyErr(err error) error {
+func keyErr(name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("store key %s: %w", KeyFile, err)
+	return fmt.Errorf("store key %s: %w", name, err)
 }

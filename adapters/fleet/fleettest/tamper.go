@@ -126,3 +126,21 @@ func CreateStream(url string, cfg jetstream.StreamConfig) error {
 	_, err = js.CreateStream(ctx, cfg)
 	return err
 }
+
+// StreamBytes is what the stream's storage holds: bytes (the server's
+// count: subjects, headers, bodies and its per-message record) and
+// messages.
+func StreamBytes(url, stream string) (bytes, msgs uint64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, _, st, err := openStream(ctx, url, stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer nc.Close()
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return info.State.Bytes, info.State.Msgs, nil
+}

@@ -58,7 +58,7 @@ func runCollect(ctx context.Context, g *Globals, o *collectOptions, args []strin
 	if err := os.MkdirAll(o.Into, 0o700); err != nil {
 		return fmt.Errorf("replica directory: %w", err)
 	}
-	nc, err := fleet.Connect(o.conn("tree-ring fleet collect"))
+	nc, err := fleet.Connect(o.conn("tree-ring fleet collect", g.debugLog()))
 	if err != nil {
 		return err
 	}
@@ -123,37 +123,32 @@ type ReplicaDir struct {
 	Dir         string
 	LockTimeout time.Duration
 	Now         func() time.Time
-	keys        map[string]recordedKey // found once, never changes
 }
 
-type recordedKey struct {
-	key ed25519.PublicKey
-	pos uint64
-}
-
-// Key reads the replica's store.key_recorded (read-only open; none before
-// the replica exists).
-func (d *ReplicaDir) Key(store string) (ed25519.PublicKey, uint64, bool, error) {
-	if k, ok := d.keys[store]; ok {
-		return k.key, k.pos, true, nil
+// Keys reads the replica's key chain and head (read-only open; none
+// before the replica exists).
+func (d *ReplicaDir) Keys(store string) (fleet.ReplicaKeys, error) {
+	if fi, err := os.Lstat(replica.Root(d.Dir, store)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fleet.ReplicaKeys{}, errors.New(replica.SymlinkDetail) // never written through
 	}
 	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{ReadOnly: true, LockTimeout: d.LockTimeout, Projections: projections.All()})
 	var nf *bolt.NotFoundError
 	if errors.As(err, &nf) {
-		return nil, 0, false, nil
+		return fleet.ReplicaKeys{}, nil
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return fleet.ReplicaKeys{}, err
 	}
 	defer st.Close()
-	key, pos, ok, err := storekey.Recorded(context.Background(), st)
-	if ok && err == nil {
-		if d.keys == nil {
-			d.keys = map[string]recordedKey{}
-		}
-		d.keys[store] = recordedKey{key, pos}
+	var rk fleet.ReplicaKeys
+	if rk.Head, _, err = st.Head(); err != nil {
+		return rk, err
 	}
-	return key, pos, ok, err
+	if _, rk.Recorded, _, err = storekey.Recorded(context.Background(), st); err != nil {
+		return rk, err
+	}
+	rk.Chain, err = storekey.Chain(context.Background(), st, store)
+	return rk, err
 }
 
 // Signed writes the replica's signed head record.

@@ -2,7 +2,6 @@ package fleetcli
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet"
-	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
@@ -41,27 +39,44 @@ func runPublish(ctx context.Context, g *Globals, o *publishOptions, args []strin
 	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
-	storeID, priv, err := signingKey(ctx, g)
+	signer, err := signingKey(ctx, g)
 	if err != nil {
 		return err
 	}
-	src := &LedgerSource{StoreID: storeID, Key: priv, Open: func() (*bolt.Store, error) {
+	storeID := signer.StoreID
+	src := &LedgerSource{Signer: signer, Open: func() (*bolt.Store, error) {
 		return cli.OpenStore(g.Root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
 	}}
-	nc, err := fleet.Connect(o.conn("tree-ring fleet publish"))
+	nc, err := fleet.Connect(o.conn("tree-ring fleet publish", g.debugLog()))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	po := fleet.PublishOptions{Stream: o.Stream, StoreID: storeID, Replicas: o.Replicas, Timeout: o.Timeout, Log: g.debugLog()}
 	if o.Watch {
-		return watch(g, po, o.Interval, func(wo fleet.WatchOptions) error { return fleet.Watch(ctx, nc, src, wo) })
+		return watch(g, po, o.Interval, func(wo fleet.WatchOptions) error {
+			published := wo.OnPublish
+			wo.OnPublish = func(res fleet.PublishResult) {
+				published(res)
+				retire(g, signer, res)
+			}
+			return fleet.Watch(ctx, nc, src, wo)
+		})
 	}
 	res, err := fleet.Publish(ctx, nc, src, po)
 	if err != nil {
 		return fmt.Errorf("fleet publish: %w", err)
 	}
+	retire(g, signer, res)
 	return printPublished(g, res)
+}
+
+// retire removes a rotated-out key once the stream holds everything it
+// signs; failing to is said on stderr (the next publish tries again).
+func retire(g *Globals, signer *storekey.Signer, res fleet.PublishResult) {
+	if err := signer.Retire(g.Root, res.Head); err != nil {
+		fmt.Fprintf(g.Stderr, "%s: fleet publish: the rotated-out key stays: %s\n", cli.Fleet.Program, cli.OneLine(err.Error()))
+	}
 }
 
 // watch is publish --watch: one line (or JSON object) per publish that
@@ -99,38 +114,41 @@ func printPublished(g *Globals, res fleet.PublishResult) error {
 	return err
 }
 
-// signingKey returns the store's id and private key. A store without a
-// key gets one here (storekey.Ensure): the one write publish makes to the
-// ledger, store.key_recorded, once per store.
-func signingKey(ctx context.Context, g *Globals) (string, ed25519.PrivateKey, error) {
-	st, err := cli.OpenStore(g.Root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
-	if err != nil {
-		return "", nil, err
-	}
-	storeID, err := storekey.StoreID(st)
-	if err == nil {
-		_, _, recorded, rerr := storekey.Recorded(ctx, st)
-		priv, have, kerr := fleetsign.LoadKey(g.Root)
-		st.Close()
-		if err = errors.Join(rerr, kerr); err == nil && recorded && have {
-			return storeID, priv, nil
+// signingKey returns the store's signer (its id and keys). A store
+// without a key gets one here (storekey.Ensure): the one write publish
+// makes to the ledger, store.key_recorded, once per store; a rotation a
+// crash interrupted is finished here too.
+func signingKey(ctx context.Context, g *Globals) (*storekey.Signer, error) {
+	load := func(write bool) (*storekey.Signer, bool, error) {
+		st, err := cli.OpenStore(g.Root, bolt.Options{ReadOnly: !write, LockTimeout: g.LockTimeout, Projections: projections.All()})
+		if err != nil {
+			return nil, false, err
 		}
-	} else {
-		st.Close()
+		defer st.Close()
+		storeID, err := storekey.StoreID(st)
+		if err != nil {
+			return nil, false, err
+		}
+		if write {
+			f := &events.Factory{Now: g.Now, NewID: g.NewID, Actor: "fleet"}
+			if _, _, err := storekey.Ensure(ctx, g.Root, st, f); err != nil {
+				return nil, false, err
+			}
+		}
+		return storekey.LoadSigner(ctx, g.Root, st, storeID)
 	}
-	if err != nil {
-		return "", nil, err
+	if s, ok, err := load(false); err != nil || ok {
+		return s, err
 	}
 	// Only now the write lock: the common case above waits for no hook.
 	if err := replica.RefuseWrite(g.Root); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	if st, err = cli.OpenStore(g.Root, bolt.Options{LockTimeout: g.LockTimeout, Projections: projections.All()}); err != nil {
-		return "", nil, err
+	s, ok, err := load(true)
+	if err == nil && !ok {
+		err = errors.New("the store's signing key is not usable after recording it")
 	}
-	defer st.Close()
-	f := &events.Factory{Now: g.Now, NewID: g.NewID, Actor: "fleet"}
-	return storekey.Ensure(ctx, g.Root, st, f)
+	return s, err
 }
 
 // LedgerSource is a project's ledger as fleet.Publish reads it. It opens
@@ -139,21 +157,16 @@ func signingKey(ctx context.Context, g *Globals) (string, ed25519.PrivateKey, er
 // publish. Not safe for concurrent use.
 type LedgerSource struct {
 	Open func() (*bolt.Store, error)
-	// StoreID and Key sign each event (fleetsign.Sign); the key never
-	// leaves this value.
-	StoreID string
-	Key     ed25519.PrivateKey
-	pub     string
-	buf     [][]byte // events after bufAt
-	bufAt   uint64
+	// Signer signs each event with the key in force at its position;
+	// the keys never leave it.
+	Signer *storekey.Signer
+	buf    [][]byte // events after bufAt
+	bufAt  uint64
 }
 
-// Sign signs one event's statement with the store's key.
-func (s *LedgerSource) Sign(position uint64, hash string) (string, string) {
-	if s.pub == "" {
-		s.pub = fleetsign.EncodeKey(s.Key.Public().(ed25519.PublicKey))
-	}
-	return fleetsign.Sign(s.Key, s.StoreID, position, hash), s.pub
+// Sign signs one event's statement with the store's key in force there.
+func (s *LedgerSource) Sign(position uint64, hash string) (string, string, error) {
+	return s.Signer.Sign(position, hash)
 }
 
 // sourceChunk is how many events one read-only open copies out.

@@ -35,11 +35,17 @@ type Stop struct {
 func Root(dir, store string) string { return filepath.Join(dir, store) }
 
 // ReadStop reads the stop record of the replica at root; ok is false when
-// the replica was never stopped.
+// the replica was never stopped. The record is kept twice, in StopFile
+// and in the last-collect record, so deleting one file does not make a
+// stopped replica look whole.
 func ReadStop(root string) (s Stop, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(root, StopFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Stop{}, false, nil
+		c, _, err := ReadCollected(root)
+		if err != nil || c.Stopped == nil {
+			return Stop{}, false, err
+		}
+		return *c.Stopped, true, nil
 	}
 	if err != nil {
 		return Stop{}, false, err
@@ -50,9 +56,25 @@ func ReadStop(root string) (s Stop, ok bool, err error) {
 	return s, true, nil
 }
 
-// WriteStop writes the stop record of the replica at root create-only:
-// the first reason stays.
+// WriteStop writes the stop record of the replica at root create-only
+// (the first reason stays), and a copy into its last-collect record.
 func WriteStop(root string, s Stop) error {
+	if err := writeStopFile(root, s); err != nil {
+		return err
+	}
+	c, _, err := ReadCollected(root)
+	if err != nil || c.Stopped != nil {
+		return err
+	}
+	first, _, err := ReadStop(root)
+	if err != nil {
+		return err
+	}
+	c.StoreID, c.Stopped = s.StoreID, &first
+	return WriteCollected(root, c)
+}
+
+func writeStopFile(root string, s Stop) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
@@ -79,21 +101,31 @@ func WriteStop(root string, s Stop) error {
 	return err
 }
 
-// List is the store ids that have a replica root under dir, sorted.
-func List(dir string) ([]string, error) {
+// List is the store ids that have a replica root under dir, sorted, and
+// apart the store ids whose entry is a symbolic link: fleet collect never
+// makes one, so it is reported, never followed (it could point a replica
+// at any ledger).
+func List(dir string) (ids, links []string, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("replica directory: %w", err)
+		return nil, nil, fmt.Errorf("replica directory: %w", err)
 	}
-	var ids []string
 	for _, e := range ents {
-		if e.IsDir() && events.ValidStoreID(e.Name()) {
+		switch {
+		case !events.ValidStoreID(e.Name()):
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, e.Name())
+		case e.IsDir():
 			ids = append(ids, e.Name())
 		}
 	}
 	slices.Sort(ids)
-	return ids, nil
+	slices.Sort(links)
+	return ids, links, nil
 }
+
+// SymlinkDetail is what status and verify say of a symlinked replica.
+const SymlinkDetail = "the replica directory is a symbolic link, not followed (fleet collect writes real directories)"
 
 // SignedFile, inside a replica's root, is the signature of the replica's
 // head event as it arrived from the stream: `fleet verify` checks it
@@ -170,6 +202,9 @@ type Collected struct {
 	StoreID    string    `json:"store_id"`
 	StreamHead uint64    `json:"stream_head"`
 	At         time.Time `json:"at"`
+	// Stopped is the stop record's copy (WriteStop), carried over by
+	// every later write.
+	Stopped *Stop `json:"stopped,omitempty"`
 }
 
 // ReadCollected reads the last-collect record of the replica at root; ok
@@ -189,8 +224,15 @@ func ReadCollected(root string) (c Collected, ok bool, err error) {
 }
 
 // WriteCollected replaces the last-collect record of the replica at root
-// atomically.
+// atomically, keeping the stop record's copy it holds.
 func WriteCollected(root string, c Collected) error {
+	if c.Stopped == nil {
+		old, _, err := ReadCollected(root)
+		if err != nil {
+			return err
+		}
+		c.Stopped = old.Stopped
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
