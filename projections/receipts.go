@@ -26,14 +26,16 @@ import (
 //	i/<receipt_id>                                   entry JSON
 //	e/<harness>/<worker>/<recorded_at>/<receipt_id>  empty (a worker's receipts in age order)
 //	t/<recorded_at>/<receipt_id>                     empty (age order, every harness)
-//	h/<harness>                                      proof JSON
+//	u/<harness>                                      proof JSON
 //	a/<receipt_id>                                   a receipt file found at adoption (never removed)
 //
 // Layout 3 keeps the entries once, by id, and the two orders as bare keys:
 // a hook scans its worker's e/ keys (at most 100) on every delivery, and
 // bare keys fit some 30 to a page where entries fitted six. A worker's
 // count is the number of its e/ keys (layout 2 kept it in n/, one more
-// page written per hook).
+// page written per hook). The proofs sort right after the age keys (they
+// were h/): a new receipt's age key and its harness's proof, both written
+// by every delivery, share the last page.
 const ReceiptsName = "receipts"
 
 // proves reports whether the entry is a proof (fsm replay's rule).
@@ -93,7 +95,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if err := foldReceipt(kv, &proof, id, at, e, p); err != nil {
 		return err
 	}
-	return putJSON(kv, []byte("h/"+id), proof)
+	return putJSON(kv, proofKey(id), proof)
 }
 
 // foldReceipt applies p, the payload of e on harness id's stream (recorded
@@ -195,6 +197,8 @@ func ageKey(e receipt.Entry) string { return "t/" + e.RecordedAt + "/" + e.Recei
 
 func idKey(receiptID string) []byte { return []byte("i/" + receiptID) }
 
+func proofKey(harness string) []byte { return []byte("u/" + harness) }
+
 // entryAt is the entry an e/ or t/ key names (its last component is the
 // receipt id).
 func entryAt(kv KV, k []byte) (receipt.Entry, error) {
@@ -285,7 +289,7 @@ func dropEntry(kv KV, receiptID string) error {
 
 // ReceiptProofOf returns harness id's proof summary (zero when none).
 func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
-	raw := kv.Get([]byte("h/" + harness))
+	raw := kv.Get(proofKey(harness))
 	if raw == nil {
 		return ReceiptProof{}, nil
 	}
