@@ -139,7 +139,7 @@ type ProjectionMigrationError struct {
 }
 
 func (e *ProjectionMigrationError) Error() string {
-	return fmt.Sprintf("%s: projection %s is stored at layout %d and this build folds layout %d: run `tree-ring init` with this build, which migrates it and upgrades the installed program, then retry", e.Path, e.Projection, e.Found, e.Want)
+	return fmt.Sprintf("%s: projection %s is stored at layout %d and this build folds layout %d: run `tree-ring init` with this build, which migrates it and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Projection, e.Found, e.Want)
 }
 
 // Diagnostic is the error's code in the command's JSON diagnostics.
