@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -123,3 +124,32 @@ func (e *FormatMigrationError) Error() string {
 
 // Diagnostic is the error's code in the command's JSON diagnostics.
 func (e *FormatMigrationError) Diagnostic() string { return "ledger_format_migration" }
+
+// ProjectionMigrationError is an open, without Options.Migrate, of a
+// ledger holding a projection at another layout than this build folds
+// (Found 0: never folded, a projection new in this build): only a refold
+// from the first event brings it to this layout, which belongs to the
+// explicit upgrade (`tree-ring init`) or `tree-ring projections rebuild`,
+// never to a hook's open. Nothing was changed.
+type ProjectionMigrationError struct {
+	Path       string
+	Projection string
+	Found      int
+	Want       int
+}
+
+func (e *ProjectionMigrationError) Error() string {
+	return fmt.Sprintf("%s: projection %s is stored at layout %d and this build folds layout %d: run `tree-ring init` with this build, which migrates it and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Projection, e.Found, e.Want)
+}
+
+// Diagnostic is the error's code in the command's JSON diagnostics.
+func (e *ProjectionMigrationError) Diagnostic() string { return "projection_migration" }
+
+// NeedsMigration reports whether err refuses an open until `tree-ring
+// init` migrates the ledger (*FormatMigrationError,
+// *ProjectionMigrationError).
+func NeedsMigration(err error) bool {
+	var fe *FormatMigrationError
+	var pe *ProjectionMigrationError
+	return errors.As(err, &fe) || errors.As(err, &pe)
+}

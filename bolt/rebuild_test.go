@@ -1,9 +1,12 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,15 +65,37 @@ func TestRebuildReproducesInlineProjection(t *testing.T) {
 	}
 }
 
-// TestProjectionVersionChangeRebuildsOnOpen: a store opened with a new
-// version of a projection drops and refolds it.
-func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
+// TestProjectionLayoutChangeMigratesOnlyWhenAsked: a store opened with a
+// new version of a projection (or a projection it never folded) is refused
+// by every open that neither migrates nor rebuilds, read-only included,
+// without a byte changed; a write open with Migrate drops and refolds it,
+// and so does Rebuild on an open with Rebuilding.
+func TestProjectionLayoutChangeMigratesOnlyWhenAsked(t *testing.T) {
 	f := newFactory()
 	st, path := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
 	mustAppend(t, st, "run/a", 0, f.run("a", 1), f.run("a", 2))
 	st.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v2 := &countProjection{name: "test_counts", version: 2}
-	st2, err := Open(path, Options{Projections: []fold.Projection{v2}})
+	added := &countProjection{name: "test_added", version: 1}
+	for name, opts := range map[string]Options{
+		"write at a new version": {Projections: []fold.Projection{v2}},
+		"read at a new version":  {ReadOnly: true, Projections: []fold.Projection{v2}},
+		"write with a new one":   {Projections: []fold.Projection{testProjection(), added}},
+	} {
+		_, err := Open(path, opts)
+		var pe *ProjectionMigrationError
+		if !errors.As(err, &pe) || !NeedsMigration(err) || !strings.Contains(err.Error(), "run `tree-ring init`") {
+			t.Fatalf("%s: %v, want a *ProjectionMigrationError naming init", name, err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+			t.Fatalf("%s: the refused open changed the ledger", name)
+		}
+	}
+	st2, err := Open(path, Options{Migrate: true, Projections: []fold.Projection{v2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +106,26 @@ func TestProjectionVersionChangeRebuildsOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	st2.Close()
-	// Leave the ledger at version 1 for the cleanup check.
-	st3, err := Open(path, Options{Projections: []fold.Projection{testProjection()}})
+	// Back to version 1 through the explicit rebuild: the open leaves the
+	// projection alone (not folded inline), Rebuild swaps in version 1.
+	st3, err := Open(path, Options{Rebuilding: true, Projections: []fold.Projection{testProjection()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st3.Close()
+	defer st3.Close()
+	mustAppend(t, st3, "run/a", AnyVersion, f.run("a", 3))
+	if got := projectionBytes(t, st3, "test_counts")["stream/run/a"]; got != "\x00\x00\x00\x00\x00\x00\x00\x02run.started" {
+		t.Errorf("a projection left to the rebuild was folded inline: %q", got)
+	}
+	if _, err := st3.Rebuild(bg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := projectionBytes(t, st3, "test_counts")["stream/run/a"]; got != "\x00\x00\x00\x00\x00\x00\x00\x03" {
+		t.Errorf("not rebuilt at version 1: %q", got)
+	}
+	if _, err := st3.Verify(bg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestInterruptedRebuildKeepsLiveProjection: a rebuild cancelled between

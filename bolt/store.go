@@ -85,7 +85,19 @@ type Options struct {
 	// so the migration belongs to the explicit upgrade (`tree-ring init`,
 	// which installs this build's program in the same run), never to a
 	// `remember` that happens to run a newer build.
+	//
+	// The same holds for a projection stored at another layout than this
+	// build folds (its Version changed, or it is new and the ledger has
+	// events): refolding it can take seconds at 100k memories, past a
+	// host's hook timeout, and an older installed program would fold it
+	// back. Without Migrate (or Rebuilding) any open, read-only included,
+	// refuses it with *ProjectionMigrationError and changes nothing.
 	Migrate bool
+	// Rebuilding opens a ledger whose projections the caller refolds
+	// itself (Store.Rebuild, `tree-ring projections rebuild`): a write
+	// open neither refuses a projection at another layout nor folds it;
+	// it is not folded inline until the rebuild swaps its new state in.
+	Rebuilding bool
 }
 
 // Store is an open ledger.
@@ -307,7 +319,30 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) checkFormat() error {
-	return s.view(func(tx *bbolt.Tx) error { return checkLayout(s.path, tx) })
+	return s.view(func(tx *bbolt.Tx) error {
+		if err := checkLayout(s.path, tx); err != nil {
+			return err
+		}
+		return s.checkProjections(tx)
+	})
+}
+
+// checkProjections refuses a projection that only a refold from the first
+// event would bring to this build's layout (see Options.Migrate), unless
+// the open migrates or rebuilds.
+func (s *Store) checkProjections(tx *bbolt.Tx) error {
+	if s.opts.Migrate || s.opts.Rebuilding {
+		return nil
+	}
+	head := tx.Bucket(bucketEvents).Sequence()
+	for _, p := range s.projs {
+		v, _, ok := projectionCheckpoint(tx, p.Name())
+		if ok && v == p.Version() || !ok && head == 0 {
+			continue
+		}
+		return &ProjectionMigrationError{Path: s.path, Projection: p.Name(), Found: v, Want: p.Version()}
+	}
+	return nil
 }
 
 // init creates the buckets of a new ledger and brings every projection up to
@@ -327,6 +362,9 @@ func (s *Store) init() error {
 			return nil
 		}
 		if err != nil {
+			return err
+		}
+		if err := s.checkProjections(tx); err != nil {
 			return err
 		}
 		ready = s.projectionsCurrent(tx)
@@ -355,7 +393,7 @@ func (s *Store) init() error {
 		}
 		return checkLayout(s.path, tx)
 	})
-	if err != nil {
+	if err != nil || s.opts.Rebuilding {
 		return err
 	}
 	return s.catchUp(context.Background())

@@ -179,9 +179,6 @@ func TestVerifyNamesTamperedProjection(t *testing.T) {
 		"checkpoint past head": func(tx *bbolt.Tx) error {
 			return tx.Bucket(bucketProjCP).Put([]byte("test_counts"), checkpoint(1, 99))
 		},
-		"version": func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketProjCP).Put([]byte("test_counts"), checkpoint(7, 5))
-		},
 	}
 	for name, tamper := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -193,6 +190,25 @@ func TestVerifyNamesTamperedProjection(t *testing.T) {
 				t.Fatalf("verify: %v, want a failure naming projection test_counts", err)
 			}
 		})
+	}
+	// A checkpoint at another version is a layout to migrate: the open
+	// refuses it before verify runs; a rebuilding open lets verify name it.
+	path, projs := tamperFixture(t)
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketProjCP).Put([]byte("test_counts"), checkpoint(7, 5))
+	})
+	var pe *ProjectionMigrationError
+	if _, err := Open(path, Options{ReadOnly: true, Projections: projs}); !errors.As(err, &pe) || pe.Projection != "test_counts" || pe.Found != 7 {
+		t.Fatalf("open at another version: %v", err)
+	}
+	st, err := Open(path, Options{Rebuilding: true, Projections: projs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var ve *VerifyError
+	if _, err := st.Verify(bg); !errors.As(err, &ve) || ve.Projection != "test_counts" || !strings.Contains(err.Error(), "stored at version 7") {
+		t.Fatalf("verify at another version: %v", err)
 	}
 }
 

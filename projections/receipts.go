@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,12 +23,19 @@ import (
 //
 // Keys (all ASCII, '/'-separated):
 //
-//	e/<harness>/<worker>/<recorded_at>/<receipt_id>  entry JSON
-//	t/<recorded_at>/<receipt_id>                     the e/ key (age order, every harness)
-//	i/<receipt_id>                                   the e/ key
-//	n/<harness>/<worker>                             number of e/ entries (decimal)
-//	h/<harness>                                      proof JSON
+//	i/<receipt_id>                                   entry JSON
+//	e/<harness>/<worker>/<recorded_at>/<receipt_id>  empty (a worker's receipts in age order)
+//	t/<recorded_at>/<receipt_id>                     empty (age order, every harness)
+//	u/<harness>                                      proof JSON
 //	a/<receipt_id>                                   a receipt file found at adoption (never removed)
+//
+// Layout 3 keeps the entries once, by id, and the two orders as bare keys:
+// a hook scans its worker's e/ keys (at most 100) on every delivery, and
+// bare keys fit some 30 to a page where entries fitted six. A worker's
+// count is the number of its e/ keys (layout 2 kept it in n/, one more
+// page written per hook). The proofs sort right after the age keys (they
+// were h/): a new receipt's age key and its harness's proof, both written
+// by every delivery, share the last page.
 const ReceiptsName = "receipts"
 
 // proves reports whether the entry is a proof (fsm replay's rule).
@@ -57,7 +63,7 @@ type receiptsProjection struct{}
 func init() { register(receiptsProjection{}) }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
-func (receiptsProjection) Version() int { return 2 }
+func (receiptsProjection) Version() int { return 3 }
 
 // Handles every event of the harness streams: moving events void proofs,
 // and every event advances the stream's clock.
@@ -89,7 +95,7 @@ func (receiptsProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 	if err := foldReceipt(kv, &proof, id, at, e, p); err != nil {
 		return err
 	}
-	return putJSON(kv, []byte("h/"+id), proof)
+	return putJSON(kv, proofKey(id), proof)
 }
 
 // foldReceipt applies p, the payload of e on harness id's stream (recorded
@@ -155,10 +161,10 @@ func (p *ReceiptProof) prove(at, id string) {
 // receipt leaves no such proof newer than itself.)
 func (p *ReceiptProof) recompute(kv KV, harness string) error {
 	p.NewestAt, p.NewestID = "", ""
-	return kv.ForEach([]byte("e/"+harness+"/"), func(_, v []byte) error {
-		e, err := decodeJSON[receipt.Entry](v)
+	return kv.ForEach([]byte("e/"+harness+"/"), func(k, _ []byte) error {
+		e, err := entryAt(kv, k)
 		if err != nil {
-			return fmt.Errorf("receipt index entry: %w", err)
+			return err
 		}
 		if e.Position <= p.Epoch || !proves(e) {
 			return nil
@@ -187,6 +193,23 @@ func entryKey(e receipt.Entry) string {
 	return "e/" + e.HarnessID + "/" + e.Worker + "/" + e.RecordedAt + "/" + e.ReceiptID
 }
 
+func ageKey(e receipt.Entry) string { return "t/" + e.RecordedAt + "/" + e.ReceiptID }
+
+func idKey(receiptID string) []byte { return []byte("i/" + receiptID) }
+
+func proofKey(harness string) []byte { return []byte("u/" + harness) }
+
+// entryAt is the entry an e/ or t/ key names (its last component is the
+// receipt id).
+func entryAt(kv KV, k []byte) (receipt.Entry, error) {
+	id := string(k[bytes.LastIndexByte(k, '/')+1:])
+	e, ok, err := ReceiptByID(kv, id)
+	if err == nil && !ok {
+		err = fmt.Errorf("receipt index: key %s names a missing entry", k)
+	}
+	return e, err
+}
+
 // putEntry indexes a receipt. The fold is total: an id or worker that
 // cannot be a key component (no writer of ours produces one; receipt files
 // are named receipt-<uuid>) is not indexed, and a receipt id recorded again
@@ -198,32 +221,20 @@ func putEntry(kv KV, e receipt.Entry) error {
 	if err := dropEntry(kv, e.ReceiptID); err != nil {
 		return err
 	}
-	k := entryKey(e)
-	if err := putJSON(kv, []byte(k), e); err != nil {
+	if err := putJSON(kv, idKey(e.ReceiptID), e); err != nil {
 		return err
 	}
-	if err := kv.Put([]byte("t/"+e.RecordedAt+"/"+e.ReceiptID), []byte(k)); err != nil {
+	if err := kv.Put([]byte(entryKey(e)), nil); err != nil {
 		return err
 	}
-	if err := kv.Put([]byte("i/"+e.ReceiptID), []byte(k)); err != nil {
-		return err
-	}
-	return addCount(kv, e.HarnessID, e.Worker, 1)
+	return kv.Put([]byte(ageKey(e)), nil)
 }
 
-func receiptCountKey(harness, worker string) []byte { return []byte("n/" + harness + "/" + worker) }
-
-func addCount(kv KV, harness, worker string, d int) error {
-	n := WorkerReceiptCount(kv, harness, worker) + d
-	if n <= 0 {
-		return kv.Delete(receiptCountKey(harness, worker))
-	}
-	return kv.Put(receiptCountKey(harness, worker), strconv.AppendInt(nil, int64(n), 10))
-}
-
-// WorkerReceiptCount is the number of retained receipts of a harness/worker.
+// WorkerReceiptCount is the number of retained receipts of a harness/worker:
+// its e/ keys, at most the retention limit.
 func WorkerReceiptCount(kv KV, harness, worker string) int {
-	n, _ := strconv.Atoi(string(kv.Get(receiptCountKey(harness, worker))))
+	n := 0
+	_ = kv.ForEach([]byte("e/"+harness+"/"+worker+"/"), func(_, _ []byte) error { n++; return nil })
 	return n
 }
 
@@ -259,35 +270,26 @@ func WorkerReceiptIDs(kv KV, harness, worker string) (map[string]bool, error) {
 }
 
 // Indexed reports whether a receipt id is retained.
-func Indexed(kv KV, receiptID string) bool { return kv.Get([]byte("i/"+receiptID)) != nil }
+func Indexed(kv KV, receiptID string) bool { return kv.Get(idKey(receiptID)) != nil }
 
 // dropEntry removes a receipt from the index; an unknown id is a no-op (the
 // event records retention, and the receipt may predate the index).
 func dropEntry(kv KV, receiptID string) error {
-	k := kv.Get([]byte("i/" + receiptID))
-	if k == nil {
-		return nil
+	e, ok, err := ReceiptByID(kv, receiptID)
+	if err != nil || !ok {
+		return err
 	}
-	ek := string(k)
-	raw := kv.Get([]byte(ek))
-	if raw == nil {
-		return fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
-	}
-	e, err := decodeJSON[receipt.Entry](raw)
-	if err != nil {
-		return fmt.Errorf("receipt index entry: %w", err)
-	}
-	for _, key := range []string{ek, "t/" + e.RecordedAt + "/" + e.ReceiptID, "i/" + receiptID} {
+	for _, key := range []string{entryKey(e), ageKey(e), "i/" + receiptID} {
 		if err := kv.Delete([]byte(key)); err != nil {
 			return err
 		}
 	}
-	return addCount(kv, e.HarnessID, e.Worker, -1)
+	return nil
 }
 
 // ReceiptProofOf returns harness id's proof summary (zero when none).
 func ReceiptProofOf(kv KV, harness string) (ReceiptProof, error) {
-	raw := kv.Get([]byte("h/" + harness))
+	raw := kv.Get(proofKey(harness))
 	if raw == nil {
 		return ReceiptProof{}, nil
 	}
@@ -329,10 +331,10 @@ func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]receipt.Entry
 
 func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 	var out []receipt.Entry
-	err := kv.ForEach([]byte(prefix), func(_, v []byte) error {
-		e, err := decodeJSON[receipt.Entry](v)
+	err := kv.ForEach([]byte(prefix), func(k, _ []byte) error {
+		e, err := entryAt(kv, k)
 		if err != nil {
-			return fmt.Errorf("receipt index entry: %w", err)
+			return err
 		}
 		out = append(out, e)
 		if len(out) == limit {
@@ -348,16 +350,15 @@ func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 
 // ReceiptByID returns a retained receipt by id.
 func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
-	k := kv.Get([]byte("i/" + receiptID))
-	if k == nil {
+	raw := kv.Get(idKey(receiptID))
+	if raw == nil {
 		return receipt.Entry{}, false, nil
 	}
-	raw := kv.Get(k)
-	if raw == nil {
-		return receipt.Entry{}, false, fmt.Errorf("receipt index: %s points at a missing entry", receiptID)
-	}
 	e, err := decodeJSON[receipt.Entry](raw)
-	return e, err == nil, err
+	if err != nil {
+		return e, false, fmt.Errorf("receipt index entry: %w", err)
+	}
+	return e, true, nil
 }
 
 var errStopScan = errors.New("stop")
@@ -367,17 +368,13 @@ var errStopScan = errors.New("stop")
 // reads the age index only as far as cutoff.
 func ReceiptsRecordedBy(kv KV, cutoff string) ([]receipt.Entry, error) {
 	var out []receipt.Entry
-	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
+	err := kv.ForEach([]byte("t/"), func(k, _ []byte) error {
 		if ts, _, _ := strings.Cut(string(k[2:]), "/"); ts > cutoff {
 			return errStopScan
 		}
-		raw := kv.Get(v)
-		if raw == nil {
-			return fmt.Errorf("receipt index: age key %s points at a missing entry", k)
-		}
-		e, err := decodeJSON[receipt.Entry](raw)
+		e, err := entryAt(kv, k)
 		if err != nil {
-			return fmt.Errorf("receipt index entry: %w", err)
+			return err
 		}
 		out = append(out, e)
 		return nil

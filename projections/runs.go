@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 //
 // Keys (scope is 24 hex characters, slot a big-endian uint16):
 //
-//	m/<scope>           how many runs the scope has started, 8 bytes
+//	s/<scope>           how many runs the scope has started, 8 bytes
 //	s/<scope>/<slot>    a run record (encodeRecord); run n of a
 //	                    scope lives in slot n % MaxRunsPerScope, so the
 //	                    1001st run overwrites the 1st: retention is bounded
@@ -31,7 +32,9 @@ import (
 // keeps a leaf's entries in one slice and shifts every later entry on an
 // insert or delete, so churn in front of the records would cost O(records)
 // per event in a rebuild. Readers visit at most MaxRunsPerScope records of
-// a scope.
+// a scope. The count sorts just before the scope's records (layout 2; it
+// was m/<scope>): a hook's run is the first of a new session scope, so its
+// count and record share a page of the commit.
 type Runs struct{}
 
 // RunsName is the projection's bucket name.
@@ -50,7 +53,7 @@ func init() { register(Runs{}) }
 func (Runs) Name() string { return RunsName }
 
 // Version implements Projection.
-func (Runs) Version() int { return 1 }
+func (Runs) Version() int { return 2 }
 
 // Handles implements Projection.
 func (Runs) Handles(t string) bool {
@@ -227,7 +230,7 @@ func scopeCount(kv KV, scope string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func countKey(scope string) []byte { return []byte("m/" + scope) }
+func countKey(scope string) []byte { return []byte("s/" + scope) }
 
 func recKey(scope string, slot uint16) []byte {
 	return binary.BigEndian.AppendUint16([]byte("s/"+scope+"/"), slot)
@@ -297,6 +300,9 @@ func AwaitsFinish(kv KV, scope, runID string) bool {
 // order). It stops early when fn returns an error.
 func EachRun(kv KV, fn func(r *RunRecord) error) error {
 	return kv.ForEach([]byte("s/"), func(k, v []byte) error {
+		if bytes.IndexByte(k[len("s/"):], '/') < 0 {
+			return nil // a scope's count
+		}
 		r, err := decodeRecord(v)
 		if err != nil {
 			return fmt.Errorf("runs: record %q: %w", k, err)

@@ -168,6 +168,15 @@ func (g *Globals) OpenLongStore() (*bolt.Store, error) {
 	return g.openStore(opts)
 }
 
+// OpenRebuildingStore is OpenLongStore for `projections rebuild`, which
+// refolds every projection itself: a projection at another layout is left
+// to the rebuild instead of refused (bolt.Options.Rebuilding).
+func (g *Globals) OpenRebuildingStore() (*bolt.Store, error) {
+	opts := g.storeOptions()
+	opts.SliceBudget, opts.Rebuilding = sliceBudget, true
+	return g.openStore(opts)
+}
+
 // OpenLongReader opens the store read-only for a command whose reads can
 // be long (status and certify replay each harness stream): its long reads
 // (bolt.Store.ReadStreamSliced) release the lock between slices.

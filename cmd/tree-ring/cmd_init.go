@@ -232,13 +232,13 @@ func (pr *project) existingStore(g *Globals) (id string, done bool, err error) {
 }
 
 // openExisting opens the existing ledger read-only. An older build's index
-// format is migrated first: init is the upgrade (it installs this build's
+// format or projection layout is migrated first: init is the upgrade (it installs this build's
 // program too), so its write open migrates it; then the store is read as
 // any other. Not while another build stands at the installed program: the
 // hooks would run it against a format it may not read.
 func (pr *project) openExisting(g *Globals) (*bolt.Store, error) {
 	ro, err := g.OpenStore(true)
-	if fe := (*bolt.FormatMigrationError)(nil); !errors.As(err, &fe) {
+	if !bolt.NeedsMigration(err) {
 		return ro, err
 	}
 	if err := pr.programAllowsMigration(g); err != nil {

@@ -20,7 +20,7 @@ func runProjectionsRebuild(ctx context.Context, g *Globals, _ *noOptions, args [
 	if err != nil {
 		return err
 	}
-	st, err := g.OpenLongStore()
+	st, err := g.OpenRebuildingStore()
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -128,4 +129,42 @@ func regexpAtInit(t *testing.T, path, name string) []string {
 		}
 	}
 	return found
+}
+
+// TestNoHeavyInit: no package of this module does real work at init,
+// which every process, every hook, pays: GODEBUG=inittrace=1 reports each
+// package's init, and none of ours may allocate more than maxInitAllocs
+// times. (A template parsed into a package-level variable took 1,981
+// allocations and 1.5 M instructions of every start, 60 % of `tree-ring
+// version`; it is parsed on first use now.) The test binary runs with no
+// test selected: it links this package's dependencies, so their inits
+// (this package's own init there includes its test files' variables).
+func TestNoHeavyInit(t *testing.T) {
+	const maxInitAllocs = 500
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", exe, err, stderr.Bytes())
+	}
+	checked := 0
+	for line := range strings.Lines(stderr.String()) {
+		// init <package> @<t> ms, <d> ms clock, <bytes> bytes, <n> allocs
+		f := strings.Fields(line)
+		if len(f) != 11 || f[0] != "init" || !inModule(f[1], modulePath) || f[1] == modulePath+"/cmd/tree-ring" {
+			continue
+		}
+		checked++
+		if n, err := strconv.Atoi(f[9]); err != nil || n > maxInitAllocs {
+			t.Errorf("package %s's init: %s allocations (at most %d): defer its work to first use", f[1], f[9], maxInitAllocs)
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no init of this module in the trace:\n%s", stderr.Bytes())
+	}
 }

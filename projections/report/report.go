@@ -118,7 +118,7 @@ func render(v pageView) ([]byte, error) {
 	v.Legend = states()
 	escapeAll(reflect.ValueOf(&v).Elem())
 	var b bytes.Buffer
-	if err := page.Execute(&b, v); err != nil {
+	if err := page().Execute(&b, v); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
