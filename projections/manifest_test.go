@@ -154,3 +154,31 @@ func TestHarnessesProjection(t *testing.T) {
 		t.Fatal("state for a harness without events")
 	}
 }
+
+// store.root_moved moves the store identity to the new root, and only from
+// the root the store names.
+func TestManifestFoldsRootMoved(t *testing.T) {
+	f := factory()
+	storeID, oldFP, newFP := "01234567-89ab-4def-8123-456789abcdef", strings.Repeat("a", 64), strings.Repeat("b", 64)
+	moved := func(from, to string) events.Envelope {
+		return f.Must(events.StoreStream, events.TypeStoreRootMoved, &events.StoreRootMoved{PreviousProjectRootFingerprint: from, ProjectRootFingerprint: to})
+	}
+	p, kv := find(ManifestName), NewMemKV()
+	if err := p.Apply(kv, nil, ptr(moved(oldFP, newFP))); err == nil {
+		t.Fatal("a move folded before store.initialized")
+	}
+	foldAll(t, p, kv, f.Must(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{StoreID: storeID, Format: 1, ProjectRootFingerprint: oldFP, CLIVersion: "0.1.0"}),
+		moved(oldFP, newFP))
+	m, ok, err := ManifestStoreOf(kv)
+	if err != nil || !ok || m != (ManifestStore{StoreID: storeID, ProjectRootFingerprint: newFP}) {
+		t.Fatalf("store after the move: %+v %v %v", m, ok, err)
+	}
+	if err := p.Apply(kv, nil, ptr(moved(oldFP, strings.Repeat("c", 64)))); err == nil {
+		t.Fatal("a move from a root the store no longer names folded")
+	}
+	if m, _, _ := ManifestStoreOf(kv); m.ProjectRootFingerprint != newFP {
+		t.Fatalf("a refused move changed the store: %+v", m)
+	}
+}
+
+func ptr(e events.Envelope) *events.Envelope { return &e }
