@@ -107,6 +107,9 @@ type Outcome struct {
 	Creates []adapters.File
 	// Removes are the owned files a finished deactivation removes.
 	Removes []Removal
+	// Replaces are the owned files a moved root's reconcile replaces
+	// (moved.go).
+	Replaces []Replacement
 	// ChangedPaths are the paths created or removed (or, in a dry run,
 	// to create or remove).
 	ChangedPaths []string
@@ -159,11 +162,15 @@ type Plan struct {
 	in      Input
 	disk    *adapters.Manifest
 	diskRaw []byte
+	move    *events.StoreRootMoved // a reconcile at a moved root (moved.go)
 }
 
 // Build plans every target. It reads disk through in.Root and never writes.
 func Build(in Input) (*Plan, error) {
 	p := &Plan{Command: in.Command, in: in}
+	if err := p.planMove(); err != nil {
+		return nil, err
+	}
 	ids := slices.Clone(in.Targets)
 	sort.Strings(ids)
 	ids = slices.Compact(ids)
@@ -220,6 +227,9 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	o.record = a.Record(resolved)
 	o.forms = []adapters.Record{a.Record(mat), a.Record(mat.Merged())}
 	if done, err := p.planDeactivation(o); done || err != nil {
+		return o, err
+	}
+	if done, err := p.planMoved(o, resolved); done || err != nil {
 		return o, err
 	}
 	if o.findings, err = p.evaluate(a, resolved); err != nil {
@@ -532,7 +542,7 @@ func (p *Plan) HasWork() bool {
 		return true
 	}
 	for _, o := range p.Outcomes {
-		if len(o.Events) > 0 || len(o.Creates) > 0 || len(o.Removes) > 0 {
+		if len(o.Events) > 0 || len(o.Creates) > 0 || len(o.Removes) > 0 || len(o.Replaces) > 0 {
 			return true
 		}
 	}
@@ -546,6 +556,7 @@ func (p *Plan) Events() []Pending {
 	for _, o := range p.Outcomes {
 		out = append(out, o.Events...)
 	}
+	out = append(out, p.movedEvent()...)
 	if e, ok := p.reconciledEvent(); ok {
 		out = append(out, e)
 	}
