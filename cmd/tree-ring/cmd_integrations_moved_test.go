@@ -141,7 +141,22 @@ func TestReconcileMovedProject(t *testing.T) {
 	if r, changed := p.apply(); r.code != 0 || len(changed) != 0 || strings.Contains(r.stdout, "replaced") {
 		t.Fatalf("second apply: %+v %v", r, changed)
 	}
+	// The moved store's export restores into an emptied store at its new
+	// root (the root it names last).
+	export := filepath.Join(t.TempDir(), "moved.events")
+	if err := os.WriteFile(export, []byte(p.ok("events")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	domain := len(p.events())
+	if err := os.RemoveAll(p.path(".tree-ring")); err != nil {
+		t.Fatal(err)
+	}
+	p.ok("events", "import", export)
+	if got := p.events(); len(got) != domain || p.lastOf("store.root_moved").Payload == nil {
+		t.Fatalf("restored %d domain events, want %d", len(got), domain)
+	}
 }
+
 
 // A copy: the original and the copy both exist. The copy's receipts,
 // copied from the original, never count there, before or after its
