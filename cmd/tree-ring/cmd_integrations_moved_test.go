@@ -157,7 +157,6 @@ func TestReconcileMovedProject(t *testing.T) {
 	}
 }
 
-
 // A copy: the original and the copy both exist. The copy's receipts,
 // copied from the original, never count there, before or after its
 // reconcile; the original stays active and records nothing of the copy.
