@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -182,3 +183,34 @@ func TestManifestFoldsRootMoved(t *testing.T) {
 }
 
 func ptr(e events.Envelope) *events.Envelope { return &e }
+
+// The moved-project fixture folds to the new root in the manifest and to
+// the new root's proof in the harness states.
+func TestMovedProjectFixtureFolds(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fixtures/moved-project.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []events.Envelope
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		e, err := events.DecodeEnvelope([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	mkv, hkv := NewMemKV(), NewMemKV()
+	foldAll(t, find(ManifestName), mkv, evs...)
+	foldAll(t, find(HarnessesName), hkv, evs...)
+	if m, ok, err := ManifestStoreOf(mkv); err != nil || !ok || m.ProjectRootFingerprint != strings.Repeat("d", 64) {
+		t.Fatalf("manifest store %+v %v %v", m, ok, err)
+	}
+	if h, ok, err := HarnessState(hkv, "claude-code"); err != nil || !ok || h.State != "active" {
+		t.Fatalf("claude-code %+v %v %v", h, ok, err)
+	}
+	prefix := NewMemKV() // up to the drift the move records
+	foldAll(t, find(HarnessesName), prefix, evs[:8]...)
+	if h, _, err := HarnessState(prefix, "claude-code"); err != nil || h.State != "needs-user-review" || h.Reason != "project_root_moved" {
+		t.Fatalf("claude-code after the move's drift %+v %v", h, err)
+	}
+}
