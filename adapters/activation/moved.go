@@ -87,15 +87,8 @@ func (p *Plan) planMoved(o *Outcome, resolved adapters.Material) (done bool, err
 	}
 	// Proof made at the old root does not hold here: leave the proven
 	// states (or the resting one) through drift, then publish again.
-	to, err := fsm.Decide(o.State, fsm.Drift)
-	if err != nil {
-		return true, err
-	}
-	o.add(o.Adapter, events.TypeBridgeDriftDetected, &events.BridgeDriftDetected{
-		Transition: events.Transition{From: string(o.State), To: string(to)}, HarnessID: o.Adapter.ID, Paths: o.ChangedPaths, Reason: ReasonRootMoved,
-	})
-	o.State, o.Kind, o.Recognized = to, Publish, len(o.Replaces) == 0
-	if err := o.publish(); err != nil {
+	o.Kind, o.Recognized = Publish, len(o.Replaces) == 0
+	if err := o.republish(ReasonRootMoved); err != nil {
 		return true, err
 	}
 	o.NextStep = settledNext(o, p.Command)
@@ -134,6 +127,12 @@ func (o *Outcome) replacements(resolved adapters.Material) {
 // (by path and block id) under the same adapter version: what a move keeps
 // while the bytes naming the root change.
 func sameShape(a, b adapters.Record) bool {
+	return a.AdapterVersion == b.AdapterVersion && samePaths(a, b)
+}
+
+// samePaths reports whether two records hold the same files and blocks, by
+// path and block id, under the same bridge path.
+func samePaths(a, b adapters.Record) bool {
 	paths := func(r adapters.Record) []string {
 		var ps []string
 		for _, f := range r.OwnedFiles {
@@ -145,7 +144,7 @@ func sameShape(a, b adapters.Record) bool {
 		slices.Sort(ps)
 		return ps
 	}
-	return a.AdapterVersion == b.AdapterVersion && a.BridgePath == b.BridgePath && slices.Equal(paths(a), paths(b))
+	return a.BridgePath == b.BridgePath && slices.Equal(paths(a), paths(b))
 }
 
 // applyReplacements replaces the owned files of every harness the move

@@ -134,6 +134,9 @@ type Outcome struct {
 	recomputed string
 	// gone: a requested deactivation's material is no longer on disk.
 	gone bool
+	// stuck are the paths of an out-of-date definition that changed since
+	// Tree Ring wrote them, which a reconcile does not rewrite (upgrade.go).
+	stuck []string
 }
 
 // ManifestAction is what happens to activation.json.
@@ -229,7 +232,7 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	if done, err := p.planDeactivation(o); done || err != nil {
 		return o, err
 	}
-	if done, err := p.planMoved(o, resolved); done || err != nil {
+	if done, err := p.planReconciled(o, mat, resolved); done || err != nil {
 		return o, err
 	}
 	if o.findings, err = p.evaluate(a, resolved); err != nil {
