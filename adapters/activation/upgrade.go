@@ -49,6 +49,7 @@ func (p *Plan) planUpgrade(o *Outcome, mat adapters.Material) (done bool, err er
 	if err != nil || !ok {
 		return false, err
 	}
+	o.stuck = nil
 	o.record, o.Replaces, o.Kind = o.Adapter.Record(form), reps, Publish
 	for _, r := range reps {
 		o.ChangedPaths = append(o.ChangedPaths, r.Path)
@@ -109,6 +110,7 @@ func (o *Outcome) upgradeReplacements(root *adapters.ProjectRoot, form adapters.
 			continue
 		}
 		if b.Format != adapters.MarkdownBlock {
+			o.stuck, o.entries = []string{b.Path}, true
 			return nil, false, nil
 		}
 		e, err := root.ReadFile(b.Path, adapters.MaxBridgeFileBytes)
@@ -117,6 +119,7 @@ func (o *Outcome) upgradeReplacements(root *adapters.ProjectRoot, form adapters.
 		}
 		data, err := adapters.RewriteMarkdownBlock(b.Path, e.Data, b.ID, prev, b.Digest)
 		if err != nil {
+			o.stuck = []string{b.Path}
 			return nil, false, nil
 		}
 		reps = append(reps, Replacement{File: adapters.File{Path: b.Path, Data: data, Mode: 0o644}, Previous: adapters.SHA256Hex(e.Data)})
