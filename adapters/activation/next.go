@@ -150,17 +150,13 @@ func reviewNext(o *Outcome) string {
 // staleNext is the step of an out-of-date definition: reconcile rewrites
 // it, unless what Tree Ring wrote was changed since.
 func staleNext(o *Outcome) string {
-	switch {
-	case len(o.stuck) == 0:
+	if len(o.stuck) == 0 {
 		return NextStale
-	case o.entries:
-		return "The installed adapter definition is out of date, and its handler entries sit in your own " + strings.Join(o.stuck, ", ") +
-			", which Tree Ring never rewrites: run `tree-ring integrations deactivate --harness " + o.Adapter.ID +
-			"` and follow its steps (it names what to remove by hand), then `tree-ring integrations activate --harness " + o.Adapter.ID + "`, which names the exact entries to merge."
 	}
-	return "The installed adapter definition is out of date, and Tree Ring will not rewrite what changed since it wrote it: " + strings.Join(o.stuck, ", ") +
-		". Restore Tree Ring's bytes there and run `tree-ring integrations reconcile --apply` again, or run `tree-ring integrations deactivate --harness " + o.Adapter.ID +
-		"`, follow its steps, then activate it again."
+	return "The installed adapter definition is out of date, and Tree Ring does not find the bytes it recorded in " + strings.Join(o.stuck, ", ") +
+		" (changed since it wrote them, or an older definition's handler entries in your own settings file, which it never rewrites). " +
+		"Restore Tree Ring's bytes there and run `tree-ring integrations reconcile --apply` again, or run `tree-ring integrations deactivate --harness " + o.Adapter.ID +
+		"`, follow its steps, then `tree-ring integrations activate --harness " + o.Adapter.ID + "` (it names the exact entries to merge)."
 }
 
 // stepLines is a next step built line by line, each line once.

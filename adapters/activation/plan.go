@@ -137,8 +137,6 @@ type Outcome struct {
 	// stuck are the paths of an out-of-date definition that changed since
 	// Tree Ring wrote them, which a reconcile does not rewrite (upgrade.go).
 	stuck []string
-	// entries: stuck is handler entries in the user's settings file.
-	entries bool
 }
 
 // ManifestAction is what happens to activation.json.

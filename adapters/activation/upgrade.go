@@ -110,7 +110,9 @@ func (o *Outcome) upgradeReplacements(root *adapters.ProjectRoot, form adapters.
 			continue
 		}
 		if b.Format != adapters.MarkdownBlock {
-			o.stuck, o.entries = []string{b.Path}, true
+			// Unreachable while DiskRecord locates only current entries;
+			// kept as the rule: a user's settings file is never rewritten.
+			o.stuck = []string{b.Path}
 			return nil, false, nil
 		}
 		e, err := root.ReadFile(b.Path, adapters.MaxBridgeFileBytes)

@@ -82,7 +82,7 @@ func TestReconcileLeavesAnEditedOlderBlock(t *testing.T) {
 	}
 	var plan reconcileOut
 	p.reviewJSON(&plan, "integrations", "reconcile")
-	if s, _, next := plan.entry(t, "codex"); s != "needs-user-review" || next == activation.NextStale || !strings.Contains(next, "changed since it wrote it: AGENTS.md.") {
+	if s, _, next := plan.entry(t, "codex"); s != "needs-user-review" || next == activation.NextStale || !strings.Contains(next, "does not find the bytes it recorded in AGENTS.md (changed since it wrote them") {
 		t.Fatalf("codex over an edited block: %s: %s", s, next)
 	}
 }
