@@ -68,6 +68,12 @@ func (p *Plan) planMove() error {
 	}
 	p.move = &events.StoreRootMoved{PreviousProjectRootFingerprint: l.ProjectRootFingerprint, ProjectRootFingerprint: fp}
 	p.in.Ledger.ProjectRootFingerprint = fp
+	// The move binds every record to the new root, so every recorded
+	// harness is planned, whatever --harness named.
+	p.in.Targets = slices.Clone(p.in.Targets)
+	for id := range l.Records {
+		p.in.Targets = append(p.in.Targets, id)
+	}
 	return nil
 }
 

@@ -174,7 +174,7 @@ func Build(in Input) (*Plan, error) {
 	if err := p.planMove(); err != nil {
 		return nil, err
 	}
-	ids := slices.Clone(in.Targets)
+	ids := slices.Clone(p.in.Targets)
 	sort.Strings(ids)
 	ids = slices.Compact(ids)
 	for _, id := range ids {

@@ -104,7 +104,9 @@ func TestReconcileMovedProject(t *testing.T) {
 	if m := plan.Manifest; m == nil || !strings.Contains(m.Diff, "-  \"project_root_fingerprint\": \""+oldFP) || !strings.Contains(m.Diff, "+  \"project_root_fingerprint\": \""+newFP) {
 		t.Fatalf("plan: %+v", plan.Manifest)
 	}
-	r, changed := p.apply()
+	// --harness names one; the move plans every recorded harness (Agent
+	// Zero's descriptor names the root too).
+	r, changed := p.apply("--harness", "claude-code")
 	if r.code != 0 || !slices.Equal(changed, []string{".tree-ring/activation.json", ".tree-ring/activation/agent-zero.json"}) ||
 		!strings.Contains(r.stdout, "replaced: .tree-ring/activation/agent-zero.json") {
 		t.Fatalf("apply: %+v, changed %v", r, changed)
