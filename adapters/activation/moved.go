@@ -48,8 +48,9 @@ func (*RootMovedError) Error() string {
 // NeedsUserReview marks the error for cmd's error table (exit 5).
 func (*RootMovedError) NeedsUserReview() {}
 
-// Replacement is an owned file a moved root's reconcile replaces: its new
-// bytes, and the digest it must still hold (the recorded one).
+// Replacement is a file a reconcile replaces: its new bytes, and the
+// digest it must still hold (an owned file's recorded one; for a file
+// holding a Tree Ring block, the whole file as the plan read it).
 type Replacement struct {
 	adapters.File
 	Previous string
@@ -153,8 +154,9 @@ func samePaths(a, b adapters.Record) bool {
 	return a.BridgePath == b.BridgePath && slices.Equal(paths(a), paths(b))
 }
 
-// applyReplacements replaces the owned files of every harness the move
-// republishes, each conditioned on its recorded digest. A file that changed
+// applyReplacements replaces the files of every harness a reconcile
+// republishes (a move, an older definition), each conditioned on its
+// digest. A file that changed
 // meanwhile, or a failed replacement, drops that harness's events (what
 // was replaced stays replaced; the next status and reconcile see it).
 func (p *Plan) applyReplacements() error {

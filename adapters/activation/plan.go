@@ -107,8 +107,9 @@ type Outcome struct {
 	Creates []adapters.File
 	// Removes are the owned files a finished deactivation removes.
 	Removes []Removal
-	// Replaces are the owned files a moved root's reconcile replaces
-	// (moved.go).
+	// Replaces are the files a reconcile replaces, each conditioned on
+	// the digest it must still hold: owned files naming a moved root
+	// (moved.go), an older definition's files and blocks (upgrade.go).
 	Replaces []Replacement
 	// ChangedPaths are the paths created or removed (or, in a dry run,
 	// to create or remove).
