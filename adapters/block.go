@@ -77,3 +77,18 @@ func AppendSeparator(existing []byte) string {
 
 // ValidSeparator reports whether sep is one of the protocol's three.
 func ValidSeparator(sep string) bool { return sep == "" || sep == "\n" || sep == "\n\n" }
+
+// RewriteMarkdownBlock returns data with its managed block id replaced by
+// block (a block's bytes, begin marker to end-marker line), only while the
+// block in data holds the digest recorded when Tree Ring wrote it
+// (previous, hex SHA-256): every byte outside the block is kept. A block
+// that is missing, malformed or changed is a *ChangedError naming path.
+func RewriteMarkdownBlock(path string, data []byte, id, previous string, block []byte) ([]byte, error) {
+	span, found, err := FindMarkdownBlock(data, id)
+	if err != nil || !found || SHA256Hex(data[span.Start:span.End]) != previous {
+		return nil, &ChangedError{Path: path}
+	}
+	out := make([]byte, 0, len(data)-(span.End-span.Start)+len(block))
+	out = append(append(append(out, data[:span.Start]...), block...), data[span.End:]...)
+	return out, nil
+}

@@ -121,3 +121,26 @@ func checkMarkdownBlock(t *testing.T, data []byte) (Span, bool) {
 	}
 	return span, true
 }
+
+// A managed block is rewritten only while it holds the recorded bytes, and
+// nothing outside it changes.
+func TestRewriteMarkdownBlock(t *testing.T) {
+	old := "<!-- tree-ring:begin codex v1 -->\nold text\n<!-- tree-ring:end codex -->\n"
+	data := []byte("# Mine\n\nuser text\n\n" + old + "after, mine too\n")
+	neu := []byte("<!-- tree-ring:begin codex v1 -->\nnew text\n<!-- tree-ring:end codex -->\n")
+	got, err := RewriteMarkdownBlock("AGENTS.md", data, "codex", SHA256Hex([]byte(old)), neu)
+	if err != nil || string(got) != "# Mine\n\nuser text\n\n"+string(neu)+"after, mine too\n" {
+		t.Fatalf("rewrite: %q %v", got, err)
+	}
+	var ce *ChangedError
+	for name, in := range map[string][]byte{
+		"edited block":  bytes.Replace(data, []byte("old text"), []byte("old text, edited"), 1),
+		"no block":      []byte("# Mine\n"),
+		"two begins":    append(append([]byte{}, data...), "<!-- tree-ring:begin codex v1 -->\n"...),
+		"another block": bytes.ReplaceAll(data, []byte("codex"), []byte("claude")),
+	} {
+		if _, err := RewriteMarkdownBlock("AGENTS.md", in, "codex", SHA256Hex([]byte(old)), neu); !errors.As(err, &ce) || ce.Path != "AGENTS.md" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -21,6 +21,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(bytes.Replace(good, []byte(`{"id"`), []byte(`{"id":"x","id"`), 1))
 	f.Add([]byte(`{"id":"01M6A6FT000000000000000001"}`))
 	f.Add([]byte(`[]`))
+	moved := rootMoved(f)
+	f.Add(moved.Encode())
 	if sample, err := os.ReadFile("../testdata/ledger/sample.ndjson"); err == nil {
 		for _, line := range strings.Split(strings.TrimSpace(string(sample)), "\n") {
 			f.Add([]byte(line))

@@ -88,20 +88,33 @@ func (e *ForeignRootError) Diagnostic() string { return "foreign_root" }
 
 // CheckFreshRoot decides whether envs may be imported into a project
 // store directory that holds no store yet, whose project root has
-// fingerprint projectFP: every store.initialized must name projectFP
-// (the documented restore of this project's own export).
+// fingerprint projectFP: the root the export's store names last (its
+// store.initialized's, or that of the last store.root_moved from it) must
+// be projectFP (the documented restore of this project's own export).
 func CheckFreshRoot(projectFP string, envs []Envelope) error {
+	root, at := "", -1
 	for i := range envs {
-		if envs[i].Type != TypeStoreInitialized {
+		if envs[i].Type != TypeStoreInitialized && envs[i].Type != TypeStoreRootMoved {
 			continue
 		}
 		v, err := DecodePayload(&envs[i])
 		if err != nil {
 			return err
 		}
-		if v.(*StoreInitialized).ProjectRootFingerprint != projectFP {
-			return &ForeignRootError{Index: i}
+		switch p := v.(type) {
+		case *StoreInitialized:
+			if at >= 0 && root != projectFP {
+				return &ForeignRootError{Index: at}
+			}
+			root, at = p.ProjectRootFingerprint, i
+		case *StoreRootMoved:
+			if at >= 0 && p.PreviousProjectRootFingerprint == root {
+				root = p.ProjectRootFingerprint
+			}
 		}
+	}
+	if at >= 0 && root != projectFP {
+		return &ForeignRootError{Index: at}
 	}
 	return nil
 }

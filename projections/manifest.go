@@ -114,7 +114,7 @@ func (manifestProjection) Version() int { return 1 }
 func (manifestProjection) Handles(t string) bool {
 	switch t {
 	case events.TypeStoreInitialized, events.TypeBridgePublished, events.TypePublicationReviewRequired, events.TypeManifestPublished,
-		events.TypeStoreAdopted, events.TypeProgramInstalled:
+		events.TypeStoreAdopted, events.TypeProgramInstalled, events.TypeStoreRootMoved:
 		return true
 	}
 	return false
@@ -135,11 +135,30 @@ func (manifestProjection) Apply(kv KV, _ Bodies, e *events.Envelope) error {
 		return put("adopted", p.ManifestSHA256)
 	case *events.ProgramInstalled:
 		return put("program", Program{Path: p.Path, ProgramIdentity: p.ProgramIdentity, Position: e.Position})
+	case *events.StoreRootMoved:
+		return moveRoot(kv, p)
 	}
 	if r, ok := events.BridgeRecordOf(v); ok {
 		return put("record/"+strings.TrimPrefix(e.Stream, events.HarnessPrefix), storeRecord(r))
 	}
 	return nil
+}
+
+// moveRoot folds store.root_moved: the store identity names the new
+// root. The move must start from the root the store names (its writer
+// read it there), so a history that skips a move is refused, not guessed.
+func moveRoot(kv KV, p *events.StoreRootMoved) error {
+	m, ok, err := ManifestStoreOf(kv)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s before %s", events.TypeStoreRootMoved, events.TypeStoreInitialized)
+	case m.ProjectRootFingerprint != p.PreviousProjectRootFingerprint:
+		return fmt.Errorf("%s from a project root the store does not name", events.TypeStoreRootMoved)
+	}
+	m.ProjectRootFingerprint = p.ProjectRootFingerprint
+	return putJSON(kv, []byte("store"), m)
 }
 
 // Adopted reports whether the store adopted a manifest another writer

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -152,5 +153,64 @@ func TestHarnessesProjection(t *testing.T) {
 	}
 	if _, ok, _ := HarnessState(kv, "pi"); ok {
 		t.Fatal("state for a harness without events")
+	}
+}
+
+// store.root_moved moves the store identity to the new root, and only from
+// the root the store names.
+func TestManifestFoldsRootMoved(t *testing.T) {
+	f := factory()
+	storeID, oldFP, newFP := "01234567-89ab-4def-8123-456789abcdef", strings.Repeat("a", 64), strings.Repeat("b", 64)
+	moved := func(from, to string) events.Envelope {
+		return f.Must(events.StoreStream, events.TypeStoreRootMoved, &events.StoreRootMoved{PreviousProjectRootFingerprint: from, ProjectRootFingerprint: to})
+	}
+	p, kv := find(ManifestName), NewMemKV()
+	if err := p.Apply(kv, nil, ptr(moved(oldFP, newFP))); err == nil {
+		t.Fatal("a move folded before store.initialized")
+	}
+	foldAll(t, p, kv, f.Must(events.StoreStream, events.TypeStoreInitialized, &events.StoreInitialized{StoreID: storeID, Format: 1, ProjectRootFingerprint: oldFP, CLIVersion: "0.1.0"}),
+		moved(oldFP, newFP))
+	m, ok, err := ManifestStoreOf(kv)
+	if err != nil || !ok || m != (ManifestStore{StoreID: storeID, ProjectRootFingerprint: newFP}) {
+		t.Fatalf("store after the move: %+v %v %v", m, ok, err)
+	}
+	if err := p.Apply(kv, nil, ptr(moved(oldFP, strings.Repeat("c", 64)))); err == nil {
+		t.Fatal("a move from a root the store no longer names folded")
+	}
+	if m, _, _ := ManifestStoreOf(kv); m.ProjectRootFingerprint != newFP {
+		t.Fatalf("a refused move changed the store: %+v", m)
+	}
+}
+
+func ptr(e events.Envelope) *events.Envelope { return &e }
+
+// The moved-project fixture folds to the new root in the manifest and to
+// the new root's proof in the harness states.
+func TestMovedProjectFixtureFolds(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fixtures/moved-project.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []events.Envelope
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		e, err := events.DecodeEnvelope([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	mkv, hkv := NewMemKV(), NewMemKV()
+	foldAll(t, find(ManifestName), mkv, evs...)
+	foldAll(t, find(HarnessesName), hkv, evs...)
+	if m, ok, err := ManifestStoreOf(mkv); err != nil || !ok || m.ProjectRootFingerprint != strings.Repeat("d", 64) {
+		t.Fatalf("manifest store %+v %v %v", m, ok, err)
+	}
+	if h, ok, err := HarnessState(hkv, "claude-code"); err != nil || !ok || h.State != "active" {
+		t.Fatalf("claude-code %+v %v %v", h, ok, err)
+	}
+	prefix := NewMemKV() // up to the drift the move records
+	foldAll(t, find(HarnessesName), prefix, evs[:8]...)
+	if h, _, err := HarnessState(prefix, "claude-code"); err != nil || h.State != "needs-user-review" || h.Reason != "project_root_moved" {
+		t.Fatalf("claude-code after the move's drift %+v %v", h, err)
 	}
 }

@@ -184,7 +184,7 @@ func (p *Plan) Apply() error {
 	if fail != nil {
 		return p.markChanged(fail)
 	}
-	removeErr := p.applyRemovals()
+	removeErr := errors.Join(p.applyRemovals(), p.applyReplacements())
 	if err := p.applyManifest(); err != nil {
 		return err
 	}

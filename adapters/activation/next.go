@@ -16,7 +16,7 @@ const (
 	NextNeedsPlugin    = "Install or enable the compatible separate tree_ring_memory Agent Zero plugin."
 	NextUnsupported    = "Author and register a native harness adapter before claiming Tree Ring activation."
 	NextPlan           = "Apply the reviewed bridge plan, then complete adapter-specific preflight and receipt verification."
-	NextStale          = "The installed adapter definition is out of date. Review the managed hook files and activation manifest, then reconfigure them with this CLI; preserve the memory database."
+	NextStale          = "The installed adapter definition is out of date. Run `tree-ring integrations reconcile` to see the files and Tree Ring block the current definition rewrites, then `tree-ring integrations reconcile --apply` to rewrite them (only while they hold the bytes Tree Ring recorded; nothing outside a Tree Ring block is touched); preserve the memory database."
 	NextFailed         = "Inspect the harness's preflight diagnostic, repair it, then run a new harness session."
 	NextMount          = "Make the canonical project root reachable from the harness runtime, then start a new session."
 )
@@ -136,7 +136,7 @@ func retryCommand(o *Outcome) string {
 // adding it resolves the review.
 func reviewNext(o *Outcome) string {
 	if o.Reason == adapters.ReasonAdapterChanged {
-		return NextStale
+		return staleNext(o)
 	}
 	l := &stepLines{said: map[string]bool{}}
 	l.b.WriteString(NextReview(o.Adapter.ID))
@@ -145,6 +145,18 @@ func reviewNext(o *Outcome) string {
 		snippetLines(l, o, findingLines(l, o), retry)
 	}
 	return l.b.String()
+}
+
+// staleNext is the step of an out-of-date definition: reconcile rewrites
+// it, unless what Tree Ring wrote was changed since.
+func staleNext(o *Outcome) string {
+	if len(o.stuck) == 0 {
+		return NextStale
+	}
+	return "The installed adapter definition is out of date, and Tree Ring does not find the bytes it recorded in " + strings.Join(o.stuck, ", ") +
+		" (changed since it wrote them, or an older definition's handler entries in your own settings file, which it never rewrites). " +
+		"Restore Tree Ring's bytes there and run `tree-ring integrations reconcile --apply` again, or run `tree-ring integrations deactivate --harness " + o.Adapter.ID +
+		"`, follow its steps, then `tree-ring integrations activate --harness " + o.Adapter.ID + "` (it names the exact entries to merge)."
 }
 
 // stepLines is a next step built line by line, each line once.

@@ -107,6 +107,10 @@ type Outcome struct {
 	Creates []adapters.File
 	// Removes are the owned files a finished deactivation removes.
 	Removes []Removal
+	// Replaces are the files a reconcile replaces, each conditioned on
+	// the digest it must still hold: owned files naming a moved root
+	// (moved.go), an older definition's files and blocks (upgrade.go).
+	Replaces []Replacement
 	// ChangedPaths are the paths created or removed (or, in a dry run,
 	// to create or remove).
 	ChangedPaths []string
@@ -131,6 +135,9 @@ type Outcome struct {
 	recomputed string
 	// gone: a requested deactivation's material is no longer on disk.
 	gone bool
+	// stuck are the paths of an out-of-date definition that changed since
+	// Tree Ring wrote them, which a reconcile does not rewrite (upgrade.go).
+	stuck []string
 }
 
 // ManifestAction is what happens to activation.json.
@@ -159,12 +166,16 @@ type Plan struct {
 	in      Input
 	disk    *adapters.Manifest
 	diskRaw []byte
+	move    *events.StoreRootMoved // a reconcile at a moved root (moved.go)
 }
 
 // Build plans every target. It reads disk through in.Root and never writes.
 func Build(in Input) (*Plan, error) {
 	p := &Plan{Command: in.Command, in: in}
-	ids := slices.Clone(in.Targets)
+	if err := p.planMove(); err != nil {
+		return nil, err
+	}
+	ids := slices.Clone(p.in.Targets)
 	sort.Strings(ids)
 	ids = slices.Compact(ids)
 	for _, id := range ids {
@@ -220,6 +231,9 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	o.record = a.Record(resolved)
 	o.forms = []adapters.Record{a.Record(mat), a.Record(mat.Merged())}
 	if done, err := p.planDeactivation(o); done || err != nil {
+		return o, err
+	}
+	if done, err := p.planReconciled(o, mat, resolved); done || err != nil {
 		return o, err
 	}
 	if o.findings, err = p.evaluate(a, resolved); err != nil {
@@ -532,7 +546,7 @@ func (p *Plan) HasWork() bool {
 		return true
 	}
 	for _, o := range p.Outcomes {
-		if len(o.Events) > 0 || len(o.Creates) > 0 || len(o.Removes) > 0 {
+		if len(o.Events) > 0 || len(o.Creates) > 0 || len(o.Removes) > 0 || len(o.Replaces) > 0 {
 			return true
 		}
 	}
@@ -546,6 +560,7 @@ func (p *Plan) Events() []Pending {
 	for _, o := range p.Outcomes {
 		out = append(out, o.Events...)
 	}
+	out = append(out, p.movedEvent()...)
 	if e, ok := p.reconciledEvent(); ok {
 		out = append(out, e)
 	}

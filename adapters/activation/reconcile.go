@@ -188,8 +188,12 @@ func (p *Plan) replaceManifest() error {
 }
 
 // replaceable reports whether a reconcile may replace the manifest on
-// disk: it parsed and names this store and project root.
+// disk: it parsed and names this store and project root (or, at a moved
+// root, the root the move leaves).
 func (p *Plan) replaceable(storeID, rootFP string) bool {
+	if p.move != nil && p.disk != nil && p.disk.ProjectRootFingerprint == p.move.PreviousProjectRootFingerprint {
+		rootFP = p.move.PreviousProjectRootFingerprint
+	}
 	return p.Command == Reconcile && p.disk != nil && p.disk.StoreID == storeID && p.disk.ProjectRootFingerprint == rootFP
 }
 
@@ -206,8 +210,9 @@ func (p *Plan) ManifestChange() (ManifestChange, bool) {
 		return ManifestChange{}, false
 	}
 	var changed []string
+	moved := p.disk.ProjectRootFingerprint != p.Manifest.ProjectRootFingerprint // every record is bound to the new root
 	for id, r := range p.Manifest.Harnesses {
-		if have, ok := p.disk.Harnesses[id]; !ok || !have.Equal(r) {
+		if have, ok := p.disk.Harnesses[id]; moved || !ok || !have.Equal(r) {
 			changed = append(changed, id)
 		}
 	}

@@ -18,6 +18,9 @@ const (
 	ManifestMissing  = "missing"
 	ManifestInvalid  = "invalid"
 	ManifestMismatch = "mismatch" // another project root or another store than the ledger's
+	// ManifestMoved: the ledger and the manifest (if any) name the same
+	// other root: the project was moved or copied here (moved.go).
+	ManifestMoved = "moved"
 )
 
 // Bridge conditions status reports.
@@ -220,6 +223,10 @@ func Assess(e Evidence, live Live) Status {
 // the passive binding it must be.
 func (s Status) onRecord(e Evidence) (_ Status, done bool) {
 	a := e.Adapter
+	if e.Manifest == ManifestMoved {
+		// Nothing recorded at the old root proves anything here.
+		return s.set(fsm.NeedsUserReview, NextMoved), true
+	}
 	if e.Manifest != ManifestPresent || e.Record == nil {
 		if blocked(e) {
 			return s.recorded(e), true

@@ -13,7 +13,7 @@ import (
 
 // Contract refusals, with the published wording.
 var (
-	ErrRootMismatch   = errors.New("project root mismatch")
+	ErrRootMismatch   = errors.New("project root mismatch: the project was moved or copied here; run `tree-ring integrations reconcile --apply` to record the move")
 	ErrNoRecord       = errors.New("harness has no activation record; run `tree-ring init` first")
 	ErrStale          = errors.New("stale adapter version or bridge fingerprint")
 	ErrNotEligible    = errors.New("harness activation state is not eligible for preflight")

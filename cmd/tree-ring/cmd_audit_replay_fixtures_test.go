@@ -10,6 +10,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,9 @@ type builder struct {
 	// escape, when set, rewrites each payload's keys into JSON escapes
 	// (the same keys to every reader; issue 18).
 	escape *strings.Replacer
+	// moved is the project root's fingerprint digit after a move ('a'
+	// until then).
+	moved byte
 }
 
 func (b *builder) after(d time.Duration) { b.now = b.now.Add(d) }
@@ -168,7 +172,7 @@ func (b *builder) preflight(h string, worker byte, receipt string, isolated bool
 	})
 	b.append(events.HarnessStream(h), events.TypeReceiptRecorded, &events.ReceiptRecorded{
 		HarnessID: h, ReceiptID: receipt, ProtocolVersion: 1, AdapterVersion: adapterOf[h][0], BridgeFingerprint: hexOf('c'),
-		StoreID: store, ProjectRootFingerprint: hexOf('a'), WorkerKeyFingerprint: hexOf(worker), State: string(state),
+		StoreID: store, ProjectRootFingerprint: hexOf(cmp.Or(b.moved, 'a')), WorkerKeyFingerprint: hexOf(worker), State: string(state),
 		QueryClass: "startup_fallback", ResultCount: 3, SelectedMemoryIDsSHA256: hexOf('e'), DurationMS: 14, Status: "success", SHA256: hexOf('f'),
 	})
 }
@@ -244,6 +248,23 @@ var scenarios = []struct {
 		b.move("codex", events.TypeHarnessDeactivated, fsm.Remove, func(tr events.Transition) any {
 			return &events.HarnessDeactivated{Transition: tr, HarnessID: "codex"}
 		})
+	}},
+	{"moved-project", func(b *builder) {
+		b.detect("claude-code")
+		b.publish("claude-code")
+		b.after(time.Hour)
+		b.preflight("claude-code", 'b', "receipt-old-root-1", false)
+		b.after(day)
+		// reconcile --apply at the new root: the move, then the harness
+		// proven at the old root back to awaiting proof.
+		b.append(events.StoreStream, events.TypeStoreRootMoved, &events.StoreRootMoved{PreviousProjectRootFingerprint: hexOf('a'), ProjectRootFingerprint: hexOf('d')})
+		b.moved = 'd'
+		b.move("claude-code", events.TypeBridgeDriftDetected, fsm.Drift, func(tr events.Transition) any {
+			return &events.BridgeDriftDetected{Transition: tr, HarnessID: "claude-code", Paths: []string{}, Reason: "project_root_moved"}
+		})
+		b.publish("claude-code")
+		b.after(time.Hour)
+		b.preflight("claude-code", 'b', "receipt-new-root-1", false)
 	}},
 	{"unsupported-harnesses", func(b *builder) {
 		b.detect("hermes")

@@ -66,14 +66,9 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	}
 	defer run.End(ctx, &err)
 	run.SetInput(meter.Digest())
-	var progress bolt.Progress
-	if g.StdoutTerminal && !g.JSON && len(envs) > 50_000 {
-		progress = func(done, total uint64) { fmt.Fprintf(g.Stdout, "\rimported %d/%d events", done, total) }
-	}
-	res, err := st.ImportProgress(ctx, envs, progress)
-	if progress != nil {
-		fmt.Fprintln(g.Stdout)
-	}
+	shown := g.newProgress("imported")
+	res, err := st.ImportProgress(ctx, envs, shown.update)
+	shown.end()
 	if err != nil {
 		err = importError(name, lines, err)
 		if res.Imported > 0 {

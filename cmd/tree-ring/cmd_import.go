@@ -232,11 +232,8 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 			im.run.End(ctx, &err)
 		}
 	}()
-	var progress func(int)
-	if g.StdoutTerminal && !g.JSON {
-		progress = func(n int) { fmt.Fprintf(g.Stdout, "\rimported %d/%d memories", n, len(recs)) }
-		defer fmt.Fprintln(g.Stdout)
-	}
+	shown := g.newProgressOf("imported", "memories")
+	defer shown.end()
 	var inserted []*memory.Record
 	// The first chunks are small and grow: the first commit into an empty
 	// recall index is one bbolt leaf until it splits (docs/benchmarks.md).
@@ -250,9 +247,7 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		res.Inserted += len(ins)
 		res.SkippedDuplicates += skipped
 		start += done
-		if progress != nil {
-			progress(start)
-		}
+		shown.update(uint64(start), uint64(len(recs)))
 		// Let a waiting hook in between slices (a long import).
 		if err := st.Yield(); err != nil {
 			return err

@@ -130,13 +130,24 @@ func (pr *project) initDryRun(ctx context.Context, g *Globals, in activation.Inp
 		if err != nil {
 			return err
 		}
-		return printInitDryRun(g, &activation.Plan{Command: activation.Init, Outcomes: ad.Outcomes})
+		return printInitDryRun(g, &activation.Plan{Command: activation.Init, Outcomes: ad.Outcomes}, nil)
 	}
 	plan, err := pr.plan(ctx, g, true, in, events.RunCmdInit)
 	if err != nil {
 		return err
 	}
-	return printInitDryRun(g, plan)
+	return printInitDryRun(g, plan, pr.predict(g, plan))
+}
+
+// predict is, per harness, the state status will give once the plan is
+// applied (activation.Predict: the host's trust and hooks switch read
+// live), so that a dry run agrees with the status after init.
+func (pr *project) predict(g *Globals, plan *activation.Plan) map[string]activation.Status {
+	out := map[string]activation.Status{}
+	for _, o := range plan.Outcomes {
+		out[o.Adapter.ID] = activation.Predict(o, &liveEvidence{g: g, pr: pr, a: o.Adapter})
+	}
+	return out
 }
 
 // readGitignore returns the project's top-level .gitignore, read through
@@ -373,13 +384,21 @@ func ignoresStore(gitignore []byte) bool {
 	return false
 }
 
-func printInitDryRun(g *Globals, plan *activation.Plan) error {
+func printInitDryRun(g *Globals, plan *activation.Plan, predicted map[string]activation.Status) error {
 	var rs []report
 	// The JSON entries are init's (the same names for the same things,
 	// docs/json.md): what a run would create is their changed_paths.
 	var entries []initEntry
 	for _, o := range plan.Outcomes {
 		r := reportOf(o, true)
+		if st, ok := predicted[o.Adapter.ID]; ok && st.State != o.State {
+			// What status will say after init (the host's trust, its
+			// hooks switch); a plan to apply keeps its own step first.
+			r.State, r.NextStep = string(st.State), st.Next
+			if o.Kind == activation.Publish && len(o.ChangedPaths) > 0 {
+				r.NextStep = activation.NextPlan + " Then: " + st.Next
+			}
+		}
 		rs = append(rs, r)
 		entries = append(entries, initEntry{ID: o.Adapter.ID, Name: o.Adapter.Name, State: r.State,
 			Capability: string(o.Adapter.Capability), ChangedPaths: r.ChangedPaths, NextStep: r.NextStep})

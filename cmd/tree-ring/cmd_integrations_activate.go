@@ -233,9 +233,6 @@ func (pr *project) build(g *Globals, st *bolt.Store, in activation.Input) (*acti
 		if err := snap.read(st); err != nil {
 			return nil, nil, err
 		}
-		if err := pr.checkStore(snap); err != nil {
-			return nil, nil, err
-		}
 	}
 	var err error
 	if in.ForeignProgram, err = pr.programFinding(g, st); err != nil {
@@ -248,10 +245,12 @@ func (pr *project) build(g *Globals, st *bolt.Store, in activation.Input) (*acti
 	return plan, snap, err
 }
 
-// checkStore refuses a store initialized for another project root.
+// checkStore refuses, before init writes anything, a store that names
+// another project root: a moved or copied project, which only reconcile
+// records (activation.Build refuses it for every other plan).
 func (pr *project) checkStore(s *snapshot) error {
-	if s.storeID != "" && s.rootFingerprint != pr.fingerprint {
-		return fmt.Errorf("the store was initialized for a different project root; refusing to publish its bridges here")
+	if activation.RootMoved(s.ledger, pr.fingerprint) {
+		return &activation.RootMovedError{}
 	}
 	return nil
 }
@@ -259,10 +258,9 @@ func (pr *project) checkStore(s *snapshot) error {
 // snapshot is what a plan reads of the ledger, and the stream versions its
 // appends expect.
 type snapshot struct {
-	ledger          activation.Ledger
-	versions        map[string]uint64
-	storeID         string
-	rootFingerprint string
+	ledger   activation.Ledger
+	versions map[string]uint64
+	storeID  string
 }
 
 func newSnapshot() *snapshot { return &snapshot{versions: map[string]uint64{}} }
@@ -278,7 +276,7 @@ func (s *snapshot) read(st *bolt.Store) error {
 			return err
 		}
 		if s.ledger.Initialized {
-			s.storeID, s.rootFingerprint = s.ledger.StoreID, s.ledger.ProjectRootFingerprint
+			s.storeID = s.ledger.StoreID
 		}
 		return nil
 	})

@@ -130,8 +130,11 @@ func printReconcile(g *Globals, plan *activation.Plan, dryRun bool) error {
 		r := rep.Integrations[i]
 		fmt.Fprintf(g.Stdout, "%s: %s\n", r.HarnessID, r.State)
 		verb := map[bool]string{true: "creates", false: "created"}[dryRun]
-		if o.Kind == activation.Finish {
+		switch {
+		case o.Kind == activation.Finish:
 			verb = map[bool]string{true: "removes", false: "removed"}[dryRun]
+		case len(o.Replaces) > 0:
+			verb = map[bool]string{true: "replaces", false: "replaced"}[dryRun]
 		}
 		if len(r.ChangedPaths) > 0 {
 			fmt.Fprintf(g.Stdout, "  %s: %s\n", verb, strings.Join(r.ChangedPaths, ", "))

@@ -160,7 +160,7 @@ func TestReconcileHarnessAddedAfterInit(t *testing.T) {
 	var dry initOut // init --dry-run's entries name their fields as init's
 	p.json(&st, "integrations", "status")
 	p.json(&dry, "init", "--dry-run")
-	if ds := dry.states()["codex"]; st.states()["codex"] != "needs-trust" || ds != "configured-awaiting-proof" {
+	if ds := dry.states()["codex"]; st.states()["codex"] != "needs-trust" || ds != "needs-trust" {
 		t.Fatalf("after reconcile: status %v, init --dry-run %+v", st.states(), dry)
 	}
 	// Nothing left to reconcile: a second apply changes nothing.

@@ -269,6 +269,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 		}
 		ev.storeID = lv.storeID
 		prog.rec = lv.program
+		ev.manifest = movedCondition(ev.manifest, m, lv, pr)
 		if ev.manifest == activation.ManifestPresent && (m.StoreID != lv.storeID || m.ProjectRootFingerprint != lv.projectFP) {
 			ev.manifest = activation.ManifestMismatch
 		}
@@ -308,6 +309,19 @@ func manifestCondition(pr *project) (adapters.Manifest, string, error) {
 		return m, activation.ManifestMismatch, nil
 	}
 	return m, activation.ManifestPresent, nil
+}
+
+// movedCondition is the manifest's condition where the store names another
+// root than this one: moved when the manifest on disk is missing or names
+// the store's own root and store (the project was moved or copied here).
+func movedCondition(cond string, m adapters.Manifest, lv *ledgerView, pr *project) string {
+	if lv.storeID == "" || lv.projectFP == pr.fingerprint {
+		return cond
+	}
+	if cond == activation.ManifestMissing || cond == activation.ManifestMismatch && m.StoreID == lv.storeID && m.ProjectRootFingerprint == lv.projectFP {
+		return activation.ManifestMoved
+	}
+	return cond
 }
 
 // evidence is harness a's recorded evidence: the ledger's view of it and

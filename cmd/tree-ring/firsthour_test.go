@@ -249,3 +249,36 @@ func TestSecondInitSaysItFoundTheStore(t *testing.T) {
 		t.Fatalf("second init: %q", out)
 	}
 }
+
+// import and events import show their progress as audit verify does: on a
+// terminal's stderr only; stdout carries the same result either way.
+func TestImportProgressOnStderr(t *testing.T) {
+	src := newMemCLI(t)
+	src.ok("remember", "--event-type", "lesson", "one")
+	src.ok("remember", "--event-type", "lesson", "two")
+	dir := t.TempDir()
+	memories, evs := filepath.Join(dir, "memories.jsonl"), filepath.Join(dir, "events.ndjson")
+	if err := os.WriteFile(memories, []byte(src.ok("export")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(evs, []byte(src.ok("events")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", memories}, "\rimported 2/2 memories (100%)\n"},
+		{[]string{"events", "import", evs}, "events (100%)\n"},
+	} {
+		piped, term := newMemCLI(t), newMemCLI(t)
+		p := piped.run("", tc.args...)
+		r := invocation{deps: term.d, stderrTerminal: true}.run(append([]string{"--root", term.root}, tc.args...)...)
+		if p.code != 0 || p.stderr != "" || r.code != 0 || r.stdout != p.stdout {
+			t.Fatalf("%v: piped %+v, terminal %+v", tc.args, p, r)
+		}
+		if !strings.HasPrefix(r.stderr, "\rimported ") || !strings.HasSuffix(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v on a terminal: stderr %q, want it to end %q", tc.args, r.stderr, tc.want)
+		}
+	}
+}

@@ -24,8 +24,6 @@ type IO struct {
 	// Getwd is the working directory project-root discovery starts from
 	// (os.Getwd when nil).
 	Getwd func() (string, error)
-	// StdoutTerminal enables the imports' progress output on stdout.
-	StdoutTerminal bool
 	// StderrTerminal makes --log-level lines human-readable and enables
 	// the progress of long checks on stderr; a pipe gets JSON lines and
 	// no progress.
@@ -35,7 +33,7 @@ type IO struct {
 // DefaultIO is the process's own standard streams and environment.
 func DefaultIO() IO {
 	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
-		StdoutTerminal: terminal(os.Stdout), StderrTerminal: terminal(os.Stderr)}
+		StderrTerminal: terminal(os.Stderr)}
 }
 
 // terminal reports whether f is a character device (a terminal), without
