@@ -236,3 +236,27 @@ func TestFleetLabel(t *testing.T) {
 		t.Fatalf("label on a replica: %+v", r)
 	}
 }
+
+// init --label records the store's label as `fleet label` does, once: the
+// same label again records nothing, and init without it keeps the label.
+func TestInitLabel(t *testing.T) {
+	p := newHP(t, ".claude")
+	root := filepath.Join(p.dir, ".tree-ring")
+	p.ok("", "init", "--label", "build host 3")
+	id := storeIDOf(t, root)
+	if f := strings.Fields(p.ok("", "fleet", "identity")); len(f) != 3 || f[0] != id || f[2] != "build-host-3" {
+		t.Fatalf("identity after init --label: %q", f)
+	}
+	n := len(ledgerBytes(t, root))
+	p.ok("", "init", "--label", "build-host-3")
+	p.ok("", "init")
+	if got := len(ledgerBytes(t, root)); got != n {
+		t.Fatalf("a second init appended %d events", got-n)
+	}
+	if f := strings.Fields(p.ok("", "fleet", "identity")); len(f) != 3 || f[2] != "build-host-3" {
+		t.Fatalf("identity after a plain init: %q", f)
+	}
+	if r := p.run("", "init", "--dry-run", "--label", "x"); r.code != 0 || len(ledgerBytes(t, root)) != n {
+		t.Fatalf("init --dry-run --label: %+v", r)
+	}
+}

@@ -17,10 +17,14 @@ import (
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
-type initOptions struct{ DryRun bool }
+type initOptions struct {
+	DryRun bool
+	Label  string
+}
 
 func (o *initOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "report what init would publish; create nothing, not even the store")
+	fs.StringVar(&o.Label, "label", "", "record the store's fleet label (as `fleet label` does; default: none recorded, fleet identity then uses this host's name)")
 }
 
 func init() {
@@ -66,7 +70,7 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	if err := ensureStoreKey(ctx, g, pr); err != nil {
+	if err := ensureStoreKey(ctx, g, pr, o.Label); err != nil {
 		return err
 	}
 	aw, err := pr.installAwareness()
@@ -428,14 +432,16 @@ func joinPaths(ps []string) string { return strings.Join(ps, ", ") }
 
 // ensureStoreKey makes the store's fleet signing key when it has none
 // (storekey.Ensure; docs/fleet.md, "Signed histories"): made once, before
-// anything is published; a later init writes nothing.
-func ensureStoreKey(ctx context.Context, g *Globals, pr *project) error {
+// anything is published; a later init writes nothing. A label (init
+// --label) is recorded after it unless the store already carries it.
+func ensureStoreKey(ctx context.Context, g *Globals, pr *project, label string) error {
 	st, err := g.OpenStore(false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, _, err = storekey.Ensure(ctx, g.Root, st, g.Factory("cli")); err != nil {
+	f := g.Factory("cli")
+	if _, _, err = storekey.Ensure(ctx, g.Root, st, f); err != nil {
 		// Named as the project sees it (.tree-ring/store.key), as every
 		// other file init writes; never its contents.
 		name := fleetsign.KeyFile
@@ -443,6 +449,11 @@ func ensureStoreKey(ctx context.Context, g *Globals, pr *project) error {
 			name = filepath.ToSlash(rel)
 		}
 		return fmt.Errorf("%s, the store's fleet signing key: %w", name, err)
+	}
+	if label != "" {
+		if _, _, err := storekey.SetLabel(ctx, st, f, label); err != nil {
+			return fmt.Errorf("the store's label: %w", err)
+		}
 	}
 	return nil
 }
