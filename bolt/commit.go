@@ -87,9 +87,6 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 	err = s.guard(func() error {
 		return s.db.Update(func(tx *bbolt.Tx) error {
 			txid = tx.ID()
-			// Read by bbolt only in this transaction's allocations and
-			// commit, under the writer lock we hold.
-			s.db.AllocSize = growReserve(tx.Size())
 			if err := fn(tx); err != nil {
 				return err
 			}
@@ -119,17 +116,6 @@ func (s *Store) update(fn func(tx *bbolt.Tx) error) (err error) {
 		s.indeterminate = cerr
 	}
 	return cerr
-}
-
-// growReserve is how far bbolt grows the file past its pages when a commit
-// needs more room: a thirty-second of the pages in use, from 1 to 16 MiB.
-// bbolt's fixed 16 MiB would add a quarter to a compacted 20,000-memory
-// ledger on its first append (docs/benchmarks.md, *Bytes per memory*); a
-// proportional reserve keeps the file near its pages and still grows a
-// large ledger in few steps (each one ftruncate and fsync in a commit).
-func growReserve(used int64) int {
-	const lo, hi = 1 << 20, 16 << 20
-	return int(min(max(used/32, lo), hi))
 }
 
 // CreateDurabilityError is a new root directory, or a new ledger linked

@@ -24,7 +24,7 @@ type Space struct {
 	FileBytes int64
 	PageSize  int
 	// UsedBytes is bbolt's high-water mark (the pages ever allocated);
-	// the rest of the file is bbolt's growth reserve (Options.AllocSize).
+	// the rest of the file is bbolt's growth reserve (DB.AllocSize).
 	UsedBytes int64
 	// FreePages are free or pending pages below the high-water mark: what
 	// a compaction would give back with the reserve. Known only to a

@@ -65,7 +65,8 @@ func writeSizeBenchExport(b *testing.B, path string, n int) {
 // empty root and reports ledger.db's size against the size of `tree-ring
 // export` of the same store (the baseline, issue 28: ≤ 2x), with bbolt's
 // per-bucket breakdown in the log (-v). -benchtime=1x; sizes 20k and 100k,
-// or TREE_RING_BENCH_MEMORIES=N.
+// or TREE_RING_BENCH_MEMORIES=N. TREE_RING_BENCH_COMPACT=1 then runs
+// `ledger compact` and reports the compacted ledger too.
 func BenchmarkLedgerSize(b *testing.B) {
 	sizes := []int{20_000, 100_000}
 	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
@@ -88,13 +89,22 @@ func BenchmarkLedgerSize(b *testing.B) {
 						b.Fatalf("%s: %d %s", args[0], code, errb.String())
 					}
 				}
-				reportLedgerSpace(b, root, out)
+				reportLedgerSpace(b, root, out, "")
+				if os.Getenv("TREE_RING_BENCH_COMPACT") != "" {
+					var errb strings.Builder
+					if code := Main(context.Background(), []string{"--root", root, "ledger", "compact"}, IO{Stdout: io.Discard, Stderr: &errb, Getenv: os.Getenv}); code != 0 {
+						b.Fatalf("compact: %d %s", code, errb.String())
+					}
+					reportLedgerSpace(b, root, out, "compacted-")
+				}
 			}
 		})
 	}
 }
 
-func reportLedgerSpace(b *testing.B, root, export string) {
+// reportLedgerSpace reports the ledger's size against the export's, under
+// metric names starting with prefix.
+func reportLedgerSpace(b *testing.B, root, export, prefix string) {
 	fi, err := os.Stat(export)
 	if err != nil {
 		b.Fatal(err)
@@ -108,10 +118,10 @@ func reportLedgerSpace(b *testing.B, root, export string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(sp.FileBytes)/float64(fi.Size()), "ledger/export")
-	b.ReportMetric(float64(sp.FileBytes)/(1<<20), "ledger-MiB")
+	b.ReportMetric(float64(sp.FileBytes)/float64(fi.Size()), prefix+"ledger/export")
+	b.ReportMetric(float64(sp.FileBytes)/(1<<20), prefix+"ledger-MiB")
 	b.ReportMetric(float64(fi.Size())/(1<<20), "export-MiB")
-	b.Logf("ledger %d B (pages %d B, reserve %d B), export %d B, free pages %d (%d B)", sp.FileBytes, sp.UsedBytes, sp.FileBytes-sp.UsedBytes, fi.Size(), sp.FreePages, int64(sp.FreePages*sp.PageSize))
+	b.Logf("%sledger %d B (pages %d B, reserve %d B), export %d B, free pages %d (%d B)", prefix, sp.FileBytes, sp.UsedBytes, sp.FileBytes-sp.UsedBytes, fi.Size(), sp.FreePages, int64(sp.FreePages*sp.PageSize))
 	for _, bk := range sp.Buckets {
 		b.Logf("%-28s keys %9d  in use %11d B  pages %11d B  fill %3.0f%%  depth %d", bk.Name, bk.Keys, bk.Inuse, bk.Alloc, 100*float64(bk.Inuse)/float64(max(bk.Alloc, 1)), bk.Depth)
 	}
