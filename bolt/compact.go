@@ -62,6 +62,7 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 	// file's lock is released, so a waiter reopening the path waits for us.
 	db, err := openDB(s.path, s.opts)
 	if err != nil {
+		s.db.Close() // the old file is unlinked: nothing may write to it
 		return rep, fmt.Errorf("compact: the compacted ledger is in place, but reopening it failed: %w", err)
 	}
 	old := s.db
