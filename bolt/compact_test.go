@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -189,5 +190,69 @@ func TestCompactRefusesASlicedOrReadOnlyStore(t *testing.T) {
 			t.Errorf("%+v: compact succeeded", o)
 		}
 		s.Close()
+	}
+}
+
+// TestWaiterOnTheOldFileFollowsTheCompaction: a process blocked on the
+// lock of the ledger that `ledger compact` replaces gets that lock when the
+// old file is released, finds the path names the compacted file, and
+// works on it: it sees an event appended after the compaction, and its own
+// append lands in the file that stays.
+func TestWaiterOnTheOldFileFollowsTheCompaction(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters announce themselves with open-file-description locks (Linux)")
+	}
+	f := newFactory()
+	opts := Options{Projections: []fold.Projection{testProjection()}}
+	st, path := openTest(t, opts)
+	for i := range 100 {
+		e := f.run(fmt.Sprintf("r%d", i%5), i)
+		if _, err := st.Append(bg, e.Stream, AnyVersion, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, own := f.run("late", 0), f.run("waiter", 0)
+	seen := make(chan uint64, 1)
+	go func() {
+		var head uint64
+		defer func() { seen <- head }()
+		w, err := Open(path, Options{LockTimeout: 10 * time.Second, Projections: opts.Projections})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer w.Close()
+		if _, err := w.Append(bg, own.Stream, AnyVersion, own); err != nil {
+			t.Error(err)
+		}
+		_ = w.View(func(r *Reader) error { head, _ = r.Head(); return nil })
+	}()
+	probe, err := os.Open(path) // the old file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	for t0 := time.Now(); !announced(probe); time.Sleep(time.Millisecond) {
+		if time.Since(t0) > 10*time.Second {
+			t.Fatal("the waiter never announced itself")
+		}
+	}
+	if _, err := st.Compact(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(bg, late.Stream, AnyVersion, late); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if head := <-seen; head != 102 {
+		t.Fatalf("the waiter saw head %d, want 102 (its own append after the late one)", head)
+	}
+	r, err := Open(path, Options{ReadOnly: true, Projections: opts.Projections})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if rep, err := r.Verify(bg); err != nil || rep.Events != 102 {
+		t.Fatalf("verify: %d events, %v", rep.Events, err)
 	}
 }
