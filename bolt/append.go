@@ -85,10 +85,16 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		// ever grow, so full pages never need to split again; stream
 		// versions grow within each stream, so its index pages are filled
 		// from the left too (measured: 0.9 halves its cost against the
-		// default 0.5 with 1,000 interleaved streams).
+		// default 0.5 with 1,000 interleaved streams). Heads are keyed by
+		// stream, and new streams (memory/<time-ordered id>) mostly come
+		// last: 0.9 took them from 49 to 88 % of their pages after a
+		// memory import. Buckets keyed at random places (bodies by digest,
+		// projections) keep 0.5: there a fuller split leaves a remainder
+		// page per split and measured emptier (54 against 67 %).
 		t.events.FillPercent = 1.0
 		t.streams.FillPercent = 0.9
 		t.ids.b.FillPercent = 0.9
+		t.heads.FillPercent = 0.9
 		t.head = string(btx.Bucket(bucketMeta).Get(keyChainHead))
 		ferr := fn(t)
 		switch {

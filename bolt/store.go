@@ -262,12 +262,26 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := waitLock(f, !opts.ReadOnly, opts.LockTimeout); err != nil {
+			for {
+				if err := waitLock(f, !opts.ReadOnly, opts.LockTimeout); err != nil {
+					f.Close()
+					return nil, err
+				}
+				// `ledger compact` renames a new file over the path while
+				// holding the old one's lock: locked, reopen if so.
+				if same, err := namesFile(name, f); err != nil || same {
+					if err != nil {
+						f.Close()
+						return nil, err
+					}
+					file = f
+					return f, nil
+				}
 				f.Close()
-				return nil, err
+				if f, err = openNoFollow(name, flag, mode); err != nil {
+					return nil, err
+				}
 			}
-			file = f
-			return f, nil
 		},
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -292,6 +306,22 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 		// bbolt rejects is the file's content.
 		return nil, &CorruptError{Path: path, Err: err}
 	}
+}
+
+// namesFile reports whether path still names the open file f.
+func namesFile(path string, f *os.File) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, &NotFoundError{Path: path}
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
 }
 
 // checkFile refuses a file shorter than the pages its meta page claims (a

@@ -60,6 +60,7 @@ func TestEveryJSONOutputIsOneObject(t *testing.T) {
 		"integrations reconcile":  {"integrations", "reconcile"},
 		"integrations scan":       {"integrations", "scan"},
 		"integrations status":     {"integrations", "status"},
+		"ledger compact":          {"ledger", "compact"},
 		"projections rebuild":     {"projections", "rebuild"},
 		"recall":                  {"recall", "vet"},
 		"remember":                {"remember", "Prefer table tests", "--event-type", "preference"},

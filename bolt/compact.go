@@ -1,0 +1,115 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// compactTxBytes bounds one transaction of the compacted copy: bbolt
+// holds a transaction's nodes in memory until its commit.
+const compactTxBytes = 64 << 20
+
+// CompactReport is a compaction's before and after.
+type CompactReport struct {
+	Before, After Space
+	Verified      VerifyReport // the copy, verified before it replaced the ledger
+}
+
+// Compact rewrites the ledger with bbolt's own compaction (bbolt.Compact:
+// every bucket copied in key order into full pages, sequences kept), so
+// the file loses its free pages, its growth reserve and the half-empty
+// pages of keys inserted at random places. Every key and value is copied
+// as it is: the hash chain, the bodies and the projections are the same
+// bytes. The copy is written beside the ledger, verified as `audit verify`
+// verifies (Verify, with this Store's projections), then renamed over
+// ledger.db while this Store holds the lock; a failure before the rename
+// leaves the ledger untouched. The Store then works on the new file.
+//
+// A process that opened the old file while the lock was held finds, once
+// it has the lock, that the path names another file, and opens it again
+// (openDB). Needs a write open without a slice budget (the lock is held
+// throughout).
+func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
+	var rep CompactReport
+	if s.opts.ReadOnly || s.slice != nil {
+		return rep, errors.New("compact needs a write open without a slice budget")
+	}
+	if s.indeterminate != nil {
+		return rep, s.indeterminate
+	}
+	var err error
+	if rep.Before, err = s.Space(); err != nil {
+		return rep, err
+	}
+	tmp, err := s.compactCopy(ctx, &rep)
+	if tmp != "" {
+		defer syscall.Unlink(tmp) // gone after the rename; left only by a failure
+	}
+	if err != nil {
+		return rep, err
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return rep, fmt.Errorf("compact: nothing changed: %s", cause(err))
+	}
+	// From here the path names the compacted file. Lock it before the old
+	// file's lock is released, so a waiter reopening the path waits for us.
+	db, err := openDB(s.path, s.opts)
+	if err != nil {
+		s.db.Close() // the old file is unlinked: nothing may write to it
+		return rep, fmt.Errorf("compact: the compacted ledger is in place, but reopening it failed: %w", err)
+	}
+	old := s.db
+	s.db, s.since = db, time.Now()
+	if err := old.Close(); err != nil {
+		return rep, fmt.Errorf("compact: close the old file: %w", err)
+	}
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		return rep, &CreateDurabilityError{Path: s.path, Err: err}
+	}
+	rep.After, err = s.Space()
+	return rep, err
+}
+
+// compactCopy writes and verifies the compacted copy under a temporary
+// name beside the ledger and returns that name.
+func (s *Store) compactCopy(ctx context.Context, rep *CompactReport) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".compact-*")
+	if err != nil {
+		return "", fmt.Errorf("compact: nothing changed: %w", err)
+	}
+	tmp := f.Name()
+	f.Close()
+	dst, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return tmp, fmt.Errorf("compact: nothing changed: %s", cause(err))
+	}
+	// Every commit of the copy is synced by bbolt (data, then meta page);
+	// each grows the file to its pages only, not by bbolt's 16 MiB.
+	dst.AllocSize = dst.Info().PageSize
+	err = s.guard(func() error { return bbolt.Compact(dst, s.db, compactTxBytes) })
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return tmp, fmt.Errorf("compact: nothing changed: %w", err)
+	}
+	cp, err := Open(tmp, Options{ReadOnly: true, Projections: s.projs, LockTimeout: time.Second})
+	if err != nil {
+		return tmp, fmt.Errorf("compact: the copy does not open, nothing changed: %w", err)
+	}
+	rep.Verified, err = cp.Verify(ctx)
+	if cerr := cp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return tmp, fmt.Errorf("compact: the copy failed verification, nothing changed: %w", err)
+	}
+	return tmp, nil
+}
