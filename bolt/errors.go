@@ -119,7 +119,13 @@ type FormatMigrationError struct {
 }
 
 func (e *FormatMigrationError) Error() string {
-	return fmt.Sprintf("%s: the ledger is in format %s and this build reads format %s: run `tree-ring init` with this build, which migrates its indexes and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Found, FormatVersion)
+	return fmt.Sprintf("%s: %s: run `tree-ring init` with this build, which migrates its indexes and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Layout())
+}
+
+// Layout is what the ledger holds, without the step that migrates it (a
+// fleet replica has its own step).
+func (e *FormatMigrationError) Layout() string {
+	return fmt.Sprintf("the ledger is in format %s and this build reads format %s", e.Found, FormatVersion)
 }
 
 // Diagnostic is the error's code in the command's JSON diagnostics.
@@ -139,7 +145,13 @@ type ProjectionMigrationError struct {
 }
 
 func (e *ProjectionMigrationError) Error() string {
-	return fmt.Sprintf("%s: projection %s is stored at layout %d and this build folds layout %d: run `tree-ring init` with this build, which migrates it and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Projection, e.Found, e.Want)
+	return fmt.Sprintf("%s: %s: run `tree-ring init` with this build, which migrates it and upgrades the installed program (move an older .tree-ring/bin/tree-ring aside first when init asks), then retry", e.Path, e.Layout())
+}
+
+// Layout is what the ledger holds, without the step that migrates it (a
+// fleet replica has its own step).
+func (e *ProjectionMigrationError) Layout() string {
+	return fmt.Sprintf("projection %s is stored at layout %d and this build folds layout %d", e.Projection, e.Found, e.Want)
 }
 
 // Diagnostic is the error's code in the command's JSON diagnostics.
@@ -149,7 +161,20 @@ func (e *ProjectionMigrationError) Diagnostic() string { return "projection_migr
 // init` migrates the ledger (*FormatMigrationError,
 // *ProjectionMigrationError).
 func NeedsMigration(err error) bool {
+	_, ok := MigrationLayout(err)
+	return ok
+}
+
+// MigrationLayout is the Layout of the migration err refuses an open for,
+// if it is one.
+func MigrationLayout(err error) (string, bool) {
 	var fe *FormatMigrationError
 	var pe *ProjectionMigrationError
-	return errors.As(err, &fe) || errors.As(err, &pe)
+	switch {
+	case errors.As(err, &fe):
+		return fe.Layout(), true
+	case errors.As(err, &pe):
+		return pe.Layout(), true
+	}
+	return "", false
 }

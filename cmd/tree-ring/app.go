@@ -225,7 +225,8 @@ func (g *Globals) openStore(opts bolt.Options) (*bolt.Store, error) {
 			return st, err
 		}
 	}
-	return cli.OpenStore(g.Root, opts)
+	st, err := cli.OpenStore(g.Root, opts)
+	return st, replica.Named(g.Root, err)
 }
 
 // storeCreators are the commands that may create the ledger of a project's

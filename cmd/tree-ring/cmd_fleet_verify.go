@@ -168,7 +168,7 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 // recordedLabel is the replica's own label (fleet label), "" when it has
 // none or cannot be read (verify reports why elsewhere).
 func recordedLabel(ctx context.Context, g *Globals, root string) string {
-	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	st, err := openReplica(g, root)
 	if err != nil {
 		return ""
 	}
@@ -180,7 +180,7 @@ func recordedLabel(ctx context.Context, g *Globals, root string) string {
 // checkFresh fails a replica whose newest event (the host's clock) is
 // older than stale: the host stopped publishing, or collect stopped.
 func checkFresh(g *Globals, root string, stale time.Duration) error {
-	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	st, err := openReplica(g, root)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 	if stopped {
 		return bolt.VerifyReport{}, &bolt.VerifyError{Position: stop.Position, Detail: "replica stopped by fleet collect: " + stop.Reason}
 	}
-	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	st, err := openReplica(g, root)
 	if err != nil {
 		return bolt.VerifyReport{}, asVerifyFailure(err)
 	}
@@ -277,4 +277,11 @@ func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed2
 		return &bolt.VerifyError{Position: head, Detail: err.Error()}
 	}
 	return nil
+}
+
+// openReplica opens a replica's ledger read-only; one an older collector
+// wrote names collect as its step (replica.Named).
+func openReplica(g *Globals, root string) (*bolt.Store, error) {
+	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
+	return st, replica.Named(root, err)
 }

@@ -132,6 +132,11 @@ func (d *ReplicaDir) Keys(store string) (fleet.ReplicaKeys, error) {
 		return fleet.ReplicaKeys{}, errors.New(replica.SymlinkDetail) // never written through
 	}
 	st, err := bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{ReadOnly: true, LockTimeout: d.LockTimeout, Projections: projections.All()})
+	if bolt.NeedsMigration(err) {
+		// An older collector's replica: collect is its migration (as in
+		// Replicate), so this first read migrates it.
+		st, err = bolt.OpenRoot(replica.Root(d.Dir, store), bolt.Options{LockTimeout: d.LockTimeout, Migrate: true, Projections: projections.All()})
+	}
 	var nf *bolt.NotFoundError
 	if errors.As(err, &nf) {
 		return fleet.ReplicaKeys{}, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/adapters"
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
+	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 )
 
@@ -274,4 +275,36 @@ func ReadExpect(path string) (map[string]fleetsign.Expected, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", path, err)
 	}
 	return exp, nil
+}
+
+// MigrationError is a read of a replica that an older collector wrote at a
+// layout this build migrates (bolt.NeedsMigration). The step differs from a
+// project's: a replica refuses init, like every write; the next fleet
+// collect with this build migrates it.
+type MigrationError struct{ Cause error }
+
+func (e *MigrationError) Error() string {
+	layout, _ := bolt.MigrationLayout(e.Cause)
+	return "this fleet replica was written by an older collector (" + layout + "): the next `tree-ring fleet collect` with this build migrates it (a replica has no init); then retry"
+}
+
+func (e *MigrationError) Unwrap() error { return e.Cause }
+
+// Diagnostic is the cause's code (projection_migration,
+// ledger_format_migration).
+func (e *MigrationError) Diagnostic() string {
+	var d interface{ Diagnostic() string }
+	if errors.As(e.Cause, &d) {
+		return d.Diagnostic()
+	}
+	return "replica_migration"
+}
+
+// Named is err, the refused open of the ledger under root, as a
+// *MigrationError when root is a replica's and the open needs a migration.
+func Named(root string, err error) error {
+	if bolt.NeedsMigration(err) && RefuseWrite(root) != nil {
+		return &MigrationError{Cause: err}
+	}
+	return err
 }
