@@ -21,9 +21,6 @@ import (
 const (
 	maxAdoptDirEntries = 4096
 	maxAdoptReceipts   = 20000
-	// MaxStatusReceipts bounds the receipt files status reads per harness
-	// before adoption.
-	MaxStatusReceipts = maxAdoptReceipts
 )
 
 // ErrAdoptTooLarge refuses an adoption whose receipts exceed the bounds.
@@ -53,15 +50,15 @@ type AdoptInput struct {
 // store.adopted (the manifest's digest), then per harness of the manifest,
 // in id order, its record as published (or, when the material on disk no
 // longer matches it, as awaiting review), the review a stale adapter
-// definition needs, and its receipt files (receipt.adopted for those the
-// eight rules verify, receipt.foreign for the rest). Nothing is written
+// definition needs, and its receipt files (receipt.foreign: data, never
+// proof, whether or not the eight rules verify them). Nothing is written
 // to the project.
 type Adoption struct {
 	Manifest adapters.Manifest
 	Events   []Pending
 	Outcomes []*Outcome // per harness, in id order: the state it is adopted in
 	Found    int        // receipt files found
-	Verified int        // ... of which receipt.adopted
+	Verified int        // ... of which pass the eight rules (still not proof)
 }
 
 // Adopt plans the adoption of the manifest on disk. exists is false when
@@ -99,12 +96,10 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		if err := o.adoptReceipts(scan); err != nil {
-			return nil, true, fmt.Errorf("adopt %s receipts: %w", id, err)
-		}
+		o.adoptReceipts(scan)
 		ad.Found += len(scan)
 		for _, r := range scan {
-			if r.Err == nil && r.eligible {
+			if r.verified {
 				ad.Verified++
 			}
 		}
@@ -178,41 +173,29 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*
 // at adoption ("" when the record was not adopted from disk).
 func (o *Outcome) Recomputed() string { return o.recomputed }
 
-// adoptReceipts records each scanned receipt file: receipt.adopted, with
-// the proof's transition, for one that passes the eight rules while the
-// harness rests in a state preflight may prove from (preflight.Eligible:
-// not a review, nor Agent Zero's needs-plugin, which only its plugin's
-// own preflight proves), oldest first; receipt.foreign for every other one.
-func (o *Outcome) adoptReceipts(scan []ScannedReceipt) error {
+// adoptReceipts records each scanned receipt file as receipt.foreign:
+// data the ledger keeps (so that nothing removes the file as a stray) and
+// never proof. One that passes the eight rules while the harness rests in
+// a state preflight may prove from is ForeignOtherWriter: another writer
+// recorded it, not a preflight of this store, and a clone can forge one
+// for a predictable project root (docs/adoption.md); every other one names
+// why it fails.
+func (o *Outcome) adoptReceipts(scan []ScannedReceipt) {
 	for i := range scan {
 		r := &scan[i]
-		if r.Err != nil {
-			o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
-				HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: foreignReason(r.Err),
-			})
-			continue
+		reason := events.ForeignOtherWriter
+		switch {
+		case r.Err != nil:
+			reason = foreignReason(r.Err)
+		case !preflight.Eligible(o.Adapter.ID, o.State):
+			r.Err, reason = errIneligible, events.ForeignIneligible
+		default:
+			r.verified = true
 		}
-		prove := fsm.Prove
-		if r.Receipt.State == string(fsm.ActiveIsolated) {
-			prove = fsm.ProveIsolated
-		}
-		to, err := fsm.Decide(o.State, prove)
-		if err != nil || !preflight.Eligible(o.Adapter.ID, o.State) {
-			r.Err = errIneligible
-			o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
-				HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: events.ForeignIneligible,
-			})
-			continue
-		}
-		r.eligible = true
-		o.add(o.Adapter, events.TypeReceiptAdopted, &events.ReceiptAdopted{
-			Transition:      events.Transition{From: string(o.State), To: string(to)},
-			ReceiptRecorded: r.Receipt.Recorded(r.SHA256, r.Path),
+		o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
+			HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: reason,
 		})
-		o.State = to
-		o.NextStep = NextFor(o.Adapter, o.State, false)
 	}
-	return nil
 }
 
 var (
@@ -240,7 +223,7 @@ type ScannedReceipt struct {
 	// Err is why the receipt proves nothing: malformed, misplaced, or a
 	// *receipt.Error of the eight rules; nil for a verified one.
 	Err      error
-	eligible bool
+	verified bool // passed the eight rules while its harness could be proven
 }
 
 // ScanReceipts reads every receipt file of harness id
@@ -326,27 +309,11 @@ func scanOne(root *adapters.ProjectRoot, m adapters.Manifest, id, worker, path, 
 	return s
 }
 
-// NewestVerified is the newest scanned receipt that passed the eight rules
-// (scan in ScanReceipts' order), as the status rule's receipt search
-// reports it at now.
-func NewestVerified(scan []ScannedReceipt, now time.Time) Found {
-	var f Found
-	for i := len(scan) - 1; i >= 0; i-- {
-		if scan[i].Err != nil {
-			f.Rejected++
-			continue
-		}
-		r := scan[i].Receipt
-		at, _ := receipt.ParseTime(r.RecordedAt)
-		f.Receipt, f.Age = &r, int64(now.Sub(at)/time.Second)
-		return f
-	}
-	return f
-}
-
 // NextAdopt is the step of a harness whose manifest record is not adopted
-// yet: the project was initialized by another Tree Ring writer.
-const NextAdopt = "Run `tree-ring init` to adopt this project's activation manifest into the ledger (its store id is kept and no file is rewritten), then start a new harness session."
+// yet: the project was initialized by another Tree Ring writer, or it is a
+// clone that brought another machine's .tree-ring. Its receipt files are
+// not read as proof (docs/adoption.md).
+const NextAdopt = "Receipts from another store or machine are not proof: run `tree-ring init` to adopt this project's activation manifest into the ledger (its store id is kept and no file is rewritten), then open a new harness session."
 
 // AssessUnadopted is the status rule before adoption: the project has an
 // activation manifest (condition e.Manifest) but no ledger, as the Rust
@@ -360,9 +327,9 @@ const NextAdopt = "Run `tree-ring init` to adopt this project's activation manif
 //     3 Codex or Claude Code hooks), or a passive binding that is not the
 //     exact binding: needs-user-review;
 //   - material on disk that no longer matches the record: needs-user-review;
-//   - the state of the newest receipt that passes the eight rules when the
-//     record's state may be proven, else the record's state with a proven
-//     one mapped back to configured-awaiting-proof.
+//   - else the record's state, a proven one mapped back to
+//     configured-awaiting-proof: the receipt files on disk are another
+//     writer's (or a clone's forgery), never proof here.
 //
 // A state that init adopts as it is gets NextAdopt as its step.
 func AssessUnadopted(e Evidence, live Live) Status {
@@ -388,21 +355,15 @@ func AssessUnadopted(e Evidence, live Live) Status {
 	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
 		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
 	}
-	fp, ok := s.checkBridge(a, rec, live)
-	if !ok {
+	if _, ok := s.checkBridge(a, rec, live); !ok {
 		return s
 	}
 	st := fsm.State(rec.State)
 	if fsm.Proven(st) || a.PluginDescriptor {
 		st = fsm.ConfiguredAwaitingProof
 	}
-	if preflight.Eligible(a.ID, st) {
-		if s.Found = live.NewestReceipt(fp); s.Receipt != nil {
-			st = fsm.State(s.Receipt.State)
-		}
-	}
 	switch st {
-	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated, fsm.NeedsTrust:
+	case fsm.ConfiguredAwaitingProof, fsm.NeedsTrust:
 		return s.set(st, NextAdopt)
 	}
 	return s.set(st, NextFor(a, st, false))

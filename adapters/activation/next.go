@@ -42,6 +42,13 @@ func NextAwaitingProof(name string) string {
 	return "Open a new " + name + " session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`."
 }
 
+// NextNotProof is the step of a harness whose receipts came from another
+// store or machine (adopted, or brought by an events import): they are
+// history, and a session here proves it.
+func NextNotProof(name string) string {
+	return "Receipts from another store or machine are not proof; open a new " + name + " session: its bridge runs the preflight here and records the receipt. Then check `tree-ring integrations status --verbose`."
+}
+
 // NextAfterActivate is the step after a successful activate or link without
 // a receipt: prove it in a new session, then check status.
 func NextAfterActivate(name string) string {

@@ -53,6 +53,10 @@ type Evidence struct {
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
 	// the recorded state is failed.
 	LedgerDiagnostic string
+	// NotProofHere: the receipts the harness stream holds were adopted
+	// from another writer or brought by an events import
+	// (fsm.History.NotProofHere), so none proves it here.
+	NotProofHere bool
 }
 
 // Live is the evidence status reads from outside the ledger, only when
@@ -284,6 +288,9 @@ func (s Status) onHost(e Evidence, live Live, fp string) Status {
 	}
 	if gateUnknown != nil {
 		return s.set(fsm.NeedsTrust, gateUnknown.Next)
+	}
+	if e.NotProofHere {
+		return s.set(fsm.ConfiguredAwaitingProof, NextNotProof(a.Name))
 	}
 	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof(a.Name))
 }

@@ -44,16 +44,3 @@ func (pr *project) recordAdoption(ctx context.Context, g *Globals, st *bolt.Stor
 	}
 	return ad.Manifest.StoreID, nil
 }
-
-// unadoptedLive is the status rule's live evidence before adoption: there
-// is no receipt index yet, so the newest valid receipt is searched among
-// the receipt files themselves (activation.ScanReceipts, bounded).
-type unadoptedLive struct{ *liveEvidence }
-
-func (l unadoptedLive) NewestReceipt(recomputed string) activation.Found {
-	scan, err := activation.ScanReceipts(l.pr.root, l.m, l.a.ID, recomputed, l.now, activation.MaxStatusReceipts)
-	if err != nil {
-		return activation.Found{}
-	}
-	return activation.NewestVerified(scan, l.now)
-}

@@ -77,9 +77,11 @@ func newRustProject(t *testing.T) *proj {
 // A project the Rust Tree Ring initialized goes through status, init,
 // status: the store id is kept, no pre-existing file is rewritten or
 // removed (p.run hashes every file before and after each command), and
-// the states are the protocol's: Claude Code active on its fresh receipt,
-// the version 3 Codex definition needs-user-review, Agent Zero
-// needs-plugin without its plugin's descriptor.
+// the states are the protocol's: Claude Code configured-awaiting-proof
+// although its receipt file passes the eight rules (another writer's
+// receipt is never proof here: issue 24 finding 2), the version 3 Codex
+// definition needs-user-review, Agent Zero needs-plugin without its
+// plugin's descriptor. Claude Code's first session here proves it.
 const adoptCanary = "CANARY-adopt-7f3e9a-never-in-the-ledger"
 
 func TestAdoptRustProject(t *testing.T) {
@@ -87,7 +89,7 @@ func TestAdoptRustProject(t *testing.T) {
 	p.write(".tree-ring/memory.sqlite", "SQLite format 3\x00 "+adoptCanary)
 	p.write(".tree-ring/AGENTS.md", p.read(".tree-ring/AGENTS.md")+adoptCanary+"\n")
 	manifest := p.read(adapters.ManifestPath)
-	want := map[string]string{"claude-code": "active", "codex": "needs-user-review", "agent-zero": "needs-plugin"}
+	want := map[string]string{"claude-code": "configured-awaiting-proof", "codex": "needs-user-review", "agent-zero": "needs-plugin"}
 
 	var before initOut
 	p.json(&before, "--json", "integrations", "status")
@@ -140,7 +142,7 @@ func TestAdoptRustProject(t *testing.T) {
 	if after.StoreID != rustStoreID || !mapsEqual(after.states(), want) {
 		t.Fatalf("status after init: %+v", after)
 	}
-	if after.next("codex") != activation.NextStale || after.next("claude-code") != activation.NextActive {
+	if after.next("codex") != activation.NextStale || after.next("claude-code") != activation.NextNotProof("Claude Code") {
 		t.Fatalf("next steps after init: %+v", after)
 	}
 	if p.read(adapters.ManifestPath) != manifest {
@@ -181,13 +183,7 @@ func TestAdoptRustProject(t *testing.T) {
 			_ = json.Unmarshal(e.Payload, &f)
 			foreign[f.ReceiptID] = f.Reason
 		case "receipt.adopted":
-			var r struct {
-				ReceiptID string `json:"receipt_id"`
-			}
-			_ = json.Unmarshal(e.Payload, &r)
-			if r.ReceiptID != rustReceiptValid {
-				t.Errorf("adopted %s", r.ReceiptID)
-			}
+			t.Error("receipt.adopted recorded: another writer's receipt is not proof")
 		case "manifest.published":
 			var m struct {
 				SHA256  string `json:"sha256"`
@@ -203,14 +199,14 @@ func TestAdoptRustProject(t *testing.T) {
 		adopted.CLIVersion != "0.15.13" || adopted.ReceiptsFound != 4 || adopted.ReceiptsVerified != 1 {
 		t.Fatalf("store.adopted %+v", adopted)
 	}
-	wantForeign := map[string]string{rustReceiptExpired: "rule_8", rustReceiptCodexV3: "ineligible", rustReceiptMalformed: "malformed"}
+	wantForeign := map[string]string{rustReceiptValid: "other_writer", rustReceiptExpired: "rule_8", rustReceiptCodexV3: "ineligible", rustReceiptMalformed: "malformed"}
 	if !mapsEqual(foreign, wantForeign) {
 		t.Fatalf("receipt.foreign %v", foreign)
 	}
 	wantTypes := []string{
 		"store store.initialized", "store store.adopted",
 		"harness/agent-zero bridge.published",
-		"harness/claude-code bridge.published", "harness/claude-code receipt.foreign", "harness/claude-code receipt.foreign", "harness/claude-code receipt.adopted",
+		"harness/claude-code bridge.published", "harness/claude-code receipt.foreign", "harness/claude-code receipt.foreign", "harness/claude-code receipt.foreign",
 		"harness/codex bridge.published", "harness/codex publication.review_required", "harness/codex receipt.foreign",
 		// init makes the store's fleet signing key, records the installed
 		// program (the Rust project's, adopted),
@@ -257,6 +253,11 @@ func TestAdoptRustProject(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("preflight: %v: %s", err, errb.String())
+	}
+	var proved initOut
+	p.json(&proved, "--json", "integrations", "status")
+	if got := proved.states()["claude-code"]; got != "active" {
+		t.Fatalf("claude-code after a session here: %s", got)
 	}
 	for _, id := range []string{rustReceiptValid, rustReceiptExpired, rustReceiptMalformed, later} {
 		if !p.exists(dir + "/" + id + ".json") {

@@ -82,6 +82,9 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		}
 		return err
 	}
+	if _, err := revokeRestored(ctx, g, st, envs); err != nil {
+		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates), but the revocation of the receipts it brought is not (until it is, they may read as proof here); the same command again records it", res.Imported, res.Skipped)}
+	}
 	run.SetItems(int64(res.Imported))
 	if err := run.Finish(ctx, nil); err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}

@@ -240,6 +240,7 @@ type ledgerView struct {
 	receipts           map[string][]receipt.Entry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
+	notProof           map[string]bool // fsm.History.NotProofHere
 	diagnostics        map[string]string       // failed harnesses' codes
 	program            *events.ProgramIdentity // nil: none recorded
 }
@@ -284,7 +285,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 		if !ledger && ev.manifest == activation.ManifestPresent {
 			// Another writer's manifest, not adopted yet (adopt.go).
 			ev.storeID = m.StoreID
-			h.Status = activation.AssessUnadopted(h.Evidence, unadoptedLive{live})
+			h.Status = activation.AssessUnadopted(h.Evidence, live)
 			continue
 		}
 		h.Status = activation.Assess(h.Evidence, live)
@@ -315,7 +316,7 @@ func manifestCondition(pr *project) (adapters.Manifest, string, error) {
 func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m adapters.Manifest) activation.Evidence {
 	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial}
 	if s, ok := lv.states[a.ID]; ok {
-		e.LedgerState = s
+		e.LedgerState, e.NotProofHere = s, lv.notProof[a.ID]
 	}
 	if e.LedgerState == fsm.Failed {
 		e.LedgerDiagnostic = lv.diagnostics[a.ID]
@@ -335,7 +336,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
 		receipts: map[string][]receipt.Entry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
-		diagnostics: map[string]string{}}
+		notProof: map[string]bool{}, diagnostics: map[string]string{}}
 	st, err := g.OpenLongReader()
 	if err != nil {
 		return nil, err
@@ -348,9 +349,11 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 		if v == 0 {
 			continue
 		}
-		if lv.states[id], err = replayState(ctx, st, id, now); err != nil {
+		h, err := replayHarness(ctx, st, id, now)
+		if err != nil {
 			return nil, err
 		}
+		lv.states[id], lv.notProof[id] = h.State, h.NotProofHere()
 	}
 	return lv, nil
 }
@@ -401,21 +404,20 @@ func (lv *ledgerView) readHarness(r *bolt.Reader, id string) error {
 	return nil
 }
 
-// replayState is harness id's state at now, replaying its stream. A long
-// stream lets hooks in between slices; what they append meanwhile is
+// replayHarness is harness id's history at now, replaying its stream. A
+// long stream lets hooks in between slices; what they append meanwhile is
 // replayed too.
-func replayState(ctx context.Context, st *bolt.Store, id string, now time.Time) (fsm.State, error) {
+func replayHarness(ctx context.Context, st *bolt.Store, id string, now time.Time) (*fsm.History, error) {
 	rp := fsm.NewReplayer(now)
 	if err := st.ReadStreamSliced(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
-		return "", fmt.Errorf("replay %s: %w", id, err)
+		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}
-	state := fsm.Initial
 	for _, h := range rp.Finish() {
 		if h.Harness == id {
-			state = h.State
+			return h, nil
 		}
 	}
-	return state, nil
+	return &fsm.History{Harness: id, State: fsm.Initial, Recorded: fsm.Initial}, nil
 }
 
 // liveEvidence is activation.Live over the project's files.
