@@ -57,6 +57,7 @@ type receiptsProjection struct{}
 func init() { register(receiptsProjection{}) }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
+
 // Version 3: receipt.adopted proves nothing, harness.proof_revoked voids
 // the proofs before it (issue 24).
 func (receiptsProjection) Version() int { return 3 }

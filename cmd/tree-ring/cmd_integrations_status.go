@@ -240,7 +240,7 @@ type ledgerView struct {
 	receipts           map[string][]receipt.Entry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
-	notProof           map[string]bool // fsm.History.NotProofHere
+	notProof           map[string]bool         // fsm.History.NotProofHere
 	diagnostics        map[string]string       // failed harnesses' codes
 	program            *events.ProgramIdentity // nil: none recorded
 }
