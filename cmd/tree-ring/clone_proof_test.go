@@ -98,6 +98,8 @@ func TestClonedReceiptsAreNotProof(t *testing.T) {
 		t.Fatalf("receipt.foreign %v", foreign)
 	}
 
+	p.ok("audit", "verify")
+
 	// A forged file after init: the ledger never recorded it.
 	const late = "receipt-6be4cf80-7293-45b5-a40b-6c7d8e9fa0b1"
 	p.write(dir+"/"+late+".json", strings.ReplaceAll(p.read(dir+"/"+real+".json"), real, late))
