@@ -43,6 +43,10 @@ type AdoptInput struct {
 	ProjectRootFingerprint string
 	CLIVersion             string
 	Now                    func() time.Time
+	// ForeignGuidance are the guidance files no store recorded (Guidance
+	// with nothing recorded): a record whose bridge points agents at them
+	// is adopted as awaiting review.
+	ForeignGuidance []adapters.Finding
 }
 
 // Adoption is what init records to adopt a manifest, in one transaction on
@@ -88,7 +92,7 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 	slices.Sort(ids)
 	var harnessEvents []Pending
 	for _, id := range ids {
-		o, err := adoptHarness(in.Root, id, m.Harnesses[id])
+		o, err := adoptHarness(in.Root, id, m.Harnesses[id], in.ForeignGuidance)
 		if err != nil {
 			return nil, true, fmt.Errorf("adopt %s: %w", id, err)
 		}
@@ -123,9 +127,11 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 // resting state follows, as for a publication), then, when the record is
 // not this CLI's current definition (an adapter version 3 Codex or Claude
 // Code hook, or a passive binding that is not the exact binding), the
-// review the protocol requires. Material that no longer matches the record
-// makes the record one awaiting review. Nothing is rewritten either way.
-func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*Outcome, error) {
+// review the protocol requires, or, for a bridge that points agents at
+// guidance files no store recorded (guidance), the review of those. Material
+// that no longer matches the record makes the record one awaiting review.
+// Nothing is rewritten either way.
+func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record, guidance []adapters.Finding) (*Outcome, error) {
 	a, ok := adapters.Lookup(id)
 	if !ok {
 		return nil, fmt.Errorf("unknown harness %q", id)
@@ -156,6 +162,14 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*
 		return nil, err
 	}
 	switch {
+	case len(guidance) > 0 && a.PointsAtGuidance():
+		o.Kind, o.Reason = Review, adapters.ReasonForeignGuidance
+		for _, f := range guidance {
+			o.Paths = append(o.Paths, f.Path)
+		}
+		o.findings = guidance
+		o.NextStep = GuidanceNext(guidance)
+		return o, o.requireReview(o.Reason, o.Paths, nil)
 	case !preflight.Current(a, rec):
 		o.Kind, o.Reason, o.Paths = Review, adapters.ReasonAdapterChanged, uniq(rec.Paths())
 		o.NextStep = NextStale
@@ -323,6 +337,8 @@ const NextAdopt = "Receipts from another store or machine are not proof: run `tr
 //   - no valid manifest, or no record for the harness: the initial state,
 //     run init (which adopts, or refuses to replace, the manifest);
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
+//   - a guidance file the bridge points agents at that no store recorded
+//     (nothing is recorded before init): needs-user-review, its repair;
 //   - a record that is not this CLI's current definition (adapter version
 //     3 Codex or Claude Code hooks), or a passive binding that is not the
 //     exact binding: needs-user-review;
@@ -346,6 +362,9 @@ func AssessUnadopted(e Evidence, live Live) Status {
 			s.Plugin = err.Error()
 			return s.set(fsm.NeedsPlugin, NextNeedsPlugin)
 		}
+	}
+	if st, foreign := s.onGuidance(a, live); foreign {
+		return st
 	}
 	rec := *e.Record
 	if !preflight.Current(a, rec) {

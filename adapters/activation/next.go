@@ -178,13 +178,20 @@ func reasonStep(l *stepLines, o *Outcome, retry string) bool {
 		l.line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
 	case adapters.ReasonManifest:
 		l.line("%s already exists and would need a different %s record; init and activate never rewrite it. Run `tree-ring integrations reconcile --harness %s` to see the change, then the same with `--apply` to make it (recorded, with the previous digest).", adapters.ManifestPath, a.ID, a.ID)
-	case adapters.ReasonForeignProgram:
-		// Its repair is init (which installs the running build), never
-		// activate: the finding's detail is the whole step.
+	case adapters.ReasonForeignProgram, adapters.ReasonForeignGuidance:
+		// Its repair is init (which installs Tree Ring's file), never
+		// activate: the findings' details are the whole step.
+		var guidance []adapters.Finding
 		for _, f := range o.findings {
-			if f.Reason == adapters.ReasonForeignProgram {
+			switch f.Reason {
+			case adapters.ReasonForeignProgram:
 				l.line("%s", f.Detail)
+			case adapters.ReasonForeignGuidance:
+				guidance = append(guidance, f)
 			}
+		}
+		if len(guidance) > 0 {
+			l.line("%s", GuidanceNext(guidance))
 		}
 	case adapters.ReasonDurability:
 		l.line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)

@@ -88,6 +88,10 @@ type Live interface {
 	// HooksOff is the host's own switch of its hooks, read read-only,
 	// asked only of a harness with a HooksSwitch (Claude Code).
 	HooksOff() adapters.HooksOff
+	// ForeignGuidance are the guidance files under .tree-ring that the
+	// store did not record (Guidance), asked only of a harness whose
+	// bridge points agents at them.
+	ForeignGuidance() []adapters.Finding
 }
 
 // Found is the receipt search's result.
@@ -144,6 +148,9 @@ func Listed(detected bool, e Evidence) bool {
 //   - needs-user-review while a program this store did not install, and
 //     that is not the running build, stands where the bridge would run it
 //     (adapters.ProgramForeign), with the step that moves it aside;
+//   - needs-user-review while a guidance file the bridge points agents at
+//     is not one this store recorded (adapters.ReasonForeignGuidance),
+//     with the step that moves it aside;
 //   - the ledger's blocked states (needs-user-review, needs-trust,
 //     failed, needs-project-mount, unsupported, and needs-plugin for a
 //     harness no plugin proves) stand as recorded, except that a stale
@@ -192,11 +199,8 @@ func Assess(e Evidence, live Live) Status {
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
 	program := sync.OnceValue(live.Program)
-	if a.RunsProgram() && foreign(program()) {
-		// A program this store never installed runs in no bridge of ours
-		// (init and activate publish none): whatever the ledger says.
-		s.Diagnostic = adapters.ProgramForeign
-		return s.set(fsm.NeedsUserReview, sentence(program().Error()))
+	if st, foreign := s.onForeign(a, live, program); foreign {
+		return st
 	}
 	if st, done := s.onRecord(e); done {
 		return st
@@ -216,6 +220,32 @@ func Assess(e Evidence, live Live) Status {
 		return s.recorded(e)
 	}
 	return s.onHost(e, live, fp)
+}
+
+// onForeign is needs-user-review, whatever the ledger says, for a bridge
+// that would run a program this store never installed (init and activate
+// publish none), or point agents at guidance it did not record.
+func (s Status) onForeign(a *adapters.Adapter, live Live, program func() error) (Status, bool) {
+	if a.RunsProgram() && foreign(program()) {
+		s.Diagnostic = adapters.ProgramForeign
+		return s.set(fsm.NeedsUserReview, sentence(program().Error())), true
+	}
+	return s.onGuidance(a, live)
+}
+
+// onGuidance is the check, before and after init, of the guidance files a
+// bridge points agents at: needs-user-review, naming each file this store
+// did not record and its repair, whatever the ledger says.
+func (s Status) onGuidance(a *adapters.Adapter, live Live) (_ Status, foreign bool) {
+	if !a.PointsAtGuidance() {
+		return s, false
+	}
+	fg := live.ForeignGuidance()
+	if len(fg) == 0 {
+		return s, false
+	}
+	s.Diagnostic = adapters.ReasonForeignGuidance
+	return s.set(fsm.NeedsUserReview, GuidanceNext(fg)), true
 }
 
 // onRecord is Assess's check of the harness's record in the manifest on

@@ -27,6 +27,7 @@ type fakeLive struct {
 	host     adapters.TrustDecision
 	hooksOff adapters.HooksOff
 	a        *adapters.Adapter // for host: its steps
+	guidance []adapters.Finding
 }
 
 func (f *fakeLive) Program() error { f.asked = append(f.asked, "program"); return f.program }
@@ -46,6 +47,8 @@ func (f *fakeLive) HooksOff() adapters.HooksOff {
 	f.asked = append(f.asked, "hooks")
 	return f.hooksOff
 }
+
+func (f *fakeLive) ForeignGuidance() []adapters.Finding { return f.guidance }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
 

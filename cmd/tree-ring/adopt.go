@@ -14,8 +14,12 @@ import (
 // store.initialized yet: nil when there is no manifest, an
 // *activation.AdoptError when it cannot be adopted. It only reads.
 func (pr *project) adoption(g *Globals) (*activation.Adoption, error) {
+	_, foreign, _, err := pr.guidanceCheck(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
 	ad, exists, err := activation.Adopt(activation.AdoptInput{
-		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(), Now: g.Now,
+		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(), Now: g.Now, ForeignGuidance: foreign,
 	})
 	if err != nil || !exists {
 		return nil, err

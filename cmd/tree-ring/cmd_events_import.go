@@ -82,19 +82,20 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 		}
 		return err
 	}
-	if _, err := revokeRestored(ctx, g, st, envs); err != nil {
-		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates), but the revocation of the receipts it brought is not (until it is, they may read as proof here); the same command again records it", res.Imported, res.Skipped)}
-	}
 	run.SetItems(int64(res.Imported))
 	if err := run.Finish(ctx, nil); err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}
 	}
-	return finishImport(g, st, res)
+	return finishImport(ctx, g, st, envs, res)
 }
 
-// finishImport puts back the receipt files the imported events name (a
-// restore) and prints the result.
-func finishImport(g *Globals, st *bolt.Store, res bolt.ImportResult) error {
+// finishImport revokes the proofs the imported events brought
+// (revokeRestored), puts back the receipt files they name (a restore) and
+// prints the result.
+func finishImport(ctx context.Context, g *Globals, st *bolt.Store, envs []events.Envelope, res bolt.ImportResult) error {
+	if err := revokeRestored(ctx, g, st, envs, res); err != nil {
+		return err
+	}
 	restored, err := restoreReceiptFiles(g, st)
 	if err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates); `tree-ring projections rebuild` restores the receipt files", res.Imported, res.Skipped)}

@@ -379,8 +379,8 @@ func TestEventsImportForeignLedger(t *testing.T) {
 	}
 	a.ok("", "audit", "verify")
 	// The old copy, the import's run.started, the newer events in order,
-	// the revocation of the proof they brought, its run.finished.
-	want = slices.Concat(want[:oldN], []string{"run.started"}, want[oldN:], []string{"harness.proof_revoked", "run.finished"})
+	// its run.finished, the revocation of the proof they brought.
+	want = slices.Concat(want[:oldN], []string{"run.started"}, want[oldN:], []string{"run.finished", "harness.proof_revoked"})
 	if got := a.eventTypes(); !slices.Equal(got, want) {
 		t.Errorf("after the restore: %v, want %v and the import's run", got, want)
 	}

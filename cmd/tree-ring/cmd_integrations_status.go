@@ -243,6 +243,7 @@ type ledgerView struct {
 	notProof           map[string]bool         // fsm.History.NotProofHere
 	diagnostics        map[string]string       // failed harnesses' codes
 	program            *events.ProgramIdentity // nil: none recorded
+	guidance           []events.FileDigest     // the last guidance.recorded
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -264,12 +265,13 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	ev.ledger = ledger
 	lv := &ledgerView{}
 	prog := &programCheck{g: g, pr: pr}
+	guide := &guidanceCheck{pr: pr}
 	if ledger {
 		if lv, err = readLedgerView(ctx, g, now); err != nil {
 			return nil, err
 		}
 		ev.storeID = lv.storeID
-		prog.rec = lv.program
+		prog.rec, guide.rec = lv.program, lv.guidance
 		if ev.manifest == activation.ManifestPresent && (m.StoreID != lv.storeID || m.ProjectRootFingerprint != lv.projectFP) {
 			ev.manifest = activation.ManifestMismatch
 		}
@@ -281,7 +283,7 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 			continue
 		}
 		ev.harnesses = append(ev.harnesses, h)
-		live := &liveEvidence{g: g, pr: pr, m: m, a: a, program: prog, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
+		live := &liveEvidence{g: g, pr: pr, m: m, a: a, program: prog, guidance: guide, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
 		if !ledger && ev.manifest == activation.ManifestPresent {
 			// Another writer's manifest, not adopted yet (adopt.go).
 			ev.storeID = m.StoreID
@@ -343,6 +345,9 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 	}
 	defer st.Close()
 	if err := st.View(lv.read); err != nil {
+		return nil, err
+	}
+	if lv.guidance, err = recordedGuidance(ctx, st); err != nil {
 		return nil, err
 	}
 	for id, v := range lv.versions {
@@ -422,15 +427,41 @@ func replayHarness(ctx context.Context, st *bolt.Store, id string, now time.Time
 
 // liveEvidence is activation.Live over the project's files.
 type liveEvidence struct {
-	g       *Globals
-	pr      *project
-	m       adapters.Manifest
-	a       *adapters.Adapter
-	entries []receipt.Entry // newest first
-	proof   projections.ReceiptProof
-	now     time.Time
-	program *programCheck
+	g        *Globals
+	pr       *project
+	m        adapters.Manifest
+	a        *adapters.Adapter
+	entries  []receipt.Entry // newest first
+	proof    projections.ReceiptProof
+	now      time.Time
+	program  *programCheck
+	guidance *guidanceCheck
 }
+
+// guidanceCheck reads the guidance files against the recorded ones
+// (activation.Guidance) once for every harness of one evaluation.
+type guidanceCheck struct {
+	pr      *project
+	rec     []events.FileDigest
+	once    sync.Once
+	foreign []adapters.Finding
+}
+
+func (c *guidanceCheck) result() []adapters.Finding {
+	c.once.Do(func() {
+		disk, err := adapters.GuidanceOnDisk(c.pr.root)
+		if err != nil {
+			// Unreadable: nothing vouches for what agents would read.
+			c.foreign = []adapters.Finding{{Path: adapters.StoreDir, Reason: adapters.ReasonForeignGuidance,
+				Detail: "The guidance files under " + adapters.StoreDir + " cannot be read (" + err.Error() + "); fix their permissions, then run `tree-ring integrations status`."}}
+			return
+		}
+		_, c.foreign, _ = activation.Guidance(c.rec, disk)
+	})
+	return c.foreign
+}
+
+func (l *liveEvidence) ForeignGuidance() []adapters.Finding { return l.guidance.result() }
 
 // programCheck verifies the installed program against its record, or with
 // none recorded that it is absent or the running build (foreignProgram),

@@ -11,17 +11,17 @@ import (
 	"github.com/tree-ring/tree-ring/projections"
 )
 
-// revokeRestored records, in one transaction after an events import of
-// envs, the revocation of the proofs it brought (activation.RevokeRestored):
-// it returns how many harnesses it revoked.
-func revokeRestored(ctx context.Context, g *Globals, st *bolt.Store, envs []events.Envelope) (int, error) {
+// revokeRestored records, in one transaction after the events import of
+// envs (res), the revocation of the proofs it brought
+// (activation.RevokeRestored). Its failure is a *PartialError: the
+// import itself is committed.
+func revokeRestored(ctx context.Context, g *Globals, st *bolt.Store, envs []events.Envelope, res bolt.ImportResult) error {
 	imported := activation.ImportedProofs(envs)
 	if len(imported) == 0 {
-		return 0, nil
+		return nil
 	}
 	now := g.Now()
 	f := g.Factory("cli")
-	n := 0
 	err := st.Update(ctx, func(tx *bolt.Tx) error {
 		hkv, rkv := tx.Projection(projections.HarnessesName), tx.Projection(projections.ReceiptsName)
 		var hs []activation.HarnessProof
@@ -36,8 +36,7 @@ func revokeRestored(ctx context.Context, g *Globals, st *bolt.Store, envs []even
 			}
 			hs = append(hs, activation.HarnessProof{ID: a.ID, State: s, Newest: p.NewestID})
 		}
-		pend := activation.RevokeRestored(hs, imported)
-		for _, p := range pend {
+		for _, p := range activation.RevokeRestored(hs, imported) {
 			e, err := f.New(p.Stream, p.Type, p.Payload)
 			if err != nil {
 				return err
@@ -46,8 +45,10 @@ func revokeRestored(ctx context.Context, g *Globals, st *bolt.Store, envs []even
 				return fmt.Errorf("append %s: %w", p.Stream, err)
 			}
 		}
-		n = len(pend)
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates), but the revocation of the receipts it brought is not (until it is, they may read as proof here); the same command again records it", res.Imported, res.Skipped)}
+	}
+	return nil
 }
