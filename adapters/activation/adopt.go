@@ -34,6 +34,29 @@ func (e *AdoptError) Error() string {
 	return "cannot adopt " + adapters.ManifestPath + ": " + e.Reason + "; Tree Ring neither adopts nor replaces it (review or move it aside, then run `tree-ring init`)"
 }
 
+// UnadoptableError is status in a project with no ledger whose
+// activation.json init will not adopt: it names another project root (a
+// clone or a copy of another checkout brought it) or does not decode. Its
+// step is the one that then works: move it aside, then init.
+type UnadoptableError struct{ Condition string } // ManifestMismatch or ManifestInvalid
+
+func (e *UnadoptableError) Error() string {
+	why := "names another project root (a clone or a copy of another checkout brought it): its store, bridges and receipts are not this project's"
+	if e.Condition != ManifestMismatch {
+		why = "does not decode as an activation manifest"
+	}
+	return adapters.ManifestPath + " " + why + ", so `tree-ring init` does not adopt it and nothing here is active; repair: review it, move it aside (`mv " +
+		adapters.ManifestPath + " " + adapters.ManifestPath + ".review`), then run `tree-ring init`"
+}
+
+// Diagnostic is the code a failed run records.
+func (e *UnadoptableError) Diagnostic() string {
+	if e.Condition == ManifestMismatch {
+		return "foreign_root"
+	}
+	return "manifest_invalid"
+}
+
 // AdoptInput is what an adoption reads: the project (whose manifest and
 // receipts another writer, the Rust Tree Ring, left there), its root
 // fingerprint, this CLI's version and the clock receipts are verified by

@@ -30,6 +30,10 @@ const (
 // NextInit is the step of a harness in a project without a store.
 const NextInit = "Run `tree-ring init` to create the project store and publish the detected harnesses' bridges."
 
+// NextInitUnfinished is the step of a harness in a store that init made
+// but did not finish (nothing was published: it failed, or was killed).
+const NextInitUnfinished = "`tree-ring init` made the store but did not finish (nothing is published yet); fix what it reported and run `tree-ring init` again."
+
 // NextActivate is the step of a harness nothing has been published for.
 func NextActivate(id string) string {
 	return "Run `tree-ring integrations activate --harness " + id + "` to publish its bridge, then open a new session."
@@ -53,6 +57,9 @@ type Evidence struct {
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
 	// the recorded state is failed.
 	LedgerDiagnostic string
+	// Published: the store has published a manifest (manifest.published):
+	// an init that made the store but stopped before publishing has not.
+	Published bool
 	// NotProofHere: the receipts the harness stream holds were adopted
 	// from another writer or brought by an events import
 	// (fsm.History.NotProofHere), so none proves it here.
@@ -144,7 +151,8 @@ func Listed(detected bool, e Evidence) bool {
 //   - no ledger: unsupported (the initial state), run init;
 //   - a guidance-only adapter: unsupported;
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
-//   - nothing published or recorded: the initial state, activate;
+//   - nothing published or recorded: the initial state, activate, or init
+//     again when the store has published nothing at all (a failed init);
 //   - needs-user-review while a program this store did not install, and
 //     that is not the running build, stands where the bridge would run it
 //     (adapters.ProgramForeign), with the step that moves it aside;
@@ -196,6 +204,9 @@ func Assess(e Evidence, live Live) Status {
 		}
 	}
 	if !e.Events && e.Record == nil {
+		if !e.Published {
+			return s.set(fsm.Initial, NextInitUnfinished)
+		}
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
 	program := sync.OnceValue(live.Program)

@@ -134,8 +134,12 @@ func TestAssessEveryState(t *testing.T) {
 	}{
 		{"no ledger", activation.Evidence{Adapter: codex}, fakeLive{}, fsm.Unsupported, activation.NextInit, "", ""},
 		{"guidance-only adapter", activation.Evidence{Adapter: goose, Ledger: true}, fakeLive{}, fsm.Unsupported, activation.NextUnsupported, "", ""},
-		{"nothing published", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, LedgerState: fsm.Initial},
+		{"nothing published for it", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, LedgerState: fsm.Initial, Published: true},
 			fakeLive{}, fsm.Unsupported, activation.NextActivate("codex"), "", ""},
+		// Issue 24 finding 10: after an init that made the store and
+		// failed, the step is init again, not activate.
+		{"a failed init published nothing", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestMissing, LedgerState: fsm.Initial},
+			fakeLive{}, fsm.Unsupported, activation.NextInitUnfinished, "", ""},
 		{"plugin descriptor refused", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{plugin: errors.New("no descriptor")}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "", "plugin"},
 		{"manifest missing", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMissing, nil }),

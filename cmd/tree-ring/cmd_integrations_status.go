@@ -86,11 +86,8 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err != nil {
 		return err
 	}
-	if !ev.ledger && g.manifestNamesStore() && ev.manifest != activation.ManifestPresent {
-		// A deleted ledger under a manifest init cannot adopt as it is
-		// (a valid one of this root is read as it is: adopt.go); say the
-		// repair.
-		return g.noLedger(nil)
+	if err := ev.noStore(g); err != nil {
+		return err
 	}
 	rep := ev.report(o.Verbose || g.JSON, g.Getenv(preflight.DescriptorEnv) != "")
 	if ev.ledger {
@@ -104,6 +101,22 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	printStatus(g.Stdout, rep)
 	if rep.ReceiptFiles != nil {
 		fmt.Fprintf(g.Stdout, "receipt files: %s\n", rep.ReceiptFiles)
+	}
+	return nil
+}
+
+// noStore is status's refusal in a project with no ledger whose
+// activation.json init will not adopt as it is: another root's or
+// undecodable (activation.UnadoptableError), or missing or invalid under
+// a root whose manifest named a store (a deleted ledger: say the repair).
+func (ev *evaluation) noStore(g *Globals) error {
+	switch {
+	case ev.ledger:
+		return nil
+	case ev.manifest == activation.ManifestMismatch || ev.manifest == activation.ManifestInvalid:
+		return &activation.UnadoptableError{Condition: ev.manifest}
+	case g.manifestNamesStore() && ev.manifest != activation.ManifestPresent:
+		return g.noLedger(nil)
 	}
 	return nil
 }
@@ -244,6 +257,7 @@ type ledgerView struct {
 	diagnostics        map[string]string       // failed harnesses' codes
 	program            *events.ProgramIdentity // nil: none recorded
 	guidance           []events.FileDigest     // the last guidance.recorded
+	published          bool                    // a manifest.published
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -316,7 +330,7 @@ func manifestCondition(pr *project) (adapters.Manifest, string, error) {
 // evidence is harness a's recorded evidence: the ledger's view of it and
 // its record in the manifest on disk m (condition cond).
 func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m adapters.Manifest) activation.Evidence {
-	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial}
+	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial, Published: lv.published}
 	if s, ok := lv.states[a.ID]; ok {
 		e.LedgerState, e.NotProofHere = s, lv.notProof[a.ID]
 	}
@@ -371,6 +385,9 @@ func (lv *ledgerView) read(r *bolt.Reader) error {
 		return err
 	}
 	lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
+	if _, lv.published, err = projections.LastPublished(mkv); err != nil {
+		return err
+	}
 	if p, ok, err := projections.ProgramOf(mkv); err != nil {
 		return err
 	} else if ok {
