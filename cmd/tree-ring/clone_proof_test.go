@@ -119,3 +119,72 @@ func (p *proj) claudeState() string {
 	p.json(&st, "--json", "integrations", "status")
 	return st.states()["claude-code"]
 }
+
+// The restore case of issue 24 finding 2: this store's own export,
+// imported into an empty .tree-ring on another machine (here: the same
+// path, its .tree-ring emptied), re-materializes
+// the receipt files, which then prove nothing there: status is
+// configured-awaiting-proof with the step that says why, while the replay
+// at the original session's instant still shows what that machine
+// proved; the next session here proves it.
+func TestRestoredReceiptsAreNotProof(t *testing.T) {
+	p := newProj(t, ".claude")
+	p.ok("init")
+	p.claudeSession("original-01")
+	export := filepath.Join(t.TempDir(), "store.events")
+	if err := os.WriteFile(export, []byte(p.ok("events")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var proved struct {
+		Harnesses []struct {
+			State string `json:"state"`
+		} `json:"harnesses"`
+	}
+	at := p.lastEventTime()
+	// The documented restore: the latest export into an empty .tree-ring
+	// (with the store's key, which the backup keeps beside the export),
+	// then init (which finds the store and installs its files again).
+	key := p.read(".tree-ring/store.key")
+	if err := os.RemoveAll(p.path(".tree-ring")); err != nil {
+		t.Fatal(err)
+	}
+	p.ok("events", "import", export)
+	if err := os.WriteFile(p.path(".tree-ring/store.key"), []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// (Agent Zero's binding file was under the emptied .tree-ring: init
+	// leaves it to review, exit 5.)
+	if r := p.run("init"); r.code != 0 && r.code != exitReview {
+		t.Fatalf("init after the restore: %+v", r)
+	}
+	dir := receipt.WorkerDir("claude-code", "claude-code")
+	if names, _ := filepath.Glob(p.path(dir + "/receipt-*.json")); len(names) != 1 {
+		t.Fatalf("the restore re-materialized %v", names)
+	}
+	var st initOut
+	p.json(&st, "--json", "integrations", "status")
+	if st.states()["claude-code"] != "configured-awaiting-proof" || st.next("claude-code") != activation.NextNotProof("Claude Code") {
+		t.Fatalf("status after the restore: %+v", st)
+	}
+	p.json(&proved, "--json", "audit", "replay", "--harness", "claude-code", "--at", at)
+	if len(proved.Harnesses) != 1 || proved.Harnesses[0].State != "active" {
+		t.Fatalf("replay at the original session: %+v", proved)
+	}
+	p.claudeSession("restored-01")
+	if got := p.claudeState(); got != "active" {
+		t.Fatalf("a session after the restore: %s", got)
+	}
+}
+
+// lastEventTime is the recorded_at of the ledger's newest event.
+func (p *proj) lastEventTime() string {
+	p.t.Helper()
+	lines := strings.Split(strings.TrimSpace(p.ok("events")), "\n")
+	var e struct {
+		RecordedAt string `json:"recorded_at"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil {
+		p.t.Fatal(err)
+	}
+	return e.RecordedAt
+}
