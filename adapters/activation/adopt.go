@@ -201,9 +201,36 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record, gu
 		o.Kind, o.Reason, o.Paths = Review, adapters.ReasonAdapterChanged, uniq(rec.Paths())
 		o.NextStep = NextReview(id)
 		return o, o.requireReview(o.Reason, o.Paths, nil)
+	case foreignHooks(root, a, rec):
+		o.Kind, o.Reason, o.Paths = Review, ReasonForeignHooks, []string{rec.BridgePath}
+		o.NextStep = NextForeignHooks(id, rec.BridgePath)
+		return o, o.requireReview(o.Reason, o.Paths, nil)
 	}
 	o.NextStep = NextFor(a, o.State, false)
 	return o, nil
+}
+
+// foreignHooks reports whether rec's JSON hook file runs a command other
+// than Tree Ring's hook (adapters.HookFileForeign), or cannot be read:
+// nothing vouches for it then.
+func foreignHooks(root *adapters.ProjectRoot, a *adapters.Adapter, rec adapters.Record) bool {
+	if !a.JSONHookFile() {
+		return false
+	}
+	foreign, err := adapters.HookFileForeign(root, rec.BridgePath, a.ID)
+	return foreign || err != nil
+}
+
+// ReasonForeignHooks is the review of a record adopted from disk whose
+// hook file runs commands besides Tree Ring's hook: no store here has
+// reviewed them.
+const ReasonForeignHooks = "foreign_hooks"
+
+// NextForeignHooks is the step of a harness whose hook file, found before
+// this store recorded its bridge, runs other commands too.
+func NextForeignHooks(id, path string) string {
+	return path + " runs hook commands besides Tree Ring's, and no store here has reviewed them (a clone can ship a hostile hook beside Tree Ring's): review every hook in " +
+		path + ", then run `tree-ring init` and `tree-ring integrations reconcile --harness " + id + " --apply`, which publishes the reviewed bridge."
 }
 
 // Recomputed is the bridge fingerprint recomputed from the bytes on disk
@@ -346,6 +373,19 @@ func scanOne(root *adapters.ProjectRoot, m adapters.Manifest, id, worker, path, 
 	return s
 }
 
+// checkUnadoptedDisk is AssessUnadopted's check of the files on disk: the
+// bridge recomputed from them matches rec, and its JSON hook file runs no
+// command besides Tree Ring's hook; else needs-user-review.
+func (s Status) checkUnadoptedDisk(a *adapters.Adapter, rec adapters.Record, live Live) (Status, bool) {
+	if _, ok := s.checkBridge(a, rec, live); !ok {
+		return s, false
+	}
+	if a.JSONHookFile() && live.ForeignHooks(rec) {
+		return s.set(fsm.NeedsUserReview, NextForeignHooks(a.ID, rec.BridgePath)), false
+	}
+	return s, true
+}
+
 // NextAdopt is the step of a harness whose manifest record is not adopted
 // yet: the project was initialized by another Tree Ring writer, or it is a
 // clone that brought another machine's .tree-ring. Its receipt files are
@@ -366,6 +406,9 @@ const NextAdopt = "Receipts from another store or machine are not proof: run `tr
 //     3 Codex or Claude Code hooks), or a passive binding that is not the
 //     exact binding: needs-user-review;
 //   - material on disk that no longer matches the record: needs-user-review;
+//   - a JSON hook file that runs commands besides Tree Ring's hook (a
+//     clone's hostile hook beside Tree Ring's entries, which the record's
+//     block digest does not cover): needs-user-review;
 //   - else the record's state, a proven one mapped back to
 //     configured-awaiting-proof: the receipt files on disk are another
 //     writer's (or a clone's forgery), never proof here.
@@ -397,7 +440,8 @@ func AssessUnadopted(e Evidence, live Live) Status {
 	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
 		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
 	}
-	if _, ok := s.checkBridge(a, rec, live); !ok {
+	s, ok := s.checkUnadoptedDisk(a, rec, live)
+	if !ok {
 		return s
 	}
 	st := fsm.State(rec.State)

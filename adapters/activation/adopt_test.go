@@ -52,6 +52,9 @@ func TestAssessUnadopted(t *testing.T) {
 		{"a valid receipt on disk is not proof", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: proven}}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
 		{"nor an isolated one", codex, activation.ManifestPresent, current(codex), fakeLive{found: activation.Found{Receipt: isolated}}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
 		{"pi behind its trust gate with a receipt", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: proven}}, fsm.NeedsTrust, activation.NextAdopt, "bridge"},
+		// Issue 24 finding 10: a clone's hook file that runs a hostile
+		// command beside Tree Ring's entries is no reviewed bridge.
+		{"a hook file with other commands", codex, activation.ManifestPresent, current(codex), fakeLive{hooks: true}, fsm.NeedsUserReview, activation.NextForeignHooks("codex", ".codex/hooks.json"), "bridge"},
 		{"agent zero without its plugin", az, activation.ManifestPresent, current(az), fakeLive{plugin: os.ErrNotExist, found: activation.Found{Receipt: proven}}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "plugin"},
 		{"agent zero with its plugin", az, activation.ManifestPresent, current(az), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "plugin bridge"},
 		{"agent zero not passive", az, activation.ManifestPresent, &notPassive, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "plugin"},

@@ -193,6 +193,8 @@ func reasonStep(l *stepLines, o *Outcome, retry string) bool {
 		if len(guidance) > 0 {
 			l.line("%s", GuidanceNext(guidance))
 		}
+	case ReasonForeignHooks:
+		l.line("%s", NextForeignHooks(a.ID, strings.Join(o.Paths, ", ")))
 	case adapters.ReasonDurability:
 		l.line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
 	default:

@@ -231,7 +231,18 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	if settled(o.From) {
 		return o, p.planSettled(o)
 	}
+	if p.heldForReview(o) {
+		return o, o.review(o.hv.Reason, o.hv.Paths)
+	}
 	return o, p.planPublication(o)
+}
+
+// heldForReview reports whether a review stands until the user consents
+// with reconcile --apply: a hook file adopted with commands besides Tree
+// Ring's (ReasonForeignHooks), which init or activate must not publish
+// over, since its files match.
+func (p *Plan) heldForReview(o *Outcome) bool {
+	return o.From == fsm.NeedsUserReview && o.hv.Reason == ReasonForeignHooks && p.Command != Reconcile
 }
 
 // evaluate compares the material with disk (adapters.Evaluate), a

@@ -55,7 +55,8 @@ type Evidence struct {
 	// LedgerRecord is the ledger's manifest record (nil: none).
 	LedgerRecord *events.BridgeRecord
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
-	// the recorded state is failed.
+	// the recorded state is failed, the review's reason while it is
+	// needs-user-review.
 	LedgerDiagnostic string
 	// Published: the store has published a manifest (manifest.published):
 	// an init that made the store but stopped before publishing has not.
@@ -99,6 +100,10 @@ type Live interface {
 	// store did not record (Guidance), asked only of a harness whose
 	// bridge points agents at them.
 	ForeignGuidance() []adapters.Finding
+	// ForeignHooks reports whether rec's JSON hook file runs commands
+	// besides Tree Ring's hook (adapters.HookFileForeign), asked only
+	// before adoption.
+	ForeignHooks(rec adapters.Record) bool
 }
 
 // Found is the receipt search's result.
@@ -366,6 +371,9 @@ func (s Status) recorded(e Evidence) Status {
 	if e.LedgerState == fsm.Failed && e.LedgerDiagnostic != "" {
 		s.Diagnostic = e.LedgerDiagnostic
 		return s.set(fsm.Failed, NextFailedWith(e.Adapter, e.LedgerDiagnostic))
+	}
+	if e.LedgerState == fsm.NeedsUserReview && e.LedgerDiagnostic == ReasonForeignHooks && e.Record != nil {
+		return s.set(fsm.NeedsUserReview, NextForeignHooks(e.Adapter.ID, e.Record.BridgePath))
 	}
 	return s.set(e.LedgerState, NextFor(e.Adapter, e.LedgerState, false))
 }

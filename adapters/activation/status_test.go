@@ -28,6 +28,7 @@ type fakeLive struct {
 	hooksOff adapters.HooksOff
 	a        *adapters.Adapter // for host: its steps
 	guidance []adapters.Finding
+	hooks    bool
 }
 
 func (f *fakeLive) Program() error { f.asked = append(f.asked, "program"); return f.program }
@@ -49,6 +50,8 @@ func (f *fakeLive) HooksOff() adapters.HooksOff {
 }
 
 func (f *fakeLive) ForeignGuidance() []adapters.Finding { return f.guidance }
+
+func (f *fakeLive) ForeignHooks(adapters.Record) bool { return f.hooks }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
 

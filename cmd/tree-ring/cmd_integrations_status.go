@@ -254,7 +254,7 @@ type ledgerView struct {
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
 	notProof           map[string]bool         // fsm.History.NotProofHere
-	diagnostics        map[string]string       // failed harnesses' codes
+	diagnostics        map[string]string       // failed harnesses' codes, reviews' reasons
 	program            *events.ProgramIdentity // nil: none recorded
 	guidance           []events.FileDigest     // the last guidance.recorded
 	published          bool                    // a manifest.published
@@ -334,7 +334,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 	if s, ok := lv.states[a.ID]; ok {
 		e.LedgerState, e.NotProofHere = s, lv.notProof[a.ID]
 	}
-	if e.LedgerState == fsm.Failed {
+	if e.LedgerState == fsm.Failed || e.LedgerState == fsm.NeedsUserReview {
 		e.LedgerDiagnostic = lv.diagnostics[a.ID]
 	}
 	if rec, ok := m.Harnesses[a.ID]; ok && cond == activation.ManifestPresent {
@@ -420,7 +420,7 @@ func (lv *ledgerView) readHarness(r *bolt.Reader, id string) error {
 	}
 	if h, ok, err := projections.HarnessState(r.Projection(projections.HarnessesName), id); err != nil {
 		return err
-	} else if ok && h.State == string(fsm.Failed) {
+	} else if ok && (h.State == string(fsm.Failed) || h.State == string(fsm.NeedsUserReview)) {
 		lv.diagnostics[id] = h.Reason
 	}
 	return nil
@@ -479,6 +479,13 @@ func (c *guidanceCheck) result() []adapters.Finding {
 }
 
 func (l *liveEvidence) ForeignGuidance() []adapters.Finding { return l.guidance.result() }
+
+// ForeignHooks is true also when the hook file cannot be read: nothing
+// vouches for it.
+func (l *liveEvidence) ForeignHooks(rec adapters.Record) bool {
+	foreign, err := adapters.HookFileForeign(l.pr.root, rec.BridgePath, l.a.ID)
+	return foreign || err != nil
+}
 
 // programCheck verifies the installed program against its record, or with
 // none recorded that it is absent or the running build (foreignProgram),
