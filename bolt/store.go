@@ -299,7 +299,8 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout), errors.Is(err, errLockWait):
 		return nil, &LockedError{Path: path, Timeout: opts.LockTimeout}
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EROFS):
+		// (A read-only file system is not the file's content.)
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	default:
 		// The path is a regular file (checked by Open): whatever else

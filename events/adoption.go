@@ -53,11 +53,15 @@ func (p StoreAdopted) Check() error {
 	return nil
 }
 
-// ReceiptAdopted is a receipt file another writer left that passed the
-// protocol's eight verification rules at adoption: the receipt as
-// receipt.recorded states it (Path is the existing file, SHA256 its
-// bytes), and the transition its proof makes. The ledger did not create
-// the file, so retention drops it from the index but never removes it.
+// ReceiptAdopted is what adoption recorded, before issue 24, for a
+// receipt file another writer left that passed the eight verification
+// rules: the receipt as receipt.recorded states it (Path is the existing
+// file, SHA256 its bytes), and a prove transition. It is no longer
+// written (such a file is now receipt.foreign, ForeignOtherWriter) and, in
+// the ledgers that hold it, proves nothing: a receipt this store's own
+// preflight did not record is history, never proof (docs/adoption.md).
+// Replay keeps its recorded transition and derives the lapse of the proof
+// at once. The ledger did not create the file, so nothing removes it.
 type ReceiptAdopted struct {
 	Transition
 	ReceiptRecorded
@@ -69,11 +73,15 @@ const (
 	ForeignMalformed  = "malformed"  // not a receipt the strict decoder accepts
 	ForeignMisplaced  = "misplaced"  // its directory or file name disagrees with its content
 	ForeignIneligible = "ineligible" // valid, but the harness's adopted state cannot be proven by it
-	ForeignRulePrefix = "rule_"      // fails verification rule N: "rule_1" .. "rule_8"
+	// ForeignOtherWriter: it passes the eight rules, but another writer
+	// (the Rust Tree Ring, or whoever made the clone) recorded it, not a
+	// preflight of this store: history, never proof.
+	ForeignOtherWriter = "other_writer"
+	ForeignRulePrefix  = "rule_" // fails verification rule N: "rule_1" .. "rule_8"
 )
 
-// ReceiptForeign is a receipt file found at adoption that proves nothing,
-// with the reason code. It is recorded only so that nothing ever removes
+// ReceiptForeign is a receipt file found at adoption, which proves
+// nothing here, with the reason code. It is recorded only so that nothing ever removes
 // it as a stray: the ledger did not create it.
 type ReceiptForeign struct {
 	HarnessID string `json:"harness_id"`
@@ -86,7 +94,7 @@ type ReceiptForeign struct {
 // Check requires a known reason code.
 func (p ReceiptForeign) Check() error {
 	switch p.Reason {
-	case ForeignMalformed, ForeignMisplaced, ForeignIneligible:
+	case ForeignMalformed, ForeignMisplaced, ForeignIneligible, ForeignOtherWriter:
 		return nil
 	}
 	if n, ok := strings.CutPrefix(p.Reason, ForeignRulePrefix); ok && len(n) == 1 && n[0] >= '1' && n[0] <= '8' {

@@ -116,6 +116,8 @@ func harnessOf(p any) (string, bool) {
 		return p.HarnessID, true
 	case *events.ReceiptForeign:
 		return p.HarnessID, true
+	case *events.ProofRevoked:
+		return p.HarnessID, true
 	}
 	return "", false
 }
@@ -160,9 +162,11 @@ func reason(p any) string {
 	case *events.ReceiptPruned:
 		return fmt.Sprintf("receipt %s, reason %s", clean(p.ReceiptID), clean(p.Reason))
 	case *events.ReceiptAdopted:
-		return fmt.Sprintf("adopted receipt %s of %s, worker %s, %s, %d results", clean(p.ReceiptID), clean(p.RecordedAt), short(p.WorkerKeyFingerprint), clean(p.QueryClass), p.ResultCount)
+		return fmt.Sprintf("adopted receipt %s of %s (not proof here), worker %s, %s, %d results", clean(p.ReceiptID), clean(p.RecordedAt), short(p.WorkerKeyFingerprint), clean(p.QueryClass), p.ResultCount)
 	case *events.ReceiptForeign:
 		return fmt.Sprintf("untrusted receipt file %s kept, reason %s", clean(p.ReceiptID), clean(p.Reason))
+	case *events.ProofRevoked:
+		return fmt.Sprintf("receipts up to %s revoked, reason %s", clean(p.ReceiptID), clean(p.Reason))
 	}
 	return ""
 }

@@ -68,9 +68,11 @@ func (s *Step) Reason() string {
 }
 
 // Proof is what replay keeps of a receipt (events/receipt owns the
-// receipt itself): the proof a preflight left, from preflight.succeeded (to
-// active or active-isolated) or a successful receipt.recorded. Both events
-// of one preflight carry the same receipt id; the first one seen counts.
+// receipt itself): the proof a preflight of this store left, from
+// preflight.succeeded (to active or active-isolated) or a successful
+// receipt.recorded. Both events of one preflight carry the same receipt
+// id; the first one seen counts. receipt.adopted and harness.proof_revoked
+// void every proof before them.
 type Proof struct {
 	ID       string
 	Worker   string // worker_key_fingerprint
@@ -105,7 +107,12 @@ type History struct {
 	rbase       int       // absolute index of rs[0]
 	ridx        map[string]int
 	newestAt    time.Time
+	void        string // why the proofs were voided, when no moving event did it
 }
+
+// NotProofHere is the reason of the lapse receipt.adopted and
+// harness.proof_revoked derive: what status says too.
+const NotProofHere = "receipts from another store or machine are not proof; open a new session"
 
 // Workers returns, per worker, its newest unpruned receipt since the harness
 // last entered a proven state, sorted by worker fingerprint. A receipt is
@@ -126,6 +133,14 @@ func (h *History) Workers() []Proof {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Worker < out[j].Worker })
 	return out
+}
+
+// NotProofHere reports whether the harness waits for proof because the
+// receipts its stream holds were another writer's (receipt.adopted) or
+// brought by an import (harness.proof_revoked), and none was recorded
+// here since.
+func (h *History) NotProofHere() bool {
+	return h.void != "" && h.State == ConfiguredAwaitingProof
 }
 
 // ReplayErrorKind classifies a replay failure.
@@ -270,15 +285,17 @@ func (r *Replayer) Apply(e *events.Envelope) error {
 		if s := State(c.state); c.status == "success" && Proven(s) {
 			h.addReceipt(Proof{ID: c.receipt, Worker: c.worker, At: at, State: s, Position: e.Position})
 		}
-	case events.TypeReceiptAdopted:
-		// The proof dates from the receipt's recorded_at (it passed rule 8
-		// at adoption), never later than its adoption.
-		rat, err := time.Parse(events.ReceiptTimeFormat, c.recordedAt)
-		if err != nil || rat.After(at) {
-			return fail(BadEvent, id, "adopted receipt's recorded_at is not a receipt time at or before its adoption")
-		}
-		if s := State(c.state); c.status == "success" && Proven(s) {
-			h.addReceipt(Proof{ID: c.receipt, Worker: c.worker, At: rat, State: s, Position: e.Position})
+	case events.TypeReceiptAdopted, events.TypeProofRevoked:
+		// Neither an adopted receipt (another writer's file) nor one an
+		// import brought is proof made here: replay keeps the recorded
+		// transition and derives the lapse (docs/adoption.md).
+		h.clearReceipts()
+		h.void = NotProofHere
+		h.check(h.clock)
+	case events.TypeReceiptForeign:
+		// A receipt file found at adoption: data, never proof.
+		if len(h.rs) == 0 {
+			h.void = NotProofHere
 		}
 	case events.TypeReceiptPruned:
 		if i, ok := h.ridx[c.receipt]; ok {
@@ -317,6 +334,9 @@ func (h *History) check(t time.Time) {
 	}
 	when := t
 	note := "no receipt proves this state"
+	if h.void != "" {
+		note = h.void
+	}
 	if ok {
 		when = r.ExpiresAt()
 		note = fmt.Sprintf("receipt %s of %s is 30 days old", clean(r.ID), r.At.UTC().Format(time.RFC3339))
@@ -354,6 +374,7 @@ func (h *History) addReceipt(r Proof) {
 	if r.ID == "" {
 		return
 	}
+	h.void = ""
 	if _, dup := h.ridx[r.ID]; dup {
 		return
 	}

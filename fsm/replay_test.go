@@ -375,3 +375,68 @@ func TestReasonsArePrivacySafe(t *testing.T) {
 		t.Errorf("review reason %q", got)
 	}
 }
+
+func (l *log) adopt(h string, from, to State, receipt string, w byte, recordedAt time.Time) *events.Envelope {
+	return l.add(events.HarnessStream(h), events.TypeReceiptAdopted, &events.ReceiptAdopted{
+		Transition: tr(from, to),
+		ReceiptRecorded: events.ReceiptRecorded{
+			HarnessID: h, ReceiptID: receipt, ProtocolVersion: 1, AdapterVersion: "4", BridgeFingerprint: strings.Repeat("cd", 32),
+			StoreID: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", ProjectRootFingerprint: strings.Repeat("ab", 32), WorkerKeyFingerprint: worker(w),
+			State: string(to), QueryClass: "startup_fallback", ResultCount: 1, SelectedMemoryIDsSHA256: strings.Repeat("ee", 32), Status: "success",
+			SHA256: strings.Repeat("ff", 32), RecordedAt: events.ReceiptTime(recordedAt),
+		},
+	})
+}
+
+func (l *log) revoke(h, newest string) *events.Envelope {
+	return l.add(events.HarnessStream(h), events.TypeProofRevoked, &events.ProofRevoked{HarnessID: h, Reason: events.ProofRevokedRestored, ReceiptID: newest})
+}
+
+// Issue 24 finding 2: a receipt another writer left (an adopted store's,
+// or a clone's forged one) is history, never proof: the adoption's recorded
+// prove transition lapses at once, and only this store's own preflight
+// proves afterwards.
+func TestReplayAdoptedReceiptIsNotProof(t *testing.T) {
+	l := newLog(t)
+	l.publish("claude-code", Unsupported, ConfiguredAwaitingProof)
+	adopted := l.after(time.Second).adopt("claude-code", ConfiguredAwaitingProof, Active, "receipt-clone", 'a', t0).RecordedAt
+	h := replayOne(t, l, "claude-code", l.now.Add(time.Hour))
+	want := "1 publish unsupported->configured-awaiting-proof; 2 prove configured-awaiting-proof->active; derived@" +
+		adopted.Format(time.RFC3339) + " expire active->configured-awaiting-proof"
+	last := h.Steps[len(h.Steps)-1]
+	if got := steps(h); got != want || h.State != ConfiguredAwaitingProof || len(h.Workers()) != 0 || last.Reason() != NotProofHere {
+		t.Fatalf("adopted receipt:\n got %s (%s, %q)\nwant %s", got, h.State, last.Reason(), want)
+	}
+	// A local preflight, decided from the derived state, proves.
+	l.after(time.Minute).prove("claude-code", ConfiguredAwaitingProof, Active, "receipt-here", 'b')
+	if h := replayOne(t, l, "claude-code", l.now); h.State != Active || len(h.Workers()) != 1 || h.Workers()[0].ID != "receipt-here" {
+		t.Fatalf("a local preflight after adoption: %s %+v", steps(h), h.Workers())
+	}
+}
+
+// The restore case: `events import` of this store's export on another
+// machine brings fresh receipts; the harness.proof_revoked it records
+// after them leaves the harness configured-awaiting-proof (before it, at
+// the original machine's instants, the history stays active), until a
+// preflight here proves again.
+func TestReplayRevokedAfterRestore(t *testing.T) {
+	l := newLog(t)
+	l.publish("codex", Unsupported, ConfiguredAwaitingProof)
+	proved := l.after(time.Hour).prove("codex", ConfiguredAwaitingProof, Active, "receipt-1", 'a').RecordedAt
+	revoked := l.after(time.Hour).revoke("codex", "receipt-1").RecordedAt
+	if h := replayOne(t, l, "codex", proved.Add(time.Minute)); h.State != Active {
+		t.Fatalf("before the restore the history is active: %s", steps(h))
+	}
+	h := replayOne(t, l, "codex", revoked.Add(time.Minute))
+	last := h.Steps[len(h.Steps)-1]
+	if h.State != ConfiguredAwaitingProof || !last.Derived || !last.At.Equal(revoked) || last.Reason() != NotProofHere {
+		t.Fatalf("after the restore: %s %q", steps(h), last.Reason())
+	}
+	if r := h.Steps[2].Reason(); r != "receipts up to receipt-1 revoked, reason restored" {
+		t.Fatalf("revocation reason %q", r)
+	}
+	l.after(time.Minute).prove("codex", ConfiguredAwaitingProof, Active, "receipt-2", 'a')
+	if h := replayOne(t, l, "codex", l.now); h.State != Active {
+		t.Fatalf("a preflight here proves again: %s", steps(h))
+	}
+}

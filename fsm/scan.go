@@ -22,9 +22,6 @@ type core struct {
 	from, to, harness string
 	receipt, worker   string
 	state, status     string
-	// recordedAt is an adopted receipt's recorded_at: its proof dates
-	// from then, not from its adoption.
-	recordedAt string
 }
 
 // payloadCore extracts the core fields of e's payload.
@@ -59,11 +56,6 @@ func payloadCore(e *events.Envelope) (core, error) {
 			dst = &c.state
 		case "status":
 			dst = &c.status
-		case "recorded_at":
-			if e.Type != events.TypeReceiptAdopted {
-				return nil
-			}
-			dst = &c.recordedAt
 		default:
 			return nil // skipped (and checked) by the reader
 		}
@@ -102,7 +94,7 @@ func coreOf(p any) core {
 	case *events.ReceiptRecorded:
 		c.receipt, c.worker, c.state, c.status = p.ReceiptID, p.WorkerKeyFingerprint, p.State, p.Status
 	case *events.ReceiptAdopted:
-		c.receipt, c.worker, c.state, c.status, c.recordedAt = p.ReceiptID, p.WorkerKeyFingerprint, p.State, p.Status, p.RecordedAt
+		c.receipt, c.worker, c.state, c.status = p.ReceiptID, p.WorkerKeyFingerprint, p.State, p.Status
 	case *events.ReceiptPruned:
 		c.receipt, c.worker = p.ReceiptID, p.WorkerKeyFingerprint
 	}

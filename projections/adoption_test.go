@@ -9,10 +9,11 @@ import (
 	"github.com/tree-ring/tree-ring/fsm"
 )
 
-// An adopted receipt (receipt.adopted) proves from its own recorded_at:
-// the index and fsm replay agree on the state on both sides of its 30-day
-// mark, which falls an hour before the adoption's. Its file, and the file
-// of an untrusted one (receipt.foreign), is kept even after retention
+// An adopted receipt (receipt.adopted, as ledgers before issue 24 hold
+// it) proves nothing: the index and fsm replay agree that its recorded
+// prove lapses at once, and that a harness.proof_revoked (a restore) voids
+// a proof of this store's own preflight the same way. Its file, and the
+// file of an untrusted one (receipt.foreign), is kept even after retention
 // drops the entry: the ledger did not create them.
 func TestAdoptedReceipts(t *testing.T) {
 	start := time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)
@@ -42,9 +43,9 @@ func TestAdoptedReceipts(t *testing.T) {
 		at   time.Time
 		want fsm.State
 	}{
-		{start.Add(time.Hour), fsm.Active},
-		{mark.Add(-time.Second), fsm.Active},
-		{mark.Add(30 * time.Minute), fsm.ConfiguredAwaitingProof}, // before the adoption's own 30-day mark
+		{start.Add(time.Hour), fsm.ConfiguredAwaitingProof},
+		{mark.Add(-time.Second), fsm.ConfiguredAwaitingProof},
+		{mark.Add(30 * time.Minute), fsm.ConfiguredAwaitingProof},
 	} {
 		replayed, err := fsm.StateAt(l.envs, "claude-code", tc.at)
 		if err != nil {
@@ -71,5 +72,39 @@ func TestAdoptedReceipts(t *testing.T) {
 	}
 	if Kept(rkv, "receipt-2da08b4c-3e5f-4071-a0c1-2e3f4a5b6c7d") {
 		t.Fatal("an unknown receipt is kept")
+	}
+}
+
+func TestRevokedProofAgreesWithReplay(t *testing.T) {
+	start := time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)
+	l := newLedger(t, start)
+	l.publish("codex")
+	f := l.factory("cli")
+	l.append(f.Must(events.HarnessStream("codex"), events.TypePreflightSucceeded, &events.PreflightSucceeded{
+		Transition: events.Transition{From: string(fsm.ConfiguredAwaitingProof), To: string(fsm.Active)}, HarnessID: "codex",
+		WorkerKeyFingerprint: strings.Repeat("e", 64), ReceiptID: "receipt-1", QueryClass: "startup_fallback", SelectedMemoryIDsSHA256: strings.Repeat("f", 64),
+	}))
+	proved := l.envs[len(l.envs)-1].RecordedAt
+	l.now = l.now.Add(time.Hour)
+	l.append(f.Must(events.HarnessStream("codex"), events.TypeProofRevoked, &events.ProofRevoked{HarnessID: "codex", Reason: events.ProofRevokedRestored, ReceiptID: "receipt-1"}))
+	revoked := l.envs[len(l.envs)-1].RecordedAt
+	for _, tc := range []struct {
+		at   time.Time
+		want fsm.State
+	}{{proved, fsm.Active}, {revoked.Add(time.Minute), fsm.ConfiguredAwaitingProof}} {
+		replayed, err := fsm.StateAt(l.envs, "codex", tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.at.After(revoked) {
+			// The index holds the state at its head only.
+			got, err := StateAt(l.kv[HarnessesName], l.kv[ReceiptsName], "codex", tc.at)
+			if err != nil || got != tc.want {
+				t.Fatalf("at %s: index %s, want %s (%v)", tc.at, got, tc.want, err)
+			}
+		}
+		if replayed != tc.want {
+			t.Fatalf("at %s: replay %s, want %s", tc.at, replayed, tc.want)
+		}
 	}
 }

@@ -63,6 +63,10 @@ type receiptsProjection struct{}
 func init() { register(receiptsProjection{}) }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
+
+// Version 3: layout 3 (entries once by id, above), and receipt.adopted
+// proves nothing while harness.proof_revoked voids the proofs before it
+// (issue 24).
 func (receiptsProjection) Version() int { return 3 }
 
 // Handles every event of the harness streams: moving events void proofs,
@@ -118,7 +122,11 @@ func foldReceipt(kv KV, proof *ReceiptProof, id, at string, e *events.Envelope, 
 			proof.prove(at, pl.ReceiptID)
 		}
 	case *events.ReceiptAdopted:
-		return adoptEntry(kv, proof, receipt.EntryOf(&pl.ReceiptRecorded, id, e.Position))
+		proof.Epoch, proof.NewestAt, proof.NewestID = e.Position, "", ""
+		return adoptEntry(kv, receipt.EntryOf(&pl.ReceiptRecorded, id, e.Position))
+	case *events.ProofRevoked:
+		// Receipts an import brought prove nothing here (fsm replay).
+		proof.Epoch, proof.NewestAt, proof.NewestID = e.Position, "", ""
 	case *events.ReceiptForeign:
 		return markForeign(kv, pl.ReceiptID)
 	case *events.ReceiptPruned:
@@ -133,20 +141,14 @@ func foldReceipt(kv KV, proof *ReceiptProof, id, at string, e *events.Envelope, 
 }
 
 // adoptEntry indexes a receipt another writer's file holds: retention
-// drops the entry, never the file, and its proof dates from the receipt,
-// as replay's does.
-func adoptEntry(kv KV, proof *ReceiptProof, entry receipt.Entry) error {
+// drops the entry, never the file. It proves nothing here (fsm replay):
+// the proofs before it are void.
+func adoptEntry(kv KV, entry receipt.Entry) error {
 	entry.Adopted = true
 	if err := putEntry(kv, entry); err != nil {
 		return err
 	}
-	if err := markForeign(kv, entry.ReceiptID); err != nil {
-		return err
-	}
-	if rat, err := time.Parse(events.ReceiptTimeFormat, entry.RecordedAt); err == nil && proves(entry) {
-		proof.prove(rat.UTC().Format(time.RFC3339Nano), entry.ReceiptID)
-	}
-	return nil
+	return markForeign(kv, entry.ReceiptID)
 }
 
 func (p *ReceiptProof) prove(at, id string) {

@@ -21,9 +21,6 @@ import (
 const (
 	maxAdoptDirEntries = 4096
 	maxAdoptReceipts   = 20000
-	// MaxStatusReceipts bounds the receipt files status reads per harness
-	// before adoption.
-	MaxStatusReceipts = maxAdoptReceipts
 )
 
 // ErrAdoptTooLarge refuses an adoption whose receipts exceed the bounds.
@@ -37,6 +34,29 @@ func (e *AdoptError) Error() string {
 	return "cannot adopt " + adapters.ManifestPath + ": " + e.Reason + "; Tree Ring neither adopts nor replaces it (review or move it aside, then run `tree-ring init`)"
 }
 
+// UnadoptableError is status in a project with no ledger whose
+// activation.json init will not adopt: it names another project root (a
+// clone or a copy of another checkout brought it) or does not decode. Its
+// step is the one that then works: move it aside, then init.
+type UnadoptableError struct{ Condition string } // ManifestMismatch or ManifestInvalid
+
+func (e *UnadoptableError) Error() string {
+	why := "names another project root (a clone or a copy of another checkout brought it): its store, bridges and receipts are not this project's"
+	if e.Condition != ManifestMismatch {
+		why = "does not decode as an activation manifest"
+	}
+	return adapters.ManifestPath + " " + why + ", so `tree-ring init` does not adopt it and nothing here is active; repair: review it, move it aside (`mv " +
+		adapters.ManifestPath + " " + adapters.ManifestPath + ".review`), then run `tree-ring init`"
+}
+
+// Diagnostic is the code a failed run records.
+func (e *UnadoptableError) Diagnostic() string {
+	if e.Condition == ManifestMismatch {
+		return "foreign_root"
+	}
+	return "manifest_invalid"
+}
+
 // AdoptInput is what an adoption reads: the project (whose manifest and
 // receipts another writer, the Rust Tree Ring, left there), its root
 // fingerprint, this CLI's version and the clock receipts are verified by
@@ -46,6 +66,10 @@ type AdoptInput struct {
 	ProjectRootFingerprint string
 	CLIVersion             string
 	Now                    func() time.Time
+	// ForeignGuidance are the guidance files no store recorded (Guidance
+	// with nothing recorded): a record whose bridge points agents at them
+	// is adopted as awaiting review.
+	ForeignGuidance []adapters.Finding
 }
 
 // Adoption is what init records to adopt a manifest, in one transaction on
@@ -53,15 +77,15 @@ type AdoptInput struct {
 // store.adopted (the manifest's digest), then per harness of the manifest,
 // in id order, its record as published (or, when the material on disk no
 // longer matches it, as awaiting review), the review a stale adapter
-// definition needs, and its receipt files (receipt.adopted for those the
-// eight rules verify, receipt.foreign for the rest). Nothing is written
+// definition needs, and its receipt files (receipt.foreign: data, never
+// proof, whether or not the eight rules verify them). Nothing is written
 // to the project.
 type Adoption struct {
 	Manifest adapters.Manifest
 	Events   []Pending
 	Outcomes []*Outcome // per harness, in id order: the state it is adopted in
 	Found    int        // receipt files found
-	Verified int        // ... of which receipt.adopted
+	Verified int        // ... of which pass the eight rules (still not proof)
 }
 
 // Adopt plans the adoption of the manifest on disk. exists is false when
@@ -91,7 +115,7 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 	slices.Sort(ids)
 	var harnessEvents []Pending
 	for _, id := range ids {
-		o, err := adoptHarness(in.Root, id, m.Harnesses[id])
+		o, err := adoptHarness(in.Root, id, m.Harnesses[id], in.ForeignGuidance)
 		if err != nil {
 			return nil, true, fmt.Errorf("adopt %s: %w", id, err)
 		}
@@ -99,12 +123,10 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		if err := o.adoptReceipts(scan); err != nil {
-			return nil, true, fmt.Errorf("adopt %s receipts: %w", id, err)
-		}
+		o.adoptReceipts(scan)
 		ad.Found += len(scan)
 		for _, r := range scan {
-			if r.Err == nil && r.eligible {
+			if r.verified {
 				ad.Verified++
 			}
 		}
@@ -128,9 +150,11 @@ func Adopt(in AdoptInput) (ad *Adoption, exists bool, err error) {
 // resting state follows, as for a publication), then, when the record is
 // not this CLI's current definition (an adapter version 3 Codex or Claude
 // Code hook, or a passive binding that is not the exact binding), the
-// review the protocol requires. Material that no longer matches the record
-// makes the record one awaiting review. Nothing is rewritten either way.
-func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*Outcome, error) {
+// review the protocol requires, or, for a bridge that points agents at
+// guidance files no store recorded (guidance), the review of those. Material
+// that no longer matches the record makes the record one awaiting review.
+// Nothing is rewritten either way.
+func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record, guidance []adapters.Finding) (*Outcome, error) {
 	a, ok := adapters.Lookup(id)
 	if !ok {
 		return nil, fmt.Errorf("unknown harness %q", id)
@@ -161,6 +185,14 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*
 		return nil, err
 	}
 	switch {
+	case len(guidance) > 0 && a.PointsAtGuidance():
+		o.Kind, o.Reason = Review, adapters.ReasonForeignGuidance
+		for _, f := range guidance {
+			o.Paths = append(o.Paths, f.Path)
+		}
+		o.findings = guidance
+		o.NextStep = GuidanceNext(guidance)
+		return o, o.requireReview(o.Reason, o.Paths, nil)
 	case !preflight.Current(a, rec):
 		o.Kind, o.Reason, o.Paths = Review, adapters.ReasonAdapterChanged, uniq(rec.Paths())
 		o.NextStep = NextStale
@@ -169,50 +201,65 @@ func adoptHarness(root *adapters.ProjectRoot, id string, rec adapters.Record) (*
 		o.Kind, o.Reason, o.Paths = Review, adapters.ReasonAdapterChanged, uniq(rec.Paths())
 		o.NextStep = NextReview(id)
 		return o, o.requireReview(o.Reason, o.Paths, nil)
+	case foreignHooks(root, a, rec):
+		o.Kind, o.Reason, o.Paths = Review, ReasonForeignHooks, []string{rec.BridgePath}
+		o.NextStep = NextForeignHooks(id, rec.BridgePath)
+		return o, o.requireReview(o.Reason, o.Paths, nil)
 	}
 	o.NextStep = NextFor(a, o.State, false)
 	return o, nil
+}
+
+// foreignHooks reports whether rec's JSON hook file runs a command other
+// than Tree Ring's hook (adapters.HookFileForeign), or cannot be read:
+// nothing vouches for it then.
+func foreignHooks(root *adapters.ProjectRoot, a *adapters.Adapter, rec adapters.Record) bool {
+	if !a.JSONHookFile() {
+		return false
+	}
+	foreign, err := adapters.HookFileForeign(root, rec.BridgePath, a.ID)
+	return foreign || err != nil
+}
+
+// ReasonForeignHooks is the review of a record adopted from disk whose
+// hook file runs commands besides Tree Ring's hook: no store here has
+// reviewed them.
+const ReasonForeignHooks = "foreign_hooks"
+
+// NextForeignHooks is the step of a harness whose hook file, found before
+// this store recorded its bridge, runs other commands too.
+func NextForeignHooks(id, path string) string {
+	return path + " runs hook commands besides Tree Ring's, and no store here has reviewed them (a clone can ship a hostile hook beside Tree Ring's): review every hook in " +
+		path + ", then run `tree-ring init` and `tree-ring integrations reconcile --harness " + id + " --apply`, which publishes the reviewed bridge."
 }
 
 // Recomputed is the bridge fingerprint recomputed from the bytes on disk
 // at adoption ("" when the record was not adopted from disk).
 func (o *Outcome) Recomputed() string { return o.recomputed }
 
-// adoptReceipts records each scanned receipt file: receipt.adopted, with
-// the proof's transition, for one that passes the eight rules while the
-// harness rests in a state preflight may prove from (preflight.Eligible:
-// not a review, nor Agent Zero's needs-plugin, which only its plugin's
-// own preflight proves), oldest first; receipt.foreign for every other one.
-func (o *Outcome) adoptReceipts(scan []ScannedReceipt) error {
+// adoptReceipts records each scanned receipt file as receipt.foreign:
+// data the ledger keeps (so that nothing removes the file as a stray) and
+// never proof. One that passes the eight rules while the harness rests in
+// a state preflight may prove from is ForeignOtherWriter: another writer
+// recorded it, not a preflight of this store, and a clone can forge one
+// for a predictable project root (docs/adoption.md); every other one names
+// why it fails.
+func (o *Outcome) adoptReceipts(scan []ScannedReceipt) {
 	for i := range scan {
 		r := &scan[i]
-		if r.Err != nil {
-			o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
-				HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: foreignReason(r.Err),
-			})
-			continue
+		reason := events.ForeignOtherWriter
+		switch {
+		case r.Err != nil:
+			reason = foreignReason(r.Err)
+		case !preflight.Eligible(o.Adapter.ID, o.State):
+			r.Err, reason = errIneligible, events.ForeignIneligible
+		default:
+			r.verified = true
 		}
-		prove := fsm.Prove
-		if r.Receipt.State == string(fsm.ActiveIsolated) {
-			prove = fsm.ProveIsolated
-		}
-		to, err := fsm.Decide(o.State, prove)
-		if err != nil || !preflight.Eligible(o.Adapter.ID, o.State) {
-			r.Err = errIneligible
-			o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
-				HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: events.ForeignIneligible,
-			})
-			continue
-		}
-		r.eligible = true
-		o.add(o.Adapter, events.TypeReceiptAdopted, &events.ReceiptAdopted{
-			Transition:      events.Transition{From: string(o.State), To: string(to)},
-			ReceiptRecorded: r.Receipt.Recorded(r.SHA256, r.Path),
+		o.add(o.Adapter, events.TypeReceiptForeign, &events.ReceiptForeign{
+			HarnessID: o.Adapter.ID, ReceiptID: r.ReceiptID, Path: r.Path, SHA256: r.SHA256, Reason: reason,
 		})
-		o.State = to
-		o.NextStep = NextFor(o.Adapter, o.State, false)
 	}
-	return nil
 }
 
 var (
@@ -240,7 +287,7 @@ type ScannedReceipt struct {
 	// Err is why the receipt proves nothing: malformed, misplaced, or a
 	// *receipt.Error of the eight rules; nil for a verified one.
 	Err      error
-	eligible bool
+	verified bool // passed the eight rules while its harness could be proven
 }
 
 // ScanReceipts reads every receipt file of harness id
@@ -326,27 +373,24 @@ func scanOne(root *adapters.ProjectRoot, m adapters.Manifest, id, worker, path, 
 	return s
 }
 
-// NewestVerified is the newest scanned receipt that passed the eight rules
-// (scan in ScanReceipts' order), as the status rule's receipt search
-// reports it at now.
-func NewestVerified(scan []ScannedReceipt, now time.Time) Found {
-	var f Found
-	for i := len(scan) - 1; i >= 0; i-- {
-		if scan[i].Err != nil {
-			f.Rejected++
-			continue
-		}
-		r := scan[i].Receipt
-		at, _ := receipt.ParseTime(r.RecordedAt)
-		f.Receipt, f.Age = &r, int64(now.Sub(at)/time.Second)
-		return f
+// checkUnadoptedDisk is AssessUnadopted's check of the files on disk: the
+// bridge recomputed from them matches rec, and its JSON hook file runs no
+// command besides Tree Ring's hook; else needs-user-review.
+func (s Status) checkUnadoptedDisk(a *adapters.Adapter, rec adapters.Record, live Live) (Status, bool) {
+	if _, ok := s.checkBridge(a, rec, live); !ok {
+		return s, false
 	}
-	return f
+	if a.JSONHookFile() && live.ForeignHooks(rec) {
+		return s.set(fsm.NeedsUserReview, NextForeignHooks(a.ID, rec.BridgePath)), false
+	}
+	return s, true
 }
 
 // NextAdopt is the step of a harness whose manifest record is not adopted
-// yet: the project was initialized by another Tree Ring writer.
-const NextAdopt = "Run `tree-ring init` to adopt this project's activation manifest into the ledger (its store id is kept and no file is rewritten), then start a new harness session."
+// yet: the project was initialized by another Tree Ring writer, or it is a
+// clone that brought another machine's .tree-ring. Its receipt files are
+// not read as proof (docs/adoption.md).
+const NextAdopt = "Receipts from another store or machine are not proof: run `tree-ring init` to adopt this project's activation manifest into the ledger (its store id is kept and no file is rewritten), then open a new harness session."
 
 // AssessUnadopted is the status rule before adoption: the project has an
 // activation manifest (condition e.Manifest) but no ledger, as the Rust
@@ -356,13 +400,18 @@ const NextAdopt = "Run `tree-ring init` to adopt this project's activation manif
 //   - no valid manifest, or no record for the harness: the initial state,
 //     run init (which adopts, or refuses to replace, the manifest);
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
+//   - a guidance file the bridge points agents at that no store recorded
+//     (nothing is recorded before init): needs-user-review, its repair;
 //   - a record that is not this CLI's current definition (adapter version
 //     3 Codex or Claude Code hooks), or a passive binding that is not the
 //     exact binding: needs-user-review;
 //   - material on disk that no longer matches the record: needs-user-review;
-//   - the state of the newest receipt that passes the eight rules when the
-//     record's state may be proven, else the record's state with a proven
-//     one mapped back to configured-awaiting-proof.
+//   - a JSON hook file that runs commands besides Tree Ring's hook (a
+//     clone's hostile hook beside Tree Ring's entries, which the record's
+//     block digest does not cover): needs-user-review;
+//   - else the record's state, a proven one mapped back to
+//     configured-awaiting-proof: the receipt files on disk are another
+//     writer's (or a clone's forgery), never proof here.
 //
 // A state that init adopts as it is gets NextAdopt as its step.
 func AssessUnadopted(e Evidence, live Live) Status {
@@ -380,6 +429,9 @@ func AssessUnadopted(e Evidence, live Live) Status {
 			return s.set(fsm.NeedsPlugin, NextNeedsPlugin)
 		}
 	}
+	if st, foreign := s.onGuidance(a, live); foreign {
+		return st
+	}
 	rec := *e.Record
 	if !preflight.Current(a, rec) {
 		s.Bridge = BridgeStale
@@ -388,7 +440,7 @@ func AssessUnadopted(e Evidence, live Live) Status {
 	if a.PassiveBinding && !preflight.PassiveBinding(rec) {
 		return s.set(fsm.NeedsUserReview, NextReview(a.ID))
 	}
-	fp, ok := s.checkBridge(a, rec, live)
+	s, ok := s.checkUnadoptedDisk(a, rec, live)
 	if !ok {
 		return s
 	}
@@ -396,13 +448,8 @@ func AssessUnadopted(e Evidence, live Live) Status {
 	if fsm.Proven(st) || a.PluginDescriptor {
 		st = fsm.ConfiguredAwaitingProof
 	}
-	if preflight.Eligible(a.ID, st) {
-		if s.Found = live.NewestReceipt(fp); s.Receipt != nil {
-			st = fsm.State(s.Receipt.State)
-		}
-	}
 	switch st {
-	case fsm.ConfiguredAwaitingProof, fsm.Active, fsm.ActiveIsolated, fsm.NeedsTrust:
+	case fsm.ConfiguredAwaitingProof, fsm.NeedsTrust:
 		return s.set(st, NextAdopt)
 	}
 	return s.set(st, NextFor(a, st, false))

@@ -45,13 +45,18 @@ func TestAssessUnadopted(t *testing.T) {
 		{"version 3 codex", codex, activation.ManifestPresent, &stale, fakeLive{found: activation.Found{Receipt: proven}}, fsm.NeedsUserReview, activation.NextStale, ""},
 		{"bridge changed", claude, activation.ManifestPresent, current(claude), fakeLive{fp: strings.Repeat("0", 64), changed: []string{".claude/settings.json"}},
 			fsm.NeedsUserReview, activation.NextReview("claude-code") + " Changed on disk: .claude/settings.json.", "bridge"},
-		{"awaiting proof", claude, activation.ManifestPresent, current(claude), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
-		{"persisted active without a receipt", claude, activation.ManifestPresent, &persistedActive, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge receipt"},
-		{"receipt", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: proven}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
-		{"isolated receipt", codex, activation.ManifestPresent, current(codex), fakeLive{found: activation.Found{Receipt: isolated}}, fsm.ActiveIsolated, activation.NextAdopt, "bridge receipt"},
-		{"pi needs trust, proven", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: proven}}, fsm.Active, activation.NextAdopt, "bridge receipt"},
+		{"awaiting proof", claude, activation.ManifestPresent, current(claude), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
+		{"persisted active", claude, activation.ManifestPresent, &persistedActive, fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
+		// Issue 24 finding 2: receipt files before init are another
+		// writer's, or a clone's forgery: never read as proof.
+		{"a valid receipt on disk is not proof", claude, activation.ManifestPresent, current(claude), fakeLive{found: activation.Found{Receipt: proven}}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
+		{"nor an isolated one", codex, activation.ManifestPresent, current(codex), fakeLive{found: activation.Found{Receipt: isolated}}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "bridge"},
+		{"pi behind its trust gate with a receipt", pi, activation.ManifestPresent, current(pi), fakeLive{found: activation.Found{Receipt: proven}}, fsm.NeedsTrust, activation.NextAdopt, "bridge"},
+		// Issue 24 finding 10: a clone's hook file that runs a hostile
+		// command beside Tree Ring's entries is no reviewed bridge.
+		{"a hook file with other commands", codex, activation.ManifestPresent, current(codex), fakeLive{hooks: true}, fsm.NeedsUserReview, activation.NextForeignHooks("codex", ".codex/hooks.json"), "bridge"},
 		{"agent zero without its plugin", az, activation.ManifestPresent, current(az), fakeLive{plugin: os.ErrNotExist, found: activation.Found{Receipt: proven}}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "plugin"},
-		{"agent zero with its plugin", az, activation.ManifestPresent, current(az), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "plugin bridge receipt"},
+		{"agent zero with its plugin", az, activation.ManifestPresent, current(az), fakeLive{}, fsm.ConfiguredAwaitingProof, activation.NextAdopt, "plugin bridge"},
 		{"agent zero not passive", az, activation.ManifestPresent, &notPassive, fakeLive{}, fsm.NeedsUserReview, activation.NextReview("agent-zero"), "plugin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,18 +181,24 @@ func TestAdoptOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, map[string]fsm.State{"claude-code": fsm.NeedsUserReview}, "publication.review_required"},
-		{"pi behind its trust gate, proven by a receipt", []string{"pi"}, func(t *testing.T, dir string, m adapters.Manifest) {
+		// A receipt that passes the eight rules is another writer's (or a
+		// clone's forgery for a predictable root): data, never proof.
+		{"pi behind its trust gate, with a valid receipt", []string{"pi"}, func(t *testing.T, dir string, m adapters.Manifest) {
 			r := receiptFor(m, "pi", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
 			writeReceipt(t, dir, r.Path(), r.Encode())
-		}, map[string]fsm.State{"pi": fsm.Active}, "bridge.published receipt.adopted"},
+		}, map[string]fsm.State{"pi": fsm.NeedsTrust}, "bridge.published receipt.foreign/other_writer"},
+		{"claude-code with a valid receipt", []string{"claude-code"}, func(t *testing.T, dir string, m adapters.Manifest) {
+			r := receiptFor(m, "claude-code", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
+			writeReceipt(t, dir, r.Path(), r.Encode())
+		}, map[string]fsm.State{"claude-code": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign/other_writer"},
 		{"a receipt in another worker's directory", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
 			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(-time.Hour))
 			writeReceipt(t, dir, receipt.WorkerDir("codex", "someone-else")+"/"+r.ReceiptID+".json", r.Encode())
-		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign"},
+		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign/misplaced"},
 		{"a receipt from the future", []string{"codex"}, func(t *testing.T, dir string, m adapters.Manifest) {
 			r := receiptFor(m, "codex", "receipt-0b8e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b", now.Add(time.Hour))
 			writeReceipt(t, dir, r.Path(), r.Encode())
-		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign"},
+		}, map[string]fsm.State{"codex": fsm.ConfiguredAwaitingProof}, "bridge.published receipt.foreign/rule_8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, m := adoptProject(t, tc.ids...)
@@ -206,6 +217,10 @@ func TestAdoptOutcomes(t *testing.T) {
 			}
 			var types []string
 			for _, p := range ad.Events[2:] {
+				if f, ok := p.Payload.(*events.ReceiptForeign); ok {
+					types = append(types, p.Type+"/"+f.Reason)
+					continue
+				}
 				types = append(types, p.Type)
 			}
 			got := map[string]fsm.State{}

@@ -42,6 +42,13 @@ func NextAwaitingProof(name string) string {
 	return "Open a new " + name + " session: its bridge runs the preflight and records the receipt. Then check `tree-ring integrations status --verbose`."
 }
 
+// NextNotProof is the step of a harness whose receipts came from another
+// store or machine (adopted, or brought by an events import): they are
+// history, and a session here proves it.
+func NextNotProof(name string) string {
+	return "Receipts from another store or machine are not proof; open a new " + name + " session: its bridge runs the preflight here and records the receipt. Then check `tree-ring integrations status --verbose`."
+}
+
 // NextAfterActivate is the step after a successful activate or link without
 // a receipt: prove it in a new session, then check status.
 func NextAfterActivate(name string) string {
@@ -183,14 +190,23 @@ func reasonStep(l *stepLines, o *Outcome, retry string) bool {
 		l.line("%s holds the Tree Ring block, in a file Tree Ring did not create. Adopt it as Tree Ring-managed with `%s`.", strings.Join(o.Paths, ", "), retry)
 	case adapters.ReasonManifest:
 		l.line("%s already exists and would need a different %s record; init and activate never rewrite it. Run `tree-ring integrations reconcile --harness %s` to see the change, then the same with `--apply` to make it (recorded, with the previous digest).", adapters.ManifestPath, a.ID, a.ID)
-	case adapters.ReasonForeignProgram:
-		// Its repair is init (which installs the running build), never
-		// activate: the finding's detail is the whole step.
+	case adapters.ReasonForeignProgram, adapters.ReasonForeignGuidance:
+		// Its repair is init (which installs Tree Ring's file), never
+		// activate: the findings' details are the whole step.
+		var guidance []adapters.Finding
 		for _, f := range o.findings {
-			if f.Reason == adapters.ReasonForeignProgram {
+			switch f.Reason {
+			case adapters.ReasonForeignProgram:
 				l.line("%s", f.Detail)
+			case adapters.ReasonForeignGuidance:
+				guidance = append(guidance, f)
 			}
 		}
+		if len(guidance) > 0 {
+			l.line("%s", GuidanceNext(guidance))
+		}
+	case ReasonForeignHooks:
+		l.line("%s", NextForeignHooks(a.ID, strings.Join(o.Paths, ", ")))
 	case adapters.ReasonDurability:
 		l.line("Publication durability is indeterminate for: %s. Nothing was rolled back; check those files, then run `%s`.", strings.Join(o.Paths, ", "), retry)
 	default:

@@ -47,6 +47,9 @@ type Input struct {
 	// not install (adapters.ForeignProgramFinding): no bridge that would
 	// run it is published.
 	ForeignProgram *adapters.Finding
+	// ForeignGuidance are the guidance files this store did not record
+	// (Guidance): no bridge that points agents at them is published.
+	ForeignGuidance []adapters.Finding
 }
 
 // Ledger is the folded ledger a plan reads, as plain values: cmd fills it
@@ -242,17 +245,36 @@ func (p *Plan) planHarness(a *adapters.Adapter) (*Outcome, error) {
 	if settled(o.From) {
 		return o, p.planSettled(o)
 	}
+	if p.heldForReview(o) {
+		return o, o.review(o.hv.Reason, o.hv.Paths)
+	}
 	return o, p.planPublication(o)
 }
 
+// heldForReview reports whether a review stands until the user consents
+// with reconcile --apply: a hook file adopted with commands besides Tree
+// Ring's (ReasonForeignHooks), which init or activate must not publish
+// over, since its files match.
+func (p *Plan) heldForReview(o *Outcome) bool {
+	return o.From == fsm.NeedsUserReview && o.hv.Reason == ReasonForeignHooks && p.Command != Reconcile
+}
+
 // evaluate compares the material with disk (adapters.Evaluate), a
-// foreign program first for a bridge that would run it.
+// foreign program first for a bridge that would run it, then foreign
+// guidance for a bridge that points agents at it.
 func (p *Plan) evaluate(a *adapters.Adapter, m adapters.Material) ([]adapters.Finding, error) {
 	fs, err := adapters.Evaluate(p.in.Root, m)
-	if err != nil || p.in.ForeignProgram == nil || !a.RunsProgram() {
+	if err != nil {
 		return fs, err
 	}
-	return append([]adapters.Finding{*p.in.ForeignProgram}, fs...), nil
+	var first []adapters.Finding
+	if p.in.ForeignProgram != nil && a.RunsProgram() {
+		first = append(first, *p.in.ForeignProgram)
+	}
+	if len(p.in.ForeignGuidance) > 0 && a.PointsAtGuidance() {
+		first = append(first, p.in.ForeignGuidance...)
+	}
+	return append(first, fs...), nil
 }
 
 // planDeactivation plans what a requested or finished deactivation

@@ -33,6 +33,10 @@ const (
 // NextInit is the step of a harness in a project without a store.
 const NextInit = "Run `tree-ring init` to create the project store and publish the detected harnesses' bridges."
 
+// NextInitUnfinished is the step of a harness in a store that init made
+// but did not finish (nothing was published: it failed, or was killed).
+const NextInitUnfinished = "`tree-ring init` made the store but did not finish (nothing is published yet); fix what it reported and run `tree-ring init` again."
+
 // NextActivate is the step of a harness nothing has been published for.
 func NextActivate(id string) string {
 	return "Run `tree-ring integrations activate --harness " + id + "` to publish its bridge, then open a new session."
@@ -54,8 +58,16 @@ type Evidence struct {
 	// LedgerRecord is the ledger's manifest record (nil: none).
 	LedgerRecord *events.BridgeRecord
 	// LedgerDiagnostic is the failed preflight's diagnostic code while
-	// the recorded state is failed.
+	// the recorded state is failed, the review's reason while it is
+	// needs-user-review.
 	LedgerDiagnostic string
+	// Published: the store has published a manifest (manifest.published):
+	// an init that made the store but stopped before publishing has not.
+	Published bool
+	// NotProofHere: the receipts the harness stream holds were adopted
+	// from another writer or brought by an events import
+	// (fsm.History.NotProofHere), so none proves it here.
+	NotProofHere bool
 }
 
 // Live is the evidence status reads from outside the ledger, only when
@@ -87,6 +99,14 @@ type Live interface {
 	// HooksOff is the host's own switch of its hooks, read read-only,
 	// asked only of a harness with a HooksSwitch (Claude Code).
 	HooksOff() adapters.HooksOff
+	// ForeignGuidance are the guidance files under .tree-ring that the
+	// store did not record (Guidance), asked only of a harness whose
+	// bridge points agents at them.
+	ForeignGuidance() []adapters.Finding
+	// ForeignHooks reports whether rec's JSON hook file runs commands
+	// besides Tree Ring's hook (adapters.HookFileForeign), asked only
+	// before adoption.
+	ForeignHooks(rec adapters.Record) bool
 }
 
 // Found is the receipt search's result.
@@ -139,10 +159,14 @@ func Listed(detected bool, e Evidence) bool {
 //   - no ledger: unsupported (the initial state), run init;
 //   - a guidance-only adapter: unsupported;
 //   - a plugin-proven harness without a valid live descriptor: needs-plugin;
-//   - nothing published or recorded: the initial state, activate;
+//   - nothing published or recorded: the initial state, activate, or init
+//     again when the store has published nothing at all (a failed init);
 //   - needs-user-review while a program this store did not install, and
 //     that is not the running build, stands where the bridge would run it
 //     (adapters.ProgramForeign), with the step that moves it aside;
+//   - needs-user-review while a guidance file the bridge points agents at
+//     is not one this store recorded (adapters.ReasonForeignGuidance),
+//     with the step that moves it aside;
 //   - the ledger's blocked states (needs-user-review, needs-trust,
 //     failed, needs-project-mount, unsupported, and needs-plugin for a
 //     harness no plugin proves) stand as recorded, except that a stale
@@ -188,14 +212,14 @@ func Assess(e Evidence, live Live) Status {
 		}
 	}
 	if !e.Events && e.Record == nil {
+		if !e.Published {
+			return s.set(fsm.Initial, NextInitUnfinished)
+		}
 		return s.set(fsm.Initial, NextActivate(a.ID))
 	}
 	program := sync.OnceValue(live.Program)
-	if a.RunsProgram() && foreign(program()) {
-		// A program this store never installed runs in no bridge of ours
-		// (init and activate publish none): whatever the ledger says.
-		s.Diagnostic = adapters.ProgramForeign
-		return s.set(fsm.NeedsUserReview, sentence(program().Error()))
+	if st, foreign := s.onForeign(a, live, program); foreign {
+		return st
 	}
 	if st, done := s.onRecord(e); done {
 		return st
@@ -215,6 +239,32 @@ func Assess(e Evidence, live Live) Status {
 		return s.recorded(e)
 	}
 	return s.onHost(e, live, fp)
+}
+
+// onForeign is needs-user-review, whatever the ledger says, for a bridge
+// that would run a program this store never installed (init and activate
+// publish none), or point agents at guidance it did not record.
+func (s Status) onForeign(a *adapters.Adapter, live Live, program func() error) (Status, bool) {
+	if a.RunsProgram() && foreign(program()) {
+		s.Diagnostic = adapters.ProgramForeign
+		return s.set(fsm.NeedsUserReview, sentence(program().Error())), true
+	}
+	return s.onGuidance(a, live)
+}
+
+// onGuidance is the check, before and after init, of the guidance files a
+// bridge points agents at: needs-user-review, naming each file this store
+// did not record and its repair, whatever the ledger says.
+func (s Status) onGuidance(a *adapters.Adapter, live Live) (_ Status, foreign bool) {
+	if !a.PointsAtGuidance() {
+		return s, false
+	}
+	fg := live.ForeignGuidance()
+	if len(fg) == 0 {
+		return s, false
+	}
+	s.Diagnostic = adapters.ReasonForeignGuidance
+	return s.set(fsm.NeedsUserReview, GuidanceNext(fg)), true
 }
 
 // onRecord is Assess's check of the harness's record in the manifest on
@@ -292,6 +342,9 @@ func (s Status) onHost(e Evidence, live Live, fp string) Status {
 	if gateUnknown != nil {
 		return s.set(fsm.NeedsTrust, gateUnknown.Next)
 	}
+	if e.NotProofHere {
+		return s.set(fsm.ConfiguredAwaitingProof, NextNotProof(a.Name))
+	}
 	return s.set(fsm.ConfiguredAwaitingProof, NextAwaitingProof(a.Name))
 }
 
@@ -325,6 +378,9 @@ func (s Status) recorded(e Evidence) Status {
 	if e.LedgerState == fsm.Failed && e.LedgerDiagnostic != "" {
 		s.Diagnostic = e.LedgerDiagnostic
 		return s.set(fsm.Failed, NextFailedWith(e.Adapter, e.LedgerDiagnostic))
+	}
+	if e.LedgerState == fsm.NeedsUserReview && e.LedgerDiagnostic == ReasonForeignHooks && e.Record != nil {
+		return s.set(fsm.NeedsUserReview, NextForeignHooks(e.Adapter.ID, e.Record.BridgePath))
 	}
 	return s.set(e.LedgerState, NextFor(e.Adapter, e.LedgerState, false))
 }

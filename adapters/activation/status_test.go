@@ -27,6 +27,8 @@ type fakeLive struct {
 	host     adapters.TrustDecision
 	hooksOff adapters.HooksOff
 	a        *adapters.Adapter // for host: its steps
+	guidance []adapters.Finding
+	hooks    bool
 }
 
 func (f *fakeLive) Program() error { f.asked = append(f.asked, "program"); return f.program }
@@ -46,6 +48,10 @@ func (f *fakeLive) HooksOff() adapters.HooksOff {
 	f.asked = append(f.asked, "hooks")
 	return f.hooksOff
 }
+
+func (f *fakeLive) ForeignGuidance() []adapters.Finding { return f.guidance }
+
+func (f *fakeLive) ForeignHooks(adapters.Record) bool { return f.hooks }
 
 func (f *fakeLive) Plugin() error { f.asked = append(f.asked, "plugin"); return f.plugin }
 
@@ -131,8 +137,12 @@ func TestAssessEveryState(t *testing.T) {
 	}{
 		{"no ledger", activation.Evidence{Adapter: codex}, fakeLive{}, fsm.Unsupported, activation.NextInit, "", ""},
 		{"guidance-only adapter", activation.Evidence{Adapter: goose, Ledger: true}, fakeLive{}, fsm.Unsupported, activation.NextUnsupported, "", ""},
-		{"nothing published", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, LedgerState: fsm.Initial},
+		{"nothing published for it", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestPresent, LedgerState: fsm.Initial, Published: true},
 			fakeLive{}, fsm.Unsupported, activation.NextActivate("codex"), "", ""},
+		// Issue 24 finding 10: after an init that made the store and
+		// failed, the step is init again, not activate.
+		{"a failed init published nothing", activation.Evidence{Adapter: codex, Ledger: true, Manifest: activation.ManifestMissing, LedgerState: fsm.Initial},
+			fakeLive{}, fsm.Unsupported, activation.NextInitUnfinished, "", ""},
 		{"plugin descriptor refused", activation.Evidence{Adapter: az, Ledger: true, Manifest: activation.ManifestPresent, Record: azRec, Events: true,
 			LedgerState: fsm.NeedsPlugin, LedgerRecord: published(azRec)}, fakeLive{plugin: errors.New("no descriptor")}, fsm.NeedsPlugin, activation.NextNeedsPlugin, "", "plugin"},
 		{"manifest missing", with(ok(fsm.Active), func(e *activation.Evidence) { e.Manifest, e.Record = activation.ManifestMissing, nil }),

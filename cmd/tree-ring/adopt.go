@@ -14,8 +14,12 @@ import (
 // store.initialized yet: nil when there is no manifest, an
 // *activation.AdoptError when it cannot be adopted. It only reads.
 func (pr *project) adoption(g *Globals) (*activation.Adoption, error) {
+	_, foreign, _, err := pr.guidanceCheck(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
 	ad, exists, err := activation.Adopt(activation.AdoptInput{
-		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(), Now: g.Now,
+		Root: pr.root, ProjectRootFingerprint: pr.fingerprint, CLIVersion: Version(), Now: g.Now, ForeignGuidance: foreign,
 	})
 	if err != nil || !exists {
 		return nil, err
@@ -43,17 +47,4 @@ func (pr *project) recordAdoption(ctx context.Context, g *Globals, st *bolt.Stor
 		return "", fmt.Errorf("record the adoption: %w", err)
 	}
 	return ad.Manifest.StoreID, nil
-}
-
-// unadoptedLive is the status rule's live evidence before adoption: there
-// is no receipt index yet, so the newest valid receipt is searched among
-// the receipt files themselves (activation.ScanReceipts, bounded).
-type unadoptedLive struct{ *liveEvidence }
-
-func (l unadoptedLive) NewestReceipt(recomputed string) activation.Found {
-	scan, err := activation.ScanReceipts(l.pr.root, l.m, l.a.ID, recomputed, l.now, activation.MaxStatusReceipts)
-	if err != nil {
-		return activation.Found{}
-	}
-	return activation.NewestVerified(scan, l.now)
 }

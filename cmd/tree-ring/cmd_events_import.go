@@ -81,12 +81,16 @@ func runEventsImport(ctx context.Context, g *Globals, _ *noOptions, args []strin
 	if err := run.Finish(ctx, nil); err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import itself is committed (%d imported, %d skipped as duplicates); only its run record is unfinished (outcome indeterminate)", res.Imported, res.Skipped)}
 	}
-	return finishImport(g, st, res)
+	return finishImport(ctx, g, st, envs, res)
 }
 
-// finishImport puts back the receipt files the imported events name (a
-// restore) and prints the result.
-func finishImport(g *Globals, st *bolt.Store, res bolt.ImportResult) error {
+// finishImport revokes the proofs the imported events brought
+// (revokeRestored), puts back the receipt files they name (a restore) and
+// prints the result.
+func finishImport(ctx context.Context, g *Globals, st *bolt.Store, envs []events.Envelope, res bolt.ImportResult) error {
+	if err := revokeRestored(ctx, g, st, envs, res); err != nil {
+		return err
+	}
 	restored, err := restoreReceiptFiles(g, st)
 	if err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates); `tree-ring projections rebuild` restores the receipt files", res.Imported, res.Skipped)}

@@ -379,12 +379,20 @@ func TestEventsImportForeignLedger(t *testing.T) {
 	}
 	a.ok("", "audit", "verify")
 	// The old copy, the import's run.started, the newer events in order,
-	// its run.finished.
-	want = slices.Concat(want[:oldN], []string{"run.started"}, want[oldN:], []string{"run.finished"})
+	// its run.finished, the revocation of the proof they brought.
+	want = slices.Concat(want[:oldN], []string{"run.started"}, want[oldN:], []string{"run.finished", "harness.proof_revoked"})
 	if got := a.eventTypes(); !slices.Equal(got, want) {
 		t.Errorf("after the restore: %v, want %v and the import's run", got, want)
 	}
-	if got := a.state("codex"); got != "active" {
+	// Restored receipts are history, not this machine's proof (issue 24
+	// finding 2): awaiting proof until a session here proves it.
+	if got := a.state("codex"); got != "configured-awaiting-proof" {
 		t.Errorf("status %s after the restore", got)
+	}
+	if r := a.hook("codex", a.payload("codex", "session-start.json", nil)); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if got := a.state("codex"); got != "active" {
+		t.Errorf("status %s after a session here", got)
 	}
 }

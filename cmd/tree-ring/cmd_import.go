@@ -71,18 +71,19 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 		r = f
 	}
 	// Every line is decoded, validated and inspected before the store is
-	// opened: a bad line or a secret-like value anywhere writes nothing
-	// (unless --skip-refused), and every refused line is named.
+	// opened: a bad line or a secret-like value anywhere imports nothing
+	// (unless --skip-refused; the refusal is a recorded failed run), and
+	// every refused line is named.
 	// Bounded, and a larger file is refused (never silently truncated).
 	recs, refusedLines, err := readMemories(&boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
 	if err != nil {
-		return err
+		return refusedImport(ctx, g, o, err)
 	}
 	if len(refusedLines) > 0 && !o.SkipRefused {
 		for _, l := range refusedLines {
 			fmt.Fprint(g.Stderr, cli.ErrorLine("tree-ring", fmt.Errorf("%s:%d: %w", name, l.Line, l.Err), g.Root))
 		}
-		return fmt.Errorf("import %s: %d line(s) refused (listed above), nothing imported; fix them, or rerun with --skip-refused to import the other %d", name, len(refusedLines), len(recs))
+		return refusedImport(ctx, g, o, fmt.Errorf("import %s: %d line(s) refused (listed above), nothing imported; fix them, or rerun with --skip-refused to import the other %d", name, len(refusedLines), len(recs)))
 	}
 	res := importResult{Valid: len(recs), DryRun: o.DryRun, SkippedRefused: refusedLines}
 	if o.DryRun {
@@ -225,9 +226,13 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 	defer st.Close()
 	im := &importer{g: g, st: st, scope: scope, plan: memory.NewImportPlanner()}
 	// A recorded run (docs/runs.md), started inside the first transaction
-	// that inserts a memory: refused input or an import of duplicates only
-	// changes nothing, not even a run record.
+	// that inserts a memory: an import of duplicates only changes nothing,
+	// not even a run record; one refused before it inserted (an operation
+	// id bound to another write) is a failed run of its own commit.
 	defer func() {
+		if im.run == nil && err != nil {
+			im.run, _ = g.StartRun(ctx, st, RunSpec{Command: events.RunCmdImport, Scope: scope, Stage: "plan"})
+		}
 		if im.run != nil {
 			im.run.End(ctx, &err)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -111,14 +110,16 @@ func TestImportDryRunAndRefusals(t *testing.T) {
 		"{\"id\":\"mem_y\",\"summary\":\"one\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}\n{\"id\":\"mem_z\",\"summary\":\"two\",\"event_type\":\"e\",\"project\":\"p\",\"operation_id\":\"op\"}": "memory mem_z: operation_id op is already bound to a different memory write",
 		`{"id":"mem_x","summary":"` + strings.Repeat("x", memory.MaxLineBytes) + `","event_type":"e"}`:                                                                                                                 `-:1: line longer than 1048576 bytes`,
 	}
+	d0, f0 := c.ledgerSplit()
 	for in, want := range cases {
 		r := c.run(in+"\n", "import", "-")
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, want) {
 			t.Errorf("%.80s:\n got %d %q\nwant %q", in, r.code, r.stderr, want)
 		}
 	}
-	if len(c.events()) != n {
-		t.Fatal("a refused import appended")
+	// Each refusal is a recorded failed run, nothing else (issue 24).
+	if d, failed := c.ledgerSplit(); d != d0 || len(failed) != len(f0)+len(cases) || len(c.events()) != n+2*len(cases) {
+		t.Fatalf("refused imports: %d events (want %d), failed runs %v", d, d0, failed)
 	}
 	// Same operation in one namespace with the same intent: the second
 	// row is a duplicate of the first.
@@ -222,7 +223,7 @@ func TestImportNamesEveryRefusedLine(t *testing.T) {
 	}
 	c := newMemCLI(t)
 	c.ok("remember", "already here", "--event-type", "note", "--project", "p")
-	before := treeBytes(t, c.root)
+	domainBefore, _ := c.ledgerSplit()
 	for _, args := range [][]string{{"import", file}, {"import", "--dry-run", file}, {"--json", "import", file}} {
 		r := c.run("", args...)
 		want := []string{
@@ -245,8 +246,10 @@ func TestImportNamesEveryRefusedLine(t *testing.T) {
 			t.Errorf("%v: a refused line's text reached stderr", args)
 		}
 	}
-	if !bytes.Equal(treeBytes(t, c.root), before) {
-		t.Fatal("a refused import changed the store")
+	// A refused import (not the dry run) is a recorded failed run and
+	// changes nothing else (issue 24).
+	if d, failed := c.ledgerSplit(); d != domainBefore || len(failed) != 2 {
+		t.Fatalf("a refused import: %d events (want %d), failed runs %v", d, domainBefore, failed)
 	}
 
 	out := c.ok("import", "--skip-refused", file)

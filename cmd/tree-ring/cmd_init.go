@@ -77,6 +77,9 @@ func runInit(ctx context.Context, g *Globals, o *initOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	if err := pr.recordGuidance(ctx, g); err != nil {
+		return err
+	}
 	if err := pr.installProgram(ctx, g); err != nil {
 		return err
 	}

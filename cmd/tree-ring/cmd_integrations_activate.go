@@ -226,7 +226,8 @@ func (pr *project) plan(ctx context.Context, g *Globals, dryRun bool, in activat
 }
 
 // build snapshots st (nil: no store), looks for a program no bridge may
-// run (programFinding) and builds the plan.
+// run (programFinding) and guidance no bridge may point at (guidanceCheck)
+// and builds the plan.
 func (pr *project) build(g *Globals, st *bolt.Store, in activation.Input) (*activation.Plan, *snapshot, error) {
 	snap := newSnapshot()
 	if st != nil {
@@ -236,6 +237,9 @@ func (pr *project) build(g *Globals, st *bolt.Store, in activation.Input) (*acti
 	}
 	var err error
 	if in.ForeignProgram, err = pr.programFinding(g, st); err != nil {
+		return nil, nil, err
+	}
+	if _, in.ForeignGuidance, _, err = pr.guidanceCheck(context.Background(), st); err != nil {
 		return nil, nil, err
 	}
 	in.Root, in.CLIVersion = pr.root, Version()

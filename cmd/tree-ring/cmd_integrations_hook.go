@@ -63,16 +63,18 @@ func answerHook(ctx context.Context, g *Globals, o *hookOptions, a *adapters.Ada
 	if err != nil || absent {
 		return err
 	}
+	// A failure before the session scope exists is a recorded run too
+	// (hookSetupFailed).
 	data, err := readBounded(g.Stdin, adapters.MaxStdinBytes, "lifecycle hook stdin exceeds 1 MiB")
 	if err != nil {
-		return err
+		return hookSetupFailed(ctx, g, loc, a, nil, err)
 	}
 	in, err := preflight.ParseHook(a.Stdin, data)
 	if err != nil {
-		return err
+		return hookSetupFailed(ctx, g, loc, a, data, err)
 	}
 	if err := checkCwd(in.Cwd, loc.project); err != nil {
-		return err
+		return hookSetupFailed(ctx, g, loc, a, data, err)
 	}
 	if in.Start() {
 		return hookStart(ctx, g, loc, a, in, preflight.HookIdentity(a.ID, in), data)
@@ -85,7 +87,7 @@ func answerHook(ctx context.Context, g *Globals, o *hookOptions, a *adapters.Ada
 func hookStart(ctx context.Context, g *Globals, loc storeLoc, a *adapters.Adapter, in preflight.HookInput, id preflight.Identity, data []byte) error {
 	scope, err := events.SessionScope(a.ID, in.SessionID)
 	if err != nil {
-		return err
+		return hookSetupFailed(ctx, g, loc, a, data, err)
 	}
 	return deliver(ctx, g, loc, delivery{adapter: a, identity: id, runCmd: events.RunCmdIntegrationsHook, scope: scope, input: data},
 		func(out delivered) []byte { return preflight.HookOutput(in.Event, out.context) })

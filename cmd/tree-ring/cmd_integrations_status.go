@@ -86,11 +86,8 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err != nil {
 		return err
 	}
-	if !ev.ledger && g.manifestNamesStore() && ev.manifest != activation.ManifestPresent {
-		// A deleted ledger under a manifest init cannot adopt as it is
-		// (a valid one of this root is read as it is: adopt.go); say the
-		// repair.
-		return g.noLedger(nil)
+	if err := ev.noStore(g); err != nil {
+		return err
 	}
 	rep := ev.report(o.Verbose || g.JSON, g.Getenv(preflight.DescriptorEnv) != "")
 	if ev.ledger {
@@ -104,6 +101,22 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	printStatus(g.Stdout, rep)
 	if rep.ReceiptFiles != nil {
 		fmt.Fprintf(g.Stdout, "receipt files: %s\n", rep.ReceiptFiles)
+	}
+	return nil
+}
+
+// noStore is status's refusal in a project with no ledger whose
+// activation.json init will not adopt as it is: another root's or
+// undecodable (activation.UnadoptableError), or missing or invalid under
+// a root whose manifest named a store (a deleted ledger: say the repair).
+func (ev *evaluation) noStore(g *Globals) error {
+	switch {
+	case ev.ledger:
+		return nil
+	case ev.manifest == activation.ManifestMismatch || ev.manifest == activation.ManifestInvalid:
+		return &activation.UnadoptableError{Condition: ev.manifest}
+	case g.manifestNamesStore() && ev.manifest != activation.ManifestPresent:
+		return g.noLedger(nil)
 	}
 	return nil
 }
@@ -240,8 +253,11 @@ type ledgerView struct {
 	receipts           map[string][]receipt.Entry
 	proofs             map[string]projections.ReceiptProof
 	states             map[string]fsm.State
-	diagnostics        map[string]string       // failed harnesses' codes
+	notProof           map[string]bool         // fsm.History.NotProofHere
+	diagnostics        map[string]string       // failed harnesses' codes, reviews' reasons
 	program            *events.ProgramIdentity // nil: none recorded
+	guidance           []events.FileDigest     // the last guidance.recorded
+	published          bool                    // a manifest.published
 }
 
 // evaluate assesses every harness activation.Listed names at instant now
@@ -263,12 +279,13 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 	ev.ledger = ledger
 	lv := &ledgerView{}
 	prog := &programCheck{g: g, pr: pr}
+	guide := &guidanceCheck{pr: pr}
 	if ledger {
 		if lv, err = readLedgerView(ctx, g, now); err != nil {
 			return nil, err
 		}
 		ev.storeID = lv.storeID
-		prog.rec = lv.program
+		prog.rec, guide.rec = lv.program, lv.guidance
 		ev.manifest = movedCondition(ev.manifest, m, lv, pr)
 		if ev.manifest == activation.ManifestPresent && (m.StoreID != lv.storeID || m.ProjectRootFingerprint != lv.projectFP) {
 			ev.manifest = activation.ManifestMismatch
@@ -281,11 +298,11 @@ func evaluate(ctx context.Context, g *Globals, pr *project, now time.Time) (*eva
 			continue
 		}
 		ev.harnesses = append(ev.harnesses, h)
-		live := &liveEvidence{g: g, pr: pr, m: m, a: a, program: prog, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
+		live := &liveEvidence{g: g, pr: pr, m: m, a: a, program: prog, guidance: guide, entries: lv.receipts[a.ID], proof: lv.proofs[a.ID], now: now}
 		if !ledger && ev.manifest == activation.ManifestPresent {
 			// Another writer's manifest, not adopted yet (adopt.go).
 			ev.storeID = m.StoreID
-			h.Status = activation.AssessUnadopted(h.Evidence, unadoptedLive{live})
+			h.Status = activation.AssessUnadopted(h.Evidence, live)
 			continue
 		}
 		h.Status = activation.Assess(h.Evidence, live)
@@ -327,11 +344,11 @@ func movedCondition(cond string, m adapters.Manifest, lv *ledgerView, pr *projec
 // evidence is harness a's recorded evidence: the ledger's view of it and
 // its record in the manifest on disk m (condition cond).
 func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m adapters.Manifest) activation.Evidence {
-	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial}
+	e := activation.Evidence{Adapter: a, Ledger: ledger, Manifest: cond, Events: lv.versions[a.ID] > 0, LedgerState: fsm.Initial, Published: lv.published}
 	if s, ok := lv.states[a.ID]; ok {
-		e.LedgerState = s
+		e.LedgerState, e.NotProofHere = s, lv.notProof[a.ID]
 	}
-	if e.LedgerState == fsm.Failed {
+	if e.LedgerState == fsm.Failed || e.LedgerState == fsm.NeedsUserReview {
 		e.LedgerDiagnostic = lv.diagnostics[a.ID]
 	}
 	if rec, ok := m.Harnesses[a.ID]; ok && cond == activation.ManifestPresent {
@@ -349,7 +366,7 @@ func (lv *ledgerView) evidence(a *adapters.Adapter, ledger bool, cond string, m 
 func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView, error) {
 	lv := &ledgerView{versions: map[string]uint64{}, records: map[string]events.BridgeRecord{},
 		receipts: map[string][]receipt.Entry{}, proofs: map[string]projections.ReceiptProof{}, states: map[string]fsm.State{},
-		diagnostics: map[string]string{}}
+		notProof: map[string]bool{}, diagnostics: map[string]string{}}
 	st, err := g.OpenLongReader()
 	if err != nil {
 		return nil, err
@@ -358,13 +375,18 @@ func readLedgerView(ctx context.Context, g *Globals, now time.Time) (*ledgerView
 	if err := st.View(lv.read); err != nil {
 		return nil, err
 	}
+	if lv.guidance, err = recordedGuidance(ctx, st); err != nil {
+		return nil, err
+	}
 	for id, v := range lv.versions {
 		if v == 0 {
 			continue
 		}
-		if lv.states[id], err = replayState(ctx, st, id, now); err != nil {
+		h, err := replayHarness(ctx, st, id, now)
+		if err != nil {
 			return nil, err
 		}
+		lv.states[id], lv.notProof[id] = h.State, h.NotProofHere()
 	}
 	return lv, nil
 }
@@ -377,6 +399,9 @@ func (lv *ledgerView) read(r *bolt.Reader) error {
 		return err
 	}
 	lv.storeID, lv.projectFP = lm.StoreID, lm.ProjectRootFingerprint
+	if _, lv.published, err = projections.LastPublished(mkv); err != nil {
+		return err
+	}
 	if p, ok, err := projections.ProgramOf(mkv); err != nil {
 		return err
 	} else if ok {
@@ -409,39 +434,71 @@ func (lv *ledgerView) readHarness(r *bolt.Reader, id string) error {
 	}
 	if h, ok, err := projections.HarnessState(r.Projection(projections.HarnessesName), id); err != nil {
 		return err
-	} else if ok && h.State == string(fsm.Failed) {
+	} else if ok && (h.State == string(fsm.Failed) || h.State == string(fsm.NeedsUserReview)) {
 		lv.diagnostics[id] = h.Reason
 	}
 	return nil
 }
 
-// replayState is harness id's state at now, replaying its stream. A long
-// stream lets hooks in between slices; what they append meanwhile is
+// replayHarness is harness id's history at now, replaying its stream. A
+// long stream lets hooks in between slices; what they append meanwhile is
 // replayed too.
-func replayState(ctx context.Context, st *bolt.Store, id string, now time.Time) (fsm.State, error) {
+func replayHarness(ctx context.Context, st *bolt.Store, id string, now time.Time) (*fsm.History, error) {
 	rp := fsm.NewReplayer(now)
 	if err := st.ReadStreamSliced(ctx, events.HarnessStream(id), 0, rp.Apply); err != nil {
-		return "", fmt.Errorf("replay %s: %w", id, err)
+		return nil, fmt.Errorf("replay %s: %w", id, err)
 	}
-	state := fsm.Initial
 	for _, h := range rp.Finish() {
 		if h.Harness == id {
-			state = h.State
+			return h, nil
 		}
 	}
-	return state, nil
+	return &fsm.History{Harness: id, State: fsm.Initial, Recorded: fsm.Initial}, nil
 }
 
 // liveEvidence is activation.Live over the project's files.
 type liveEvidence struct {
-	g       *Globals
+	g        *Globals
+	pr       *project
+	m        adapters.Manifest
+	a        *adapters.Adapter
+	entries  []receipt.Entry // newest first
+	proof    projections.ReceiptProof
+	now      time.Time
+	program  *programCheck
+	guidance *guidanceCheck
+}
+
+// guidanceCheck reads the guidance files against the recorded ones
+// (activation.Guidance) once for every harness of one evaluation.
+type guidanceCheck struct {
 	pr      *project
-	m       adapters.Manifest
-	a       *adapters.Adapter
-	entries []receipt.Entry // newest first
-	proof   projections.ReceiptProof
-	now     time.Time
-	program *programCheck
+	rec     []events.FileDigest
+	once    sync.Once
+	foreign []adapters.Finding
+}
+
+func (c *guidanceCheck) result() []adapters.Finding {
+	c.once.Do(func() {
+		disk, err := adapters.GuidanceOnDisk(c.pr.root)
+		if err != nil {
+			// Unreadable: nothing vouches for what agents would read.
+			c.foreign = []adapters.Finding{{Path: adapters.StoreDir, Reason: adapters.ReasonForeignGuidance,
+				Detail: "The guidance files under " + adapters.StoreDir + " cannot be read (" + err.Error() + "); fix their permissions, then run `tree-ring integrations status`."}}
+			return
+		}
+		_, c.foreign, _ = activation.Guidance(c.rec, disk)
+	})
+	return c.foreign
+}
+
+func (l *liveEvidence) ForeignGuidance() []adapters.Finding { return l.guidance.result() }
+
+// ForeignHooks is true also when the hook file cannot be read: nothing
+// vouches for it.
+func (l *liveEvidence) ForeignHooks(rec adapters.Record) bool {
+	foreign, err := adapters.HookFileForeign(l.pr.root, rec.BridgePath, l.a.ID)
+	return foreign || err != nil
 }
 
 // programCheck verifies the installed program against its record, or with

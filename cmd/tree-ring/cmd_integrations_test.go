@@ -385,7 +385,7 @@ func TestInitClaudeCodexPi(t *testing.T) {
 		types = append(types, e.Stream+" "+e.Type)
 	}
 	wantTypes := []string{
-		"store store.initialized", "store store.key_recorded", "store program.installed",
+		"store store.initialized", "store store.key_recorded", "store guidance.recorded", "store program.installed",
 		"harness/agent-zero bridge.published",
 		"harness/claude-code harness.detected", "harness/claude-code bridge.published",
 		"harness/codex harness.detected", "harness/codex bridge.published",

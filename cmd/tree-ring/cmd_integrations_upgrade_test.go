@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,14 @@ func rustProjectWithOldBlock(t *testing.T) *proj {
 	rec.BridgeFingerprint = adapters.BridgeFingerprint("codex", rec.AdapterVersion, rec.OwnedFiles, rec.ManagedBlocks)
 	m.Harnesses["codex"] = rec
 	p.write(adapters.ManifestPath, string(m.Encode()))
+	// The Rust CLI's guidance is another writer's (issue 24 finding 9):
+	// its step, moving it aside for init to install Tree Ring's, is taken
+	// first, as TestAdoptRustProject takes it.
+	for _, f := range []string{".tree-ring/AGENTS.md", ".tree-ring/SKILL.md", ".tree-ring/CLI.md"} {
+		if err := os.Rename(p.path(f), p.path(f+".review")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
 }
 
@@ -43,11 +52,11 @@ func TestReconcileRewritesAnOlderDefinition(t *testing.T) {
 		t.Fatalf("status after init: %v %s", st.states(), st.next("codex"))
 	}
 	var plan reconcileOut
-	p.json(&plan, "integrations", "reconcile")
+	p.json(&plan, "integrations", "reconcile", "--harness", "codex")
 	if _, changed, _ := plan.entry(t, "codex"); !slices.Equal(changed, []string{".codex/hooks.json", "AGENTS.md"}) {
 		t.Fatalf("plan: %+v", plan)
 	}
-	r, changed := p.apply()
+	r, changed := p.apply("--harness", "codex")
 	if r.code != 0 || !slices.Equal(changed, []string{".codex/hooks.json", ".tree-ring/activation.json", "AGENTS.md"}) || !strings.Contains(r.stdout, "replaced: .codex/hooks.json, AGENTS.md") {
 		t.Fatalf("apply: %+v %v", r, changed)
 	}
@@ -64,7 +73,7 @@ func TestReconcileRewritesAnOlderDefinition(t *testing.T) {
 	if s := st.states()["codex"]; s != "needs-trust" { // published at the current version; Codex does not trust the project
 		t.Fatalf("status after the rewrite: %s: %s", s, st.next("codex"))
 	}
-	if r, changed := p.apply(); r.code != 0 || len(changed) != 0 {
+	if r, changed := p.apply("--harness", "codex"); r.code != 0 || len(changed) != 0 {
 		t.Fatalf("second apply: %+v %v", r, changed)
 	}
 	p.ok("audit", "verify")

@@ -129,6 +129,9 @@ func errorTable() []errorRow {
 		{match: is(fs.ErrPermission), exit: ExitError, code: "permission_denied"},
 		{match: as[*bolt.CommitError], exit: ExitError, code: "commit_failed"},
 		{match: is(syscall.ENOSPC), exit: ExitError, code: "disk_full"},
+		{match: is(syscall.EROFS), exit: ExitError, code: "read_only_fs", public: func(error) string {
+			return "the file system holding the project's .tree-ring is read-only, so Tree Ring cannot record here; remount it read-write or work in a writable checkout"
+		}},
 	}
 }
 

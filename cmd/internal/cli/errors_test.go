@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tree-ring/tree-ring/bolt"
@@ -52,6 +54,7 @@ func TestErrorTable(t *testing.T) {
 		{&chooser{&OutputError{Err: errors.New("eio")}}, ExitIndeterminate, "indeterminate"},
 		{&LedgerMissingError{Path: "/p/.tree-ring/ledger.db"}, ExitError, "ledger_missing"},
 		{fmt.Errorf("init: %w", reviewed{}), ExitReview, "needs_user_review"},
+		{&fs.PathError{Op: "open", Path: "/p/.tree-ring/ledger.db", Err: syscall.EROFS}, ExitError, "read_only_fs"},
 	} {
 		if got := ExitCode(tc.err); got != tc.exit {
 			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.exit)
@@ -72,5 +75,18 @@ func TestErrorTable(t *testing.T) {
 	missing.Beside, missing.Version = "", ""
 	if got := missing.Error(); !strings.Contains(got, "which is not on PATH") || !strings.Contains(got, "@latest`") || strings.Contains(got, "go build") {
 		t.Errorf("without a directory or version: %q", got)
+	}
+}
+
+// Issue 24 finding 10: a read-only file system is named as such, in the
+// hook's path-free message too, never "the ledger is corrupt".
+func TestReadOnlyFileSystemIsNamed(t *testing.T) {
+	err := fmt.Errorf("open ledger %s: %w", "/p/.tree-ring/ledger.db", &fs.PathError{Op: "open", Path: "/p/.tree-ring/ledger.db", Err: syscall.EROFS})
+	msg := Pathless(err).Error()
+	if !strings.Contains(msg, "read-only") || strings.Contains(msg, "corrupt") || strings.Contains(msg, "/p/") {
+		t.Fatalf("public message %q", msg)
+	}
+	if !strings.Contains(err.Error(), "read-only file system") {
+		t.Fatalf("init's error %q does not name the read-only file system", err)
 	}
 }
