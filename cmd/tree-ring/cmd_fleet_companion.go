@@ -18,6 +18,9 @@ import (
 // and runs them git-style by executing the companion program.
 func init() {
 	for _, c := range cli.Fleet.Commands {
+		if c.Flag != "" {
+			continue // tree-ring's own command, routed by its flag (fleet status)
+		}
 		name := cli.Fleet.Group + " " + c.Word
 		commands[name] = &command{name: name, summary: c.Summary, companion: &cli.Fleet,
 			newOpts: func() options { return new(noOptions) }}

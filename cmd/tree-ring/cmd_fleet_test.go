@@ -14,6 +14,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -153,8 +154,8 @@ func TestFleetThreeProjects(t *testing.T) {
 	}
 
 	var st struct {
-		OK   bool       `json:"ok"`
-		Rows []fleetRow `json:"rows"`
+		OK   bool              `json:"ok"`
+		Rows []fleetstatus.Row `json:"rows"`
 	}
 	if err := json.Unmarshal([]byte(ps[0].ok("", "--json", "fleet", "status", "--from", dir)), &st); err != nil || !st.OK {
 		t.Fatalf("status: %v", err)
