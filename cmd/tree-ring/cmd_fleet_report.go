@@ -7,23 +7,28 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/fsm"
 	htmlreport "github.com/tree-ring/tree-ring/projections/report"
 )
 
 type fleetReportOptions struct {
-	From  string
-	HTML  string
-	At    string
-	Force bool
+	From   string
+	HTML   string
+	At     string
+	Expect string
+	Force  bool
 }
 
 func (o *fleetReportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
 	fs.StringVar(&o.HTML, "html", "", "write the report to this file (required; refused if it exists, unless --force)")
 	fs.StringVar(&o.At, "at", "", "the instant to replay at, RFC3339 (default now)")
+	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): its labels over the stores' own")
 	fs.BoolVar(&o.Force, "force", false, "replace an existing --html file")
 }
 
@@ -44,6 +49,12 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 	if err != nil {
 		return err
 	}
+	var exp map[string]fleetsign.Expected
+	if o.Expect != "" {
+		if exp, err = replica.ReadExpect(o.Expect); err != nil {
+			return err
+		}
+	}
 	ids, links, err := replica.List(o.From)
 	if err != nil {
 		return err
@@ -60,6 +71,9 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 		s, err := replicaReport(ctx, g, filepath.Join(o.From, id), id, at)
 		if err != nil {
 			return fmt.Errorf("store %s: %w", id, err)
+		}
+		if e, listed := exp[id]; listed && e.Label != "-" {
+			s.Label = e.Label
 		}
 		if !s.Verification.OK && firstBad == "" {
 			firstBad = "store " + id + ": " + s.Verification.Failure
@@ -119,5 +133,10 @@ func readReplica(ctx context.Context, g *Globals, root string, at time.Time) (ht
 		return htmlreport.Store{}, err
 	}
 	defer st.Close()
-	return gatherReport(ctx, st, at, time.Time{})
+	s, err := gatherReport(ctx, st, at, time.Time{})
+	if err != nil {
+		return s, err
+	}
+	s.Label, _, err = storekey.Label(ctx, st)
+	return s, err
 }
