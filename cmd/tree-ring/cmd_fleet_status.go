@@ -29,7 +29,7 @@ func (o *fleetStatusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.At, "at", "", "the instant, RFC3339 (default now)")
 	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): label the stores, show missing and unexpected ones")
 	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: a store whose last event is older than this before --at is stale")
-	fs.StringVar(&o.NATS, "nats", "", "read the stream's heads live from these NATS server URL(s): run by "+cli.Fleet.Program+" (its connection flags: `"+cli.Fleet.Program+" status --help`)")
+	fs.StringVar(&o.NATS, "nats", "", "read the stream's heads live from the NATS server(s) at `URL`, comma-separated: runs "+cli.Fleet.Program+" status (its connection flags: "+cli.Fleet.Program+" status --help)")
 }
 
 func init() {

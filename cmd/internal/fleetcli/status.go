@@ -29,6 +29,7 @@ func (o *statusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: a store whose last event is older than this before --at is stale")
 	o.connOptions.AddFlags(fs)
 	_ = fs.MarkHidden("replicas") // status never creates the stream
+	fs.Lookup("stream").Usage = "JetStream stream (read only; fleet publish creates it)"
 }
 
 // runStatus is tree-ring's fleet status with the stream's heads read
