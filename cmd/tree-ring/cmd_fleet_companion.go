@@ -88,3 +88,12 @@ func installVersion() string {
 	rev, _ := vcsStamp(bi)
 	return rev
 }
+
+// routedByFlag reports whether args (a command's, after its words) give
+// the flag --name, alone or as --name=V: the command line then runs in
+// the companion.
+func routedByFlag(args []string, name string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		return a == "--"+name || strings.HasPrefix(a, "--"+name+"=")
+	})
+}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -68,13 +66,4 @@ func runFleetStatus(ctx context.Context, g *Globals, o *fleetStatusOptions, args
 		return err
 	}
 	return fleetstatus.Write(g.Stdout, g.JSON, at, rows)
-}
-
-// routedByFlag reports whether args (a command's, after its words) give
-// the flag --name, alone or as --name=V: the command line then runs in
-// the companion.
-func routedByFlag(args []string, name string) bool {
-	return slices.ContainsFunc(args, func(a string) bool {
-		return a == "--"+name || strings.HasPrefix(a, "--"+name+"=")
-	})
 }
