@@ -12,10 +12,11 @@ import (
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
-// fleet publish and fleet collect are tree-ring-fleet's (cli.Fleet): they
-// need the NATS client, which tree-ring does not link, so every hook
-// starts without it (docs/fleet.md, "Two programs"). tree-ring lists them
-// and runs them git-style by executing the companion program.
+// fleet publish, fleet collect and fleet status --nats are
+// tree-ring-fleet's (cli.Fleet): they need the NATS client, which
+// tree-ring does not link, so every hook starts without it (docs/fleet.md,
+// "Two programs"). tree-ring lists them and runs them git-style by
+// executing the companion program.
 func init() {
 	for _, c := range cli.Fleet.Commands {
 		if c.Flag != "" {
