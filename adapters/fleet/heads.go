@@ -37,11 +37,12 @@ func StreamHeads(ctx context.Context, nc *nats.Conn, stream string, timeout time
 }
 
 // subjectHeads is StreamHeads on a stream at hand; the heads read before
-// a failed request come with its error.
+// a failed request come with its error. Each request has its own
+// deadline, so many stores over a slow link do not share one.
 func subjectHeads(ctx context.Context, st jetstream.Stream, timeout time.Duration) (map[string]uint64, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout(timeout))
-	defer cancel()
 	info, err := st.Info(rctx, jetstream.WithSubjectFilter(SubjectWildcard))
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("the stream's subjects: %w", err)
 	}
@@ -51,7 +52,9 @@ func subjectHeads(ctx context.Context, st jetstream.Stream, timeout time.Duratio
 		if !ok {
 			continue
 		}
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout(timeout))
 		m, err := st.GetLastMsgForSubject(rctx, subj)
+		cancel()
 		if err != nil {
 			return heads, fmt.Errorf("store %s: the stream's last message: %w", id, err)
 		}
