@@ -346,24 +346,13 @@ func (c *collector) quiet(ctx context.Context, nc *nats.Conn, progress time.Time
 // A --follow records again only after a replica moved.
 func (c *collector) recordHeads(ctx context.Context) error {
 	c.recorded = time.Now()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout(c.o.Timeout))
-	defer cancel()
-	info, err := c.st.Info(rctx, jetstream.WithSubjectFilter(SubjectWildcard))
+	heads, err := subjectHeads(ctx, c.st, c.o.Timeout)
 	if err != nil {
+		// The lag of the stores not read stays as last known; the
+		// replicas are fine.
 		c.o.Log.debug("collect: the stream's heads", "error", err.Error())
-		return nil // the lag stays as last known; the replicas are fine
 	}
-	for subj := range info.State.Subjects {
-		id, ok := StoreOfSubject(subj)
-		if !ok {
-			continue
-		}
-		m, err := c.st.GetLastMsgForSubject(rctx, subj)
-		if err != nil {
-			c.o.Log.debug("collect: the stream's head", "store", id, "error", err.Error())
-			continue
-		}
-		pos, _ := strconv.ParseUint(m.Header.Get(HeaderPosition), 10, 64)
+	for id, pos := range heads {
 		if err := c.sink.Collected(id, pos); err != nil {
 			return fmt.Errorf("store %s: %w", id, err)
 		}

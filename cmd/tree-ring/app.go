@@ -267,8 +267,11 @@ type command struct {
 	newOpts func() options
 	run     func(ctx context.Context, g *Globals, o options, args []string) error
 	// companion, when set, is the program of this module that carries
-	// the command (cmd_fleet_companion.go); run is then nil.
-	companion *cli.Companion
+	// the command (cmd_fleet_companion.go); run is then nil, unless
+	// companionFlag names the flag that alone sends a command line there
+	// (fleet status --nats).
+	companion     *cli.Companion
+	companionFlag string
 	// instant commands only print what the binary holds (version): they
 	// run without the interrupt handler, whose set-up (two goroutines and
 	// a thread) is a tenth of a short command's start-up, and without
@@ -400,7 +403,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 		ctx, stop = g.seams.Interrupts(ctx)
 		defer stop()
 	}
-	if cmd.companion != nil {
+	if cmd.companion != nil && (cmd.run == nil || routedByFlag(rest[words:], cmd.companionFlag)) {
 		return g.runCompanion(ctx, cmd, argv[:len(argv)-len(rest)], rest[words:])
 	}
 	g.lockTimeoutSet = lead.Changed("lock-timeout")
@@ -557,7 +560,7 @@ func printHelp(w io.Writer) {
 }
 
 func printCommandHelp(g *Globals, c *command) error {
-	if c.companion != nil {
+	if c.companion != nil && c.run == nil {
 		fmt.Fprintf(g.Stdout, "Usage: tree-ring %s [flags]\n\n%s\n\nRun by the companion program %s (docs/fleet.md); `tree-ring %s --help` shows its flags.\n",
 			c.name, c.summary, c.companion.Program, c.name)
 		return nil

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -126,11 +126,4 @@ func driftOrNil(d receiptDrift) *receiptDrift {
 }
 
 // asVerifyFailure makes a corrupt ledger a failed verification (exit 3).
-func asVerifyFailure(err error) error {
-	var ce *bolt.CorruptError
-	var ve *bolt.VerifyError
-	if errors.As(err, &ce) && !errors.As(err, &ve) {
-		return &bolt.VerifyError{Detail: err.Error()}
-	}
-	return err
-}
+func asVerifyFailure(err error) error { return cli.AsVerifyFailure(err) }

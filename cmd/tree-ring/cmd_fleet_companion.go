@@ -12,12 +12,16 @@ import (
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 )
 
-// fleet publish and fleet collect are tree-ring-fleet's (cli.Fleet): they
-// need the NATS client, which tree-ring does not link, so every hook
-// starts without it (docs/fleet.md, "Two programs"). tree-ring lists them
-// and runs them git-style by executing the companion program.
+// fleet publish, fleet collect and fleet status --nats are
+// tree-ring-fleet's (cli.Fleet): they need the NATS client, which
+// tree-ring does not link, so every hook starts without it (docs/fleet.md,
+// "Two programs"). tree-ring lists them and runs them git-style by
+// executing the companion program.
 func init() {
 	for _, c := range cli.Fleet.Commands {
+		if c.Flag != "" {
+			continue // tree-ring's own command, routed by its flag (fleet status)
+		}
 		name := cli.Fleet.Group + " " + c.Word
 		commands[name] = &command{name: name, summary: c.Summary, companion: &cli.Fleet,
 			newOpts: func() options { return new(noOptions) }}
@@ -84,4 +88,13 @@ func installVersion() string {
 	}
 	rev, _ := vcsStamp(bi)
 	return rev
+}
+
+// routedByFlag reports whether args (a command's, after its words) give
+// the flag --name, alone or as --name=V: the command line then runs in
+// the companion.
+func routedByFlag(args []string, name string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		return a == "--"+name || strings.HasPrefix(a, "--"+name+"=")
+	})
 }

@@ -153,4 +153,16 @@ func TestFleetCompanionDispatch(t *testing.T) {
 		t.Fatalf("help through tree-ring: %s", out)
 	}
 	run(0, noPath, "fleet", "verify", "--from", into)
+	// fleet status is tree-ring's own, and the companion's with --nats:
+	// the global flags move after the word there too.
+	id := storeIDOf(t, root)
+	if out = run(0, noPath, "fleet", "status", "--from", into); !strings.Contains(out, id) {
+		t.Fatalf("status: %s", out)
+	}
+	if out = run(0, noPath, "--json", "fleet", "status", "--from", into, "--nats", srv.URL()); !strings.Contains(out, `"store_id":"`+id+`"`) || !strings.Contains(out, `"lag":0`) || !strings.Contains(out, `"stream_head_at":"`) {
+		t.Fatalf("status --nats through tree-ring: %s", out)
+	}
+	if out = run(exitError, noPath, "fleet", "status", "--from", into, "--nats=nats://127.0.0.1:1", "--timeout", "1s"); !strings.Contains(out, "tree-ring-fleet: connect to NATS") {
+		t.Fatalf("status --nats without a server through tree-ring: %s", out)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetcli"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/eventstest"
 	"github.com/tree-ring/tree-ring/projections"
@@ -431,7 +432,7 @@ func TestFleetFaultGapStopsOnlyThatStore(t *testing.T) {
 	// when the collect had nothing left to deliver.
 	st := runCLI(t, "", "--json", "fleet", "status", "--from", dir)
 	var status struct {
-		Rows []fleetRow `json:"rows"`
+		Rows []fleetstatus.Row `json:"rows"`
 	}
 	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil || len(status.Rows) == 0 {
 		t.Fatalf("fleet status: %v %+v", err, st)

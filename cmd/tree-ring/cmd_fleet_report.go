@@ -7,23 +7,28 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
+	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/fsm"
 	htmlreport "github.com/tree-ring/tree-ring/projections/report"
 )
 
 type fleetReportOptions struct {
-	From  string
-	HTML  string
-	At    string
-	Force bool
+	From   string
+	HTML   string
+	At     string
+	Expect string
+	Force  bool
 }
 
 func (o *fleetReportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
 	fs.StringVar(&o.HTML, "html", "", "write the report to this file (required; refused if it exists, unless --force)")
 	fs.StringVar(&o.At, "at", "", "the instant to replay at, RFC3339 (default now)")
+	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): its labels over the stores' own")
 	fs.BoolVar(&o.Force, "force", false, "replace an existing --html file")
 }
 
@@ -44,27 +49,9 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 	if err != nil {
 		return err
 	}
-	ids, links, err := replica.List(o.From)
+	f, firstBad, err := fleetReportStores(ctx, g, o.From, o.Expect, at)
 	if err != nil {
 		return err
-	}
-	for _, id := range links {
-		fmt.Fprintf(g.Stderr, "tree-ring: store %s: %s\n", id, replica.SymlinkDetail)
-	}
-	if len(ids) == 0 {
-		return fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", o.From, o.From)
-	}
-	f := htmlreport.Fleet{At: at}
-	firstBad := ""
-	for _, id := range ids {
-		s, err := replicaReport(ctx, g, filepath.Join(o.From, id), id, at)
-		if err != nil {
-			return fmt.Errorf("store %s: %w", id, err)
-		}
-		if !s.Verification.OK && firstBad == "" {
-			firstBad = "store " + id + ": " + s.Verification.Failure
-		}
-		f.Stores = append(f.Stores, s)
 	}
 	page, err := htmlreport.FleetPage(f, g.Now())
 	if err != nil {
@@ -76,7 +63,44 @@ func runFleetReport(ctx context.Context, g *Globals, o *fleetReportOptions, args
 	if firstBad != "" {
 		return &bolt.VerifyError{Detail: "report written to " + o.HTML + ", but a replica failed verification: " + firstBad}
 	}
-	return reportWritten(g, o.HTML, at, len(ids), plural(len(ids), "store"))
+	return reportWritten(g, o.HTML, at, len(f.Stores), plural(len(f.Stores), "store"))
+}
+
+// fleetReportStores gathers every replica under dir (symlinked ones are
+// said on stderr), labelled by the fleet file at expect when given, and
+// the first that failed verification ("" when none did).
+func fleetReportStores(ctx context.Context, g *Globals, dir, expect string, at time.Time) (f htmlreport.Fleet, firstBad string, err error) {
+	var exp map[string]fleetsign.Expected
+	if expect != "" {
+		if exp, err = replica.ReadExpect(expect); err != nil {
+			return f, "", err
+		}
+	}
+	ids, links, err := replica.List(dir)
+	if err != nil {
+		return f, "", err
+	}
+	for _, id := range links {
+		fmt.Fprintf(g.Stderr, "tree-ring: store %s: %s\n", id, replica.SymlinkDetail)
+	}
+	if len(ids) == 0 {
+		return f, "", fmt.Errorf("%s holds no replica (run `tree-ring fleet collect --into %s` first)", dir, dir)
+	}
+	f.At = at
+	for _, id := range ids {
+		s, err := replicaReport(ctx, g, filepath.Join(dir, id), id, at)
+		if err != nil {
+			return f, "", fmt.Errorf("store %s: %w", id, err)
+		}
+		if e, listed := exp[id]; listed && e.Label != "-" {
+			s.Label = e.Label
+		}
+		if !s.Verification.OK && firstBad == "" {
+			firstBad = "store " + id + ": " + s.Verification.Failure
+		}
+		f.Stores = append(f.Stores, s)
+	}
+	return f, firstBad, nil
 }
 
 // replicaReport verifies one replica as fleet verify does and gathers its
@@ -119,5 +143,10 @@ func readReplica(ctx context.Context, g *Globals, root string, at time.Time) (ht
 		return htmlreport.Store{}, err
 	}
 	defer st.Close()
-	return gatherReport(ctx, st, at, time.Time{})
+	s, err := gatherReport(ctx, st, at, time.Time{})
+	if err != nil {
+		return s, err
+	}
+	s.Label, _, err = storekey.Label(ctx, st)
+	return s, err
 }

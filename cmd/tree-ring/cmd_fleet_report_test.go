@@ -12,18 +12,20 @@ import (
 
 // fleetReportDir collects two projects' stores into a collector's
 // directory over an embedded NATS server, as fleet collect does; the
-// second project's Codex is active too.
-func fleetReportDir(t *testing.T) (dir string, ids []string, p *hp) {
+// first store is labelled build-host-1 (fleet label), the second has no
+// label.
+func fleetReportDir(t *testing.T) (dir string, ids []string, p, q *hp) {
 	t.Helper()
 	srv := startNATS(t)
 	a, b := fleetProject(t, 1), fleetProject(t, 2)
+	a.ok("", "fleet", "label", "build-host-1")
 	for _, q := range []*hp{a, b} {
 		q.ok("", "fleet", "publish", "--nats", srv.URL())
 	}
 	dir = t.TempDir()
 	a.ok("", "fleet", "collect", "--nats", srv.URL(), "--into", dir)
 	ids = []string{storeIDOf(t, filepath.Join(a.dir, ".tree-ring")), storeIDOf(t, filepath.Join(b.dir, ".tree-ring"))}
-	return dir, ids, a
+	return dir, ids, a, b
 }
 
 // The fleet page: a matrix row per store linking to its section, the
@@ -31,7 +33,7 @@ func fleetReportDir(t *testing.T) (dir string, ids []string, p *hp) {
 // the collector stopped is reported as failed and the command exits 3
 // after writing the page.
 func TestFleetReport(t *testing.T) {
-	dir, ids, p := fleetReportDir(t)
+	dir, ids, p, q := fleetReportDir(t)
 	file := filepath.Join(t.TempDir(), "fleet.html")
 	out := p.ok("", "fleet", "report", "--from", dir, "--html", file)
 	if !strings.HasPrefix(out, "wrote "+file+": 2 stores at ") {
@@ -54,6 +56,28 @@ func TestFleetReport(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte(dir)) {
 		t.Error("the page names the collector's directory")
+	}
+	// The recorded label stands beside the store id, in the matrix and in
+	// the store's section; the store without one has a dash in the matrix.
+	labelled := func(b []byte, id, label string) bool {
+		return bytes.Contains(b, []byte(`<a href="#store-`+id+`">`+id+`</a></th><td>`+label+`</td>`)) &&
+			(label == "-" || bytes.Contains(b, []byte(`<h2>Store <code>`+id+`</code> `+label+`</h2>`)))
+	}
+	if !labelled(b, ids[0], "build-host-1") || !labelled(b, ids[1], "-") {
+		t.Errorf("the recorded labels are not beside the store ids:\n%s", matrix)
+	}
+	// A fleet file's label wins over the store's own; "-" keeps it.
+	line := strings.Fields(p.ok("", "fleet", "identity"))
+	fleetFile := filepath.Join(t.TempDir(), "fleet.txt")
+	if err := os.WriteFile(fleetFile, []byte(line[0]+" "+line[1]+" -\n"+q.ok("", "fleet", "identity", "--label", "ci-7")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.ok("", "fleet", "report", "--from", dir, "--html", file, "--force", "--expect", fleetFile)
+	if b, err = os.ReadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if !labelled(b, ids[0], "build-host-1") || !labelled(b, ids[1], "ci-7") {
+		t.Errorf("the fleet file's labels are not beside the store ids:\n%s", section(t, string(b), `<section id="matrix">`, "</section>"))
 	}
 
 	// The collector stops the second replica.
@@ -79,7 +103,7 @@ func TestFleetReport(t *testing.T) {
 // message, every store and harness named in the matrix.
 func TestFleetReportRendersInChromium(t *testing.T) {
 	bin := chromiumBin(t)
-	dir, ids, p := fleetReportDir(t)
+	dir, ids, p, _ := fleetReportDir(t)
 	file := filepath.Join(t.TempDir(), "fleet.html")
 	p.ok("", "fleet", "report", "--from", dir, "--html", file)
 	r := renderPage(t, bin, file)

@@ -14,6 +14,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleettest"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/projections"
 )
@@ -153,8 +154,8 @@ func TestFleetThreeProjects(t *testing.T) {
 	}
 
 	var st struct {
-		OK   bool       `json:"ok"`
-		Rows []fleetRow `json:"rows"`
+		OK   bool              `json:"ok"`
+		Rows []fleetstatus.Row `json:"rows"`
 	}
 	if err := json.Unmarshal([]byte(ps[0].ok("", "--json", "fleet", "status", "--from", dir)), &st); err != nil || !st.OK {
 		t.Fatalf("status: %v", err)
@@ -317,7 +318,17 @@ func TestFleetUserPassword(t *testing.T) {
 	replicas := t.TempDir()
 	p.ok("", "fleet", "collect", "--nats", url, "--user", "host", "--password-file", good, "--into", replicas)
 	root := filepath.Join(p.dir, ".tree-ring")
-	sameLedger(t, root, filepath.Join(replicas, storeIDOf(t, root)))
+	id := storeIDOf(t, root)
+	sameLedger(t, root, filepath.Join(replicas, id))
+	// status --nats takes the same connection flags.
+	n := uint64(len(ledgerBytes(t, root)))
+	if r := fleetStatusRows(t, p, "--from", replicas, "--nats", url, "--user", "host", "--password-file", good)[id]; !ptrIs(r.StreamHead, n) || !ptrIs(r.Lag, 0) {
+		t.Fatalf("status --nats with a password: %+v, want stream head %d, lag 0", r, n)
+	}
+	r = p.run("", "fleet", "status", "--from", replicas, "--nats", url, "--user", "host", "--password-file", bad, "--timeout", "2s")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "connect to NATS") || strings.Contains(r.stderr, "CANARY") {
+		t.Fatalf("status --nats with a wrong password: %+v", r)
+	}
 }
 
 func TestFleetCollectFollow(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
+	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/projections"
@@ -235,48 +236,7 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 	if err != nil {
 		return rep, err
 	}
-	return rep, verifySigned(ctx, st, root, id, want)
-}
-
-// verifySigned checks that the store's keys signed everything the replica
-// holds: its key chain (store.key_recorded, each store.key_rotated signed
-// by the key before it and by the new key) checks, the fleet file's key,
-// when given, is its first key, and the signature collect recorded for
-// the head event verifies, over the replica's own head position and hash,
-// against the key in force there. The hash chain, checked above, carries
-// it to every earlier event; each rotation carries it to the key before.
-func verifySigned(ctx context.Context, st *bolt.Store, root, id string, want ed25519.PublicKey) error {
-	chain, err := storekey.Chain(ctx, st, id)
-	var ce *fleetsign.ChainError
-	switch {
-	case errors.As(err, &ce):
-		return &bolt.VerifyError{Position: ce.Position, Detail: "store key: " + ce.Err.Error()}
-	case err != nil:
-		return &bolt.VerifyError{Detail: "store key: " + err.Error()}
-	case !chain.Known():
-		return &bolt.VerifyError{Detail: "the replica records no store key (store.key_recorded): its history is unsigned"}
-	case want != nil && !chain.First().Equal(want):
-		return &bolt.VerifyError{Detail: "the replica's store key is not the fleet file's"}
-	}
-	head, hash, err := st.Head()
-	if err != nil {
-		return asVerifyFailure(err)
-	}
-	sig, ok, err := replica.ReadSigned(root)
-	switch {
-	case err != nil:
-		return &bolt.VerifyError{Detail: "unreadable signature record: " + err.Error()}
-	case !ok:
-		return &bolt.VerifyError{Position: 1, Detail: "no event of the replica is signed (no " + replica.SignedFile + ")"}
-	case sig.Position != head:
-		return &bolt.VerifyError{Position: sig.Position + 1, Detail: fmt.Sprintf("not signed by the store's key (signed up to position %d, the replica holds %d)", sig.Position, head)}
-	case sig.Hash != hash:
-		return &bolt.VerifyError{Position: head, Detail: "the signed event is not the one the replica holds"}
-	}
-	if err := fleetsign.Verify(chain.At(head), id, head, hash, sig.Signature); err != nil {
-		return &bolt.VerifyError{Position: head, Detail: err.Error()}
-	}
-	return nil
+	return rep, fleetstatus.VerifySigned(ctx, st, root, id, want)
 }
 
 // openReplica opens a replica's ledger read-only; one an older collector

@@ -10,10 +10,10 @@ type matrixView struct {
 }
 
 type matrixRow struct {
-	Anchor, StoreID, RootFingerprint string
-	Verified, Replica, LastEvent     string
-	OK                               bool
-	Cells                            []matrixCell
+	Anchor, StoreID, Label, RootFingerprint string
+	Verified, Replica, LastEvent            string
+	OK                                      bool
+	Cells                                   []matrixCell
 }
 
 type matrixCell struct {
@@ -34,7 +34,7 @@ func matrixOf(f Fleet) matrixView {
 		for _, h := range s.Harnesses {
 			states[h.ID] = h.State
 		}
-		r := matrixRow{Anchor: "store-" + s.ID, StoreID: s.ID, RootFingerprint: shortFP(s.RootFingerprint),
+		r := matrixRow{Anchor: "store-" + s.ID, StoreID: s.ID, Label: dash(s.Label), RootFingerprint: shortFP(s.RootFingerprint),
 			Verified: verifiedText(s.Verification), OK: s.Verification.OK, Replica: dash(s.Replica), LastEvent: stamp(s.LastEventAt)}
 		for _, id := range m.Harnesses {
 			st, ok := states[id]

@@ -20,7 +20,10 @@ import (
 
 // Store is one store's report.
 type Store struct {
-	ID              string // store id (a UUID)
+	ID string // store id (a UUID)
+	// Label is the store's fleet label (its store.labeled, or a fleet
+	// file's), shown beside its id; "" when it has none.
+	Label           string
 	RootFingerprint string // project_root_fingerprint, never the path
 	// At is the instant of the replay; Since, when not zero, the start of
 	// the window the timelines, receipts and runs are drawn over (default:

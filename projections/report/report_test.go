@@ -93,6 +93,7 @@ func TestFleetPageGolden(t *testing.T) {
 	bad.Verification = Verification{Failure: "replica stopped by fleet collect: position 3: bad hash"}
 	bad.Replica = "stopped at position 3: bad hash"
 	good.Replica = "ok"
+	good.Label = "ci<runner>-7" // escaped like every string
 	b, err := FleetPage(Fleet{At: good.At, Stores: []Store{bad, good}}, at(72*time.Hour+time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +115,23 @@ func TestFleetPageGolden(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte(`<td class="muted">-</td>`)) {
 		t.Error("the missing harness has no dash cell")
+	}
+	// The label stands beside the store id in the matrix, the section's
+	// heading and its identity table; a store without one has a dash in
+	// the matrix and nothing elsewhere.
+	for _, want := range []string{
+		`<a href="#store-` + good.ID + `">` + good.ID + `</a></th><td>ci&lt;runner&gt;-7</td>`,
+		`<h2>Store <code>` + good.ID + `</code> ci&lt;runner&gt;-7</h2>`,
+		`<tr><th scope="row">label</th><td>ci&lt;runner&gt;-7</td></tr>`,
+		`<a href="#store-` + bad.ID + `">` + bad.ID + `</a></th><td>-</td>`,
+		`<h2>Store <code>` + bad.ID + `</code></h2>`,
+	} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if bytes.Contains(b, []byte("ci<runner>")) || bytes.Count(b, []byte(`<th scope="row">label</th>`)) != 1 {
+		t.Error("the label is unescaped, or shown for the store without one")
 	}
 }
 

@@ -89,10 +89,10 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 <div class="side">
 <table>
 <caption>State of each harness at {{.At}} per store; the store links to its section</caption>
-<thead><tr><th scope="col">store</th><th scope="col">project root</th>{{range .Matrix.Harnesses}}<th scope="col">{{.}}</th>{{end}}<th scope="col">verification</th><th scope="col">replica</th><th scope="col">last event</th></tr></thead>
+<thead><tr><th scope="col">store</th><th scope="col">label</th><th scope="col">project root</th>{{range .Matrix.Harnesses}}<th scope="col">{{.}}</th>{{end}}<th scope="col">verification</th><th scope="col">replica</th><th scope="col">last event</th></tr></thead>
 <tbody>
 {{- range .Matrix.Rows}}
-<tr><th scope="row"><a href="#{{.Anchor}}">{{.StoreID}}</a></th><td><code>{{.RootFingerprint}}</code></td>
+<tr><th scope="row"><a href="#{{.Anchor}}">{{.StoreID}}</a></th><td>{{.Label}}</td><td><code>{{.RootFingerprint}}</code></td>
 {{- range .Cells}}{{if .Known}}<td style="background:{{.Swatch.Fill}};color:{{.Swatch.Ink}}">{{.Swatch.Name}}</td>{{else}}<td class="muted">-</td>{{end}}{{end -}}
 <td class="w {{if .OK}}ok{{else}}bad{{end}}">{{.Verified}}</td><td class="w">{{.Replica}}</td><td>{{.LastEvent}}</td></tr>
 {{- end}}
@@ -103,11 +103,14 @@ svg text{font-family:system-ui,"DejaVu Sans",sans-serif;font-size:11px}
 {{- end}}
 {{- range .Stores}}
 <section class="store"{{if .Anchor}} id="{{.Anchor}}"{{end}}>
-<h2>Store <code>{{.ID}}</code></h2>
+<h2>Store <code>{{.ID}}</code>{{if .Label}} {{.Label}}{{end}}</h2>
 <table>
 <caption>Identity and verification</caption>
 <tbody>
 <tr><th scope="row">store id</th><td><code>{{.ID}}</code></td></tr>
+{{- if .Label}}
+<tr><th scope="row">label</th><td>{{.Label}}</td></tr>
+{{- end}}
 <tr><th scope="row">project root fingerprint</th><td><code>{{.RootFingerprint}}</code></td></tr>
 <tr><th scope="row">window</th><td>{{.Window}}</td></tr>
 <tr><th scope="row">last event</th><td>{{.LastEvent}}</td></tr>

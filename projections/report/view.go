@@ -22,14 +22,15 @@ type pageView struct {
 }
 
 type storeView struct {
-	Anchor, Prefix                       string
-	ID, RootFingerprint, Window, Replica string
-	LastEvent                            string
-	Verification                         Verification
-	VerifiedText                         string
-	Harnesses                            []harnessView
-	Receipts                             receiptsView
-	Runs                                 runsView
+	Anchor, Prefix             string
+	ID, Label, RootFingerprint string
+	Window, Replica            string
+	LastEvent                  string
+	Verification               Verification
+	VerifiedText               string
+	Harnesses                  []harnessView
+	Receipts                   receiptsView
+	Runs                       runsView
 }
 
 // swatch is a state's colours: the one home of the palette, for the SVG
@@ -130,7 +131,7 @@ func inWindow(t, since, at time.Time) bool {
 
 func viewStore(s Store, prefix string) storeView {
 	start := windowStart(s)
-	v := storeView{Anchor: strings.TrimSuffix(prefix, "-"), Prefix: prefix, ID: s.ID, RootFingerprint: s.RootFingerprint,
+	v := storeView{Anchor: strings.TrimSuffix(prefix, "-"), Prefix: prefix, ID: s.ID, Label: s.Label, RootFingerprint: s.RootFingerprint,
 		Window: stamp(start) + " to " + stamp(s.At), Replica: s.Replica, LastEvent: stamp(s.LastEventAt),
 		Verification: s.Verification, VerifiedText: verifiedText(s.Verification)}
 	for _, h := range s.Harnesses {

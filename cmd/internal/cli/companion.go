@@ -18,21 +18,26 @@ type Companion struct {
 }
 
 // CompanionCommand is one command a companion carries: tree-ring
-// "Group Word" runs "Program Word".
+// "Group Word" runs "Program Word". With Flag, tree-ring carries the
+// command too and runs the companion only for a command line that gives
+// --Flag (fleet status --nats: the stream's live heads).
 type CompanionCommand struct {
 	Word    string
 	Summary string
+	Flag    string
 }
 
 // Fleet is tree-ring-fleet: the fleet commands that need the network.
-// fleet status and fleet verify read replicas only and stay in tree-ring.
+// fleet verify and fleet status read replicas only and stay in tree-ring;
+// fleet status --nats also reads the stream, so it runs here.
 var Fleet = Companion{
 	Program: "tree-ring-fleet",
 	Package: "github.com/tree-ring/tree-ring/cmd/tree-ring-fleet",
 	Group:   "fleet",
 	Commands: []CompanionCommand{
-		{"publish", "publish this store's events the stream does not hold yet to NATS JetStream signed by its key (appends here only the key's record, once)"},
-		{"collect", "write every store's events from NATS JetStream into its own replica ledger under --into"},
+		{"publish", "publish this store's events the stream does not hold yet to NATS JetStream signed by its key (appends here only the key's record, once)", ""},
+		{"collect", "write every store's events from NATS JetStream into its own replica ledger under --into", ""},
+		{"status", "fleet status --from DIR with the stream's heads read live: per store the stream's head, the replica's, the lag and the last collect", "nats"},
 	},
 }
 

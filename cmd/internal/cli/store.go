@@ -88,3 +88,14 @@ func StoreIdentity(r *bolt.Reader) (projections.ManifestStore, bool, error) {
 	}
 	return ms, true, nil
 }
+
+// AsVerifyFailure makes a corrupt ledger a failed verification (exit 3):
+// audit verify's, fleet verify's and fleet status's.
+func AsVerifyFailure(err error) error {
+	var ce *bolt.CorruptError
+	var ve *bolt.VerifyError
+	if errors.As(err, &ce) && !errors.As(err, &ve) {
+		return &bolt.VerifyError{Detail: err.Error()}
+	}
+	return err
+}

@@ -1,5 +1,5 @@
 // Package fleetcli is the tree-ring-fleet program: the fleet commands
-// that need the network, publish and collect (docs/fleet.md). It is the
+// that need the network, publish, collect and status --nats (docs/fleet.md). It is the
 // only command package that links the NATS client (through
 // adapters/fleet), so tree-ring itself starts without it; tree-ring lists
 // `fleet publish` and `fleet collect` and executes tree-ring-fleet for
@@ -63,6 +63,9 @@ func commands() []command {
 		"collect": {newOpts: func() options { return new(collectOptions) }, run: func(ctx context.Context, g *Globals, o options, a []string) error {
 			return runCollect(ctx, g, o.(*collectOptions), a)
 		}},
+		"status": {newOpts: func() options { return new(statusOptions) }, run: func(ctx context.Context, g *Globals, o options, a []string) error {
+			return runStatus(ctx, g, o.(*statusOptions), a)
+		}},
 	}
 	out := make([]command, 0, len(cli.Fleet.Commands))
 	for _, c := range cli.Fleet.Commands {
@@ -111,7 +114,7 @@ func run(ctx context.Context, g *Globals, argv []string) error {
 	}
 	if c == nil {
 		// The word is not echoed: it may be anything the user typed.
-		return cli.Usagef("unknown command: want publish or collect (see `%s --help`)", cli.Fleet.Program)
+		return cli.Usagef("unknown command: want publish, collect or status (see `%s --help`)", cli.Fleet.Program)
 	}
 	o := c.newOpts()
 	fs := pflag.NewFlagSet(cli.Fleet.Program+" "+c.Word, pflag.ContinueOnError)
