@@ -19,7 +19,6 @@ import (
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
 	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
-	"github.com/tree-ring/tree-ring/projections"
 )
 
 type fleetVerifyOptions struct {
@@ -169,7 +168,7 @@ func verifyReplicas(ctx context.Context, g *Globals, dir string, ids []string, e
 // recordedLabel is the replica's own label (fleet label), "" when it has
 // none or cannot be read (verify reports why elsewhere).
 func recordedLabel(ctx context.Context, g *Globals, root string) string {
-	st, err := openReplica(g, root)
+	st, err := replica.Open(root, g.LockTimeout)
 	if err != nil {
 		return ""
 	}
@@ -181,7 +180,7 @@ func recordedLabel(ctx context.Context, g *Globals, root string) string {
 // checkFresh fails a replica whose newest event (the host's clock) is
 // older than stale: the host stopped publishing, or collect stopped.
 func checkFresh(g *Globals, root string, stale time.Duration) error {
-	st, err := openReplica(g, root)
+	st, err := replica.Open(root, g.LockTimeout)
 	if err != nil {
 		return err
 	}
@@ -214,7 +213,7 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 	if stopped {
 		return bolt.VerifyReport{}, &bolt.VerifyError{Position: stop.Position, Detail: "replica stopped by fleet collect: " + stop.Reason}
 	}
-	st, err := openReplica(g, root)
+	st, err := replica.Open(root, g.LockTimeout)
 	if err != nil {
 		return bolt.VerifyReport{}, asVerifyFailure(err)
 	}
@@ -237,11 +236,4 @@ func verifyReplica(ctx context.Context, g *Globals, root, id string, want ed2551
 		return rep, err
 	}
 	return rep, fleetstatus.VerifySigned(ctx, st, root, id, want)
-}
-
-// openReplica opens a replica's ledger read-only; one an older collector
-// wrote names collect as its step (replica.Named).
-func openReplica(g *Globals, root string) (*bolt.Store, error) {
-	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: g.LockTimeout, Projections: projections.All()})
-	return st, replica.Named(root, err)
 }

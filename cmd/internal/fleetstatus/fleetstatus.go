@@ -26,7 +26,6 @@ import (
 	"github.com/tree-ring/tree-ring/cmd/internal/storekey"
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/fsm"
-	"github.com/tree-ring/tree-ring/projections"
 )
 
 // Options say what to show: the replicas under Dir at the instant At,
@@ -177,7 +176,7 @@ func storeRows(ctx context.Context, o Options, root, id string) ([]Row, error) {
 	if stopped {
 		base.Replica, base.StoppedAt = "stopped", stop.Position
 	}
-	st, err := cli.OpenStore(root, bolt.Options{ReadOnly: true, LockTimeout: o.LockTimeout, Projections: projections.All()})
+	st, err := replica.Open(root, o.LockTimeout)
 	if err != nil {
 		return nil, err
 	}

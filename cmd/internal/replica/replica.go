@@ -19,6 +19,7 @@ import (
 	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 // StopFile, inside a replica's root, records why the replica stopped.
@@ -298,6 +299,13 @@ func (e *MigrationError) Diagnostic() string {
 		return d.Diagnostic()
 	}
 	return "replica_migration"
+}
+
+// Open opens the replica's ledger under root read-only, as every fleet
+// read command does; one an older collector wrote is a *MigrationError.
+func Open(root string, lockTimeout time.Duration) (*bolt.Store, error) {
+	st, err := bolt.OpenRoot(root, bolt.Options{ReadOnly: true, LockTimeout: lockTimeout, Projections: projections.All()})
+	return st, Named(root, err)
 }
 
 // Named is err, the refused open of the ledger under root, as a
