@@ -123,6 +123,7 @@ var (
 		// The formats below were added for issue 26 item 10 from the
 		// misses of the gitleaks differential (testdata/gitleaks).
 		{name: "service_token", triggers: serviceTokenTriggers, re: lazy(serviceTokenPattern)},
+		{name: "service_token_short_prefix", triggers: serviceTokenShortTriggers, re: lazy(serviceTokenShortPattern)},
 		// A credential assigned in code or configuration, where the
 		// published rule's `NAME = value` does not reach: `apiToken := "…"`,
 		// `$token .= "…"`, `"token" => "…"`, `var token string = "…"`,
