@@ -138,7 +138,7 @@ var (
 		// whose value carries no scheme (a scheme's value is bearer_token's
 		// or basic_auth's).
 		{name: "curl_user", triggers: []string{"curl"},
-			re:    lazy(`\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)(?:=|[ \t]+)('[^'\n]+'|"[^"\n]+"|[^\s'"]+)`),
+			re:    lazy(`\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)(?:=|[ \t]+)((?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+)`),
 			value: userPassword},
 		{name: "curl_auth_header", triggers: []string{"curl"},
 			re: lazy(`(?i)\bcurl\b(?:[^\n]|\\\n)*?\s(?:-H|--header)(?:=|[ \t]+)['"]?(?:authorization|(?:x-)?api-?key|x-auth-token|x-api-token):[ \t]*` +
@@ -370,12 +370,11 @@ func hasCodeAssignment(s string) bool {
 	return strings.Contains(s, "=") || strings.Contains(s, "</") || strings.Contains(s, "\",") || strings.Contains(s, "',")
 }
 
-// userPassword reports whether curl's -u value (quoted or not) holds a
-// literal password: user:password or :password, not a variable.
+// userPassword reports whether curl's -u value, one shell word whose
+// parts may be quoted (`kevin:'pass'`, `"user":"pass"`), holds a literal
+// password: user:password or :password, not a variable.
 func userPassword(v string) bool {
-	if q := v[0]; (q == '"' || q == '\'') && len(v) >= 2 {
-		v = v[1 : len(v)-1]
-	}
+	v = strings.NewReplacer(`"`, "", "'", "").Replace(v)
 	_, pass, ok := strings.Cut(v, ":")
 	return ok && pass != "" && literalValue(pass)
 }

@@ -15,6 +15,7 @@ var serviceTokenTriggers = []string{
 	"rdme_", "rubygems_", "tk-us-", "xkeysib-", "sntrys_", "sntryu_", "sm_aat_", "sm_pat_", "sm_sat_",
 	"shippo_", "eaaa", "sq0atp-", "sq0csp-", "eaam", "eaac", "ntn_", "sgp_", ".webhook.office.com/webhookb2/",
 	"aaaaaaaaaaaaaaaaaaaaaa", "pubkey-", "nrak-", "nrii-", "nrjs-", "tfp_", "aqvn", "ltai", "p8e-", "s-s4t2", "__contribsys__com",
+	"sqp_", "squ_", "sqa_",
 }
 
 // serviceTokenPattern: each alternative is bounded on the left by a
@@ -67,6 +68,7 @@ const serviceTokenPattern = `(?:^|[^A-Za-z0-9_])(?:` +
 	`|p8e-[A-Za-z0-9]{32}` + // Adobe client secret
 	`|s-s4t2(?:ud|af)-[a-f0-9]{64}` + // 42 intra client secret
 	`|BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM\s*[:=]\s*["']?[a-f0-9]{8}:[a-f0-9]{8}` + // Sidekiq
+	`|sq[pua]_[A-Za-z0-9]{40}` + // SonarQube
 	`)(?:[^A-Za-z0-9_]|$)`
 
 // The formats whose prefixes are short enough to occur in prose (api-,

@@ -46,6 +46,9 @@ func TestSecretDetectorServiceFormats(t *testing.T) {
 		// curl and Vault.
 		{"curl -u admin:" + "s3cr3tPass https://api.example.com", "curl_user"},
 		{"curl -X POST https://x.example \\\n  -u developer:" + "yqDVtkqPEC", "curl_user"},
+		{"curl --user kevin:'" + "pRf7vG2h1L' -X PATCH https://api.example.com", "curl_user"},
+		{`curl --user "client":"` + `ZqL5kVrX1n" https://api.example.com`, "curl_user"},
+		{"SONAR_TOKEN is " + "sqp_" + hex32 + hex32[:8], "service_token"},
 		{"curl -H 'Authorization: " + "5eb4223e-5008-46e5-be67-c7b8f2732305' https://api.example.com", "curl_auth_header"},
 		{"vault login " + "s." + mixed(24), "vault_legacy_token"},
 	} {

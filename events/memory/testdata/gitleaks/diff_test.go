@@ -23,7 +23,7 @@ var notOurs = map[string]string{
 	"jfrog-identity-token":     `"artifactory", "<value>": the vendor's name is the only context`,
 	"sourcegraph-access-token": "`sourcegraph: <40 hex>`: a 40-hex value is a commit id in prose",
 	"sumologic-access-id":      "`accessId = ...`: an id, not a credential name",
-	"sonar-api-token":          "`SONAR_LOGIN = ...`: a login, not a credential name",
+	"sonar-api-token":          "`SONAR_LOGIN = ...` without the sqp_/squ_/sqa_ prefix: a login, not a credential name",
 	// A UUID under a plain *KEY or *ClientID name: ids as often as keys.
 	"heroku-api-key":        "a UUID under HEROKU_KEY",
 	"hubspot-api-key":       "a UUID under hubspotKey",
@@ -34,7 +34,7 @@ var notOurs = map[string]string{
 	"jwt":                "a JWT's header is base64url of `{\"`: eyJ, not any ey",
 	"sendgrid-api-token": "a SendGrid key is SG. 22 characters . 43 characters",
 	"curl-auth-header":   "Basic credentials that are not base64 of user:password",
-	"curl-auth-user":     "curl -u user: (an empty password: curl asks for it)",
+	"curl-auth-user":     "curl -u \"user:\" (an empty password: curl asks for it)",
 }
 
 func defaultDetector(t *testing.T) *detect.Detector {
