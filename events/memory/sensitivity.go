@@ -120,6 +120,36 @@ var (
 		{name: "password_flag", triggers: []string{"--pass", "--token", "--secret", "--api-key", "--api_key", "--client-secret", "--auth-token"},
 			re:    lazy(`(?i)(?:^|\s)--(?:password|passwd|pass|token|secret|api[-_]key|client-secret|auth-token)(?:\s+|=)('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)`),
 			value: credentialLooking},
+		// The formats below were added for issue 26 item 10 from the
+		// misses of the gitleaks differential (testdata/gitleaks).
+		{name: "service_token", triggers: serviceTokenTriggers, re: lazy(serviceTokenPattern)},
+		{name: "service_token_short_prefix", triggers: serviceTokenShortTriggers, re: lazy(serviceTokenShortPattern)},
+		// A credential assigned in code or configuration, where the
+		// published rule's `NAME = value` does not reach: `apiToken := "…"`,
+		// `$token .= "…"`, `"token" => "…"`, `var token string = "…"`,
+		// `setProperty("API_TOKEN", "…")`, `<apiToken>…</apiToken>`. The value
+		// is quoted (or an element's text) and must look like a credential.
+		{name: "secret_code_assignment", triggers: []string{"password", "passwd", "secret", "token", "api", "key"}, pre: hasCodeAssignment,
+			re: lazy(`(?i)(?:^|[^A-Z0-9_])[A-Z0-9_.-]*` + secretNames + `["']?(?:\s*(?:[:?.|+]{0,3}=|=>|,)|(?:\s*:)?\s+string\s*=)\s*` +
+				`("[^"\n]{4,}"|'[^'\n]{4,}'|` + "`[^`\\n]{4,}`" + `)|<[A-Z0-9_.-]*` + secretNames + `>\s*([^\s<>]{4,})\s*</`),
+			value: codeCredential},
+		// curl -u user:password (on the command's line or its
+		// backslash-continued lines), and an Authorization or API key header
+		// whose value carries no scheme (a scheme's value is bearer_token's
+		// or basic_auth's).
+		{name: "curl_user", triggers: []string{"curl"},
+			re:    lazy(`\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)(?:=|[ \t]+)((?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+)`),
+			value: userPassword},
+		{name: "curl_auth_header", triggers: []string{"curl"},
+			re: lazy(`(?i)\bcurl\b(?:[^\n]|\\\n)*?\s(?:-H|--header)(?:=|[ \t]+)['"]?(?:authorization|(?:x-)?api-?key|x-auth-token|x-api-token):[ \t]*` +
+				`([A-Za-z0-9=~@.+/_-]{8,})(?:['"\s]|$)`),
+			value: literalValue},
+		// A HashiCorp Vault service token of the legacy format: s. and 24
+		// alphanumerics. "s." ends many a word, so a shape scan (pre)
+		// guards it, not a trigger.
+		{name: "vault_legacy_token", pre: hasLegacyVaultToken,
+			re:    lazy(`(?:^|[^A-Za-z0-9_.])s\.([A-Za-z0-9]{24})(?:[^A-Za-z0-9_.]|$)`),
+			value: mixedAlnum},
 		// A .pgpass line: host:port:database:user:password.
 		{name: "pgpass_line", pre: hasFourColons,
 			re:    lazy(`(?m)^[A-Za-z0-9.*_\[\]-]+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:([^:\s]{3,})\s*$`),
@@ -296,11 +326,80 @@ func (p *secretRule) matches(s string) bool {
 		return p.re.MatchString(s)
 	}
 	for _, m := range p.re.FindAllSubmatchIndex(s) {
-		if len(m) >= 4 && m[2] >= 0 && p.value(s[m[2]:m[3]]) {
+		if v, ok := firstGroup(s, m); ok && p.value(v) {
 			return true
 		}
 	}
 	return false
+}
+
+// firstGroup returns the first submatch of match m that took part in it:
+// a pattern with alternatives holds its value in one group per
+// alternative.
+func firstGroup(s string, m []int) (string, bool) {
+	for i := 2; i+1 < len(m); i += 2 {
+		if m[i] >= 0 {
+			return s[m[i]:m[i+1]], true
+		}
+	}
+	return "", false
+}
+
+// secretNames are the words that name a credential in an assignment.
+const secretNames = `(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key)`
+
+// codeCredential reports whether the value of a code assignment (quoted,
+// or an element's text) is a credential: one word of at least 6
+// characters, neither a placeholder nor an environment variable's name,
+// with a digit, a symbol or inner upper case, or of at least 16 letters
+// (`token := "refresh"` is a word).
+func codeCredential(v string) bool {
+	if q := v[0]; (q == '"' || q == '\'' || q == '`') && len(v) >= 2 {
+		v = v[1 : len(v)-1]
+	}
+	if len(v) < 6 || strings.ContainsAny(v, " \t") || placeholder(v) || isEnvName(v) {
+		return false
+	}
+	symbol, innerUpper := valueShape(v)
+	return symbol || innerUpper || len(v) >= 16
+}
+
+// hasCodeAssignment is the cheap guard of secret_code_assignment: an
+// assignment operator, a closing element or a quoted argument list.
+func hasCodeAssignment(s string) bool {
+	return strings.Contains(s, "=") || strings.Contains(s, "</") || strings.Contains(s, "\",") || strings.Contains(s, "',")
+}
+
+// userPassword reports whether curl's -u value, one shell word whose
+// parts may be quoted (`kevin:'pass'`, `"user":"pass"`), holds a literal
+// password: user:password or :password, not a variable.
+func userPassword(v string) bool {
+	v = strings.NewReplacer(`"`, "", "'", "").Replace(v)
+	_, pass, ok := strings.Cut(v, ":")
+	return ok && pass != "" && literalValue(pass)
+}
+
+// hasLegacyVaultToken reports whether s has "s." followed by 24
+// alphanumerics and then no further alphanumeric.
+func hasLegacyVaultToken(s string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], "s.")
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		n := 0
+		for i+n < len(s) && n <= 24 && isAlnum(s[i+n]) {
+			n++
+		}
+		if n == 24 {
+			return true
+		}
+	}
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // SecretKind returns the name of the first secret pattern s matches ("" for
@@ -492,7 +591,13 @@ func placeholder(v string) bool {
 		strings.Trim(v, "*x•.") == ""
 }
 
+// isEnvName reports whether v is an environment variable's name: upper
+// case, digits and '_', not starting with a digit (`5367288319367041` is
+// a value).
 func isEnvName(v string) bool {
+	if v == "" || v[0] >= '0' && v[0] <= '9' {
+		return false
+	}
 	for _, c := range v {
 		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
 			return false

@@ -54,3 +54,26 @@ func TestPatternsCompileOnFirstUse(t *testing.T) {
 		t.Fatalf("compiled %v, want only secret_assignment", got)
 	}
 }
+
+// Prose that reaches only the short service prefixes (api-, pat., -us)
+// compiles their small pattern, never the large one of the other
+// service formats.
+func TestShortServicePrefixesCompileTheirOwnPattern(t *testing.T) {
+	rules := slices.Clone(secretPatterns)
+	for i := range rules {
+		rules[i].re = lazy(rules[i].re.src)
+	}
+	d := newDetector(rules)
+	if i, _ := d.detect("the api-gateway serves the pat. field to en-us users", false); i >= 0 {
+		t.Fatalf("flagged by %s", rules[i].name)
+	}
+	var compiled []string
+	for _, p := range rules {
+		if p.re.re != nil {
+			compiled = append(compiled, p.name)
+		}
+	}
+	if !slices.Equal(compiled, []string{"service_token_short_prefix"}) {
+		t.Fatalf("compiled %v, want only service_token_short_prefix", compiled)
+	}
+}
