@@ -57,16 +57,7 @@ func (p *e2e) exec(dir, stdin string, name string, args ...string) result {
 		}
 	}
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runCmd(p.t, cmd)
 }
 
 // cli runs the binary from the project root.

@@ -28,16 +28,7 @@ func (p *proj) sessionStart() result {
 	cmd.Dir = p.dir
 	cmd.Env = []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}
 	cmd.Stdin = strings.NewReader(`{"session_id":"s-moved","hook_event_name":"SessionStart","source":"startup","cwd":` + jsonString(p.dir) + `}`)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runCmd(p.t, cmd)
 }
 
 func jsonString(s string) string {

@@ -23,15 +23,7 @@ func (p *proj) apply(args ...string) (result, []string) {
 	cmd := exec.Command(p.bin, append([]string{"integrations", "reconcile", "--apply"}, args...)...)
 	cmd.Dir = p.dir
 	cmd.Env = []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
+	r := runCmd(p.t, cmd)
 	after := hashTree(p.t, p.dir)
 	var changed []string
 	for rel, h := range before {
@@ -40,7 +32,7 @@ func (p *proj) apply(args ...string) (result, []string) {
 		}
 	}
 	sort.Strings(changed)
-	return result{code, out.String(), errb.String()}, changed
+	return r, changed
 }
 
 // applyJSON is apply with --json, decoding the report into v; the command

@@ -117,15 +117,7 @@ func (p *proj) run(args ...string) result {
 	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = p.dir
 	cmd.Env = []string{"HOME=" + p.home, "PATH=/usr/bin:/bin"}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
+	r := runCmd(p.t, cmd)
 	after := hashTree(p.t, p.dir)
 	p.commands++
 	for rel, h := range before {
@@ -138,7 +130,7 @@ func (p *proj) run(args ...string) result {
 			p.t.Errorf("%v changed pre-existing %s", args, rel)
 		}
 	}
-	return result{code, out.String(), errb.String()}
+	return r
 }
 
 func (p *proj) ok(args ...string) string {

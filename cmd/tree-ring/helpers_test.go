@@ -27,6 +27,22 @@ type result struct {
 	stdout, stderr string
 }
 
+// runCmd runs cmd with its output captured: a non-zero exit is the result's
+// code, any other failure to run it fails the test.
+func runCmd(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
 // invocation is one in-process run of tree-ring: the one driver every
 // cmd test goes through (runCLI, cliSession, memCLI and hp give it their
 // clock, ids, environment and root).
