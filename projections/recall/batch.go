@@ -35,31 +35,38 @@ type block struct{ v []byte }
 
 const (
 	blockKeyLen = 13 // 't' token(8) ^range(4)
-	countKeyLen = 9  // 'n' token(8)
+	countKeyLen = 9  // 't' token(8)
 )
 
-// typed reports which of the batch's own maps holds key, if any.
-func typedKey(key []byte) (blockID, byte) {
+// The kinds of key the batch's own maps hold.
+const (
+	kindOther = iota
+	kindBlock
+	kindCount
+)
+
+// typedKey reports which of the batch's own maps holds key, if any.
+func typedKey(key []byte) (blockID, int) {
 	switch {
 	case len(key) == blockKeyLen && key[0] == pPost:
-		return blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}, pPost
+		return blockID{binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint32(key[9:])}, kindBlock
 	case len(key) == countKeyLen && key[0] == pCount:
-		return blockID{tok: binary.BigEndian.Uint64(key[1:])}, pCount
+		return blockID{tok: binary.BigEndian.Uint64(key[1:])}, kindCount
 	}
-	return blockID{}, 0
+	return blockID{}, kindOther
 }
 
 // Get implements KV.
 func (b *batch) Get(key []byte) []byte {
 	switch id, p := typedKey(key); p {
-	case pPost:
+	case kindBlock:
 		if bl, ok := b.blocks[id]; ok {
 			if len(bl.v) == 0 {
 				return nil
 			}
 			return bl.v
 		}
-	case pCount:
+	case kindCount:
 		if n, ok := b.counts[id.tok]; ok {
 			if n == 0 {
 				return nil
@@ -85,9 +92,9 @@ func (b *batch) Delete(key []byte) error {
 
 func (b *batch) forget(key []byte) {
 	switch id, p := typedKey(key); p {
-	case pPost:
+	case kindBlock:
 		delete(b.blocks, id)
-	case pCount:
+	case kindCount:
 		delete(b.counts, id.tok)
 	}
 }

@@ -19,8 +19,12 @@
 //	'm' id                        -> doc
 //	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
+//	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
-//	'n' token(8)                  -> posting count(4)
+//
+// A token's count sorts just before its blocks, so it shares a leaf with
+// the newest of them: a capture's rare tokens (most of a memory's new
+// keys, at random places) rewrite one page each, not two.
 //
 // A token is a word's hash or a stem's (stemHash: a word whose stem
 // differs from it is also posted under its stem, the sub-word match).
@@ -84,8 +88,9 @@ type (
 const Name = "recall"
 
 // Version changes whenever the fold or the key layout changes (2: binary
-// cold records; 3: stem postings, word counts, no text signature).
-const Version = 3
+// cold records; 3: stem postings, word counts, no text signature; 4: a
+// token's count beside its blocks).
+const Version = 4
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -104,9 +109,9 @@ const (
 
 // Posting blocks.
 const (
-	postingLen = 22 // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
-	blockShift = 6  // a block holds the postings of 64 consecutive docs
-	pCount     = 'n'
+	postingLen = 22    // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
+	blockShift = 6     // a block holds the postings of 64 consecutive docs
+	pCount     = pPost // 't' token(8), shorter than a block key
 )
 
 var (

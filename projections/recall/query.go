@@ -434,7 +434,10 @@ func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
 // read transaction's pages), newest first, until fn returns false.
 func (q *searcher) eachPosting(tok uint64, fn func(e []byte) (bool, error)) error {
 	seen := 0
-	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(_, v []byte) error {
+	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(k, v []byte) error {
+		if len(k) != blockKeyLen {
+			return nil // the token's count
+		}
 		if len(v)%postingLen != 0 {
 			return errors.New("recall: malformed posting block")
 		}
