@@ -12,6 +12,32 @@ import (
 // clone's .tree-ring/AGENTS.md, say): Tree Ring publishes no such pointer.
 const ReasonForeignGuidance = "foreign_guidance"
 
+// earlierGuidance are the SHA-256 digests of the guidance files that
+// earlier builds of this program wrote (each version of adapters/content.go
+// since the first, computed from its history), by path. A store initialized
+// before guidance.recorded existed holds one of them and has no record
+// naming it: its own text is not foreign. Add a line here whenever
+// guidance text changes (TestEarlierGuidanceIsNotTheCurrent).
+var earlierGuidance = map[string][]string{
+	".tree-ring/SKILL.md": {"40fd3ae51b5fdbda56fef3952e0bbbd22065f0c3105af8bf643ad4e11914dbe2"},
+	".tree-ring/CLI.md": {
+		"a274c93cb3cef3808a96f1a3689602bcf03edcb50101d43fd8af0bd87a10f2a3",
+		"29b41f00fd89f4da3eceab94b195ad02b44e5009a1d2aa5c04f879faa368fca0",
+		"4b5ea66df13640287b58abb039409b20479c5f4095323ee35482dbf4150d69f8",
+	},
+}
+
+// EarlierGuidance reports whether sum is the digest of the guidance file
+// at path as an earlier build of this program wrote it.
+func EarlierGuidance(path, sum string) bool {
+	for _, s := range earlierGuidance[path] {
+		if s == sum {
+			return true
+		}
+	}
+	return false
+}
+
 // maxGuidanceBytes bounds a guidance file read back; a larger one is not
 // one Tree Ring wrote.
 const maxGuidanceBytes = 1 << 20

@@ -10,8 +10,9 @@ import (
 
 // Guidance splits the guidance files on disk (path to SHA-256, as
 // adapters.GuidanceOnDisk reads them) against the last guidance.recorded
-// (recorded): ours are the files holding this build's bytes or the bytes
-// recorded for their path, which init records; foreign are the others,
+// (recorded): ours are the files holding this build's bytes, an earlier
+// build's (adapters.EarlierGuidance: a store from before the record) or the
+// bytes recorded for their path, which init records; foreign are the others,
 // in path order, each the conflict of every bridge that points agents at
 // guidance (adapters.Adapter.PointsAtGuidance). An absent file is neither
 // (init creates it). changed reports whether ours differs from recorded,
@@ -25,7 +26,7 @@ func Guidance(recorded []events.FileDigest, disk map[string]string) (ours []even
 		have, ok := disk[f.Path]
 		switch {
 		case !ok:
-		case have == adapters.SHA256Hex(f.Data) || have == was[f.Path]:
+		case have == adapters.SHA256Hex(f.Data) || have == was[f.Path] || adapters.EarlierGuidance(f.Path, have):
 			ours = append(ours, events.FileDigest{Path: f.Path, SHA256: have})
 		default:
 			foreign = append(foreign, adapters.ForeignGuidanceFinding(f.Path))
