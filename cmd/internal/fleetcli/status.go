@@ -3,30 +3,21 @@ package fleetcli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tree-ring/tree-ring/adapters/fleet"
-	"github.com/tree-ring/tree-ring/adapters/fleet/fleetsign"
 	"github.com/tree-ring/tree-ring/cmd/internal/cli"
 	"github.com/tree-ring/tree-ring/cmd/internal/fleetstatus"
-	"github.com/tree-ring/tree-ring/cmd/internal/replica"
 )
 
 type statusOptions struct {
 	connOptions
-	From   string
-	At     string
-	Expect string
-	Stale  time.Duration
+	fleetstatus.Flags
 }
 
 func (o *statusOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.From, "from", "", "directory of replicas written by fleet collect (required)")
-	fs.StringVar(&o.At, "at", "", "the instant, RFC3339 (default now)")
-	fs.StringVar(&o.Expect, "expect", "", "fleet file (STORE_ID PUBLIC_KEY LABEL per line): label the stores, show missing and unexpected ones")
-	fs.DurationVar(&o.Stale, "stale", 0, "with --expect: a store whose last event is older than this before --at is stale")
+	o.Flags.AddFlags(fs)
 	o.connOptions.AddFlags(fs)
 	_ = fs.MarkHidden("replicas") // status never creates the stream
 	fs.Lookup("stream").Usage = "JetStream stream (read only; fleet publish creates it)"
@@ -42,27 +33,11 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err := o.check(g.Getenv); err != nil {
 		return err
 	}
-	if o.From == "" {
-		return cli.Usagef("--from DIR is required")
+	opts, err := o.Options(g.Now(), g.LockTimeout)
+	if err != nil {
+		return err
 	}
-	at := g.Now().UTC()
-	if o.At != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.At)
-		if err != nil {
-			return cli.Usagef("--at %q: want an RFC3339 instant such as 2026-09-01T12:00:00Z", o.At)
-		}
-		at = t.UTC()
-	}
-	var exp map[string]fleetsign.Expected
-	var err error
-	if o.Expect != "" {
-		if exp, err = replica.ReadExpect(o.Expect); err != nil {
-			return err
-		}
-	} else if o.Stale != 0 {
-		return cli.Usagef("--stale needs --expect")
-	}
-	rows, err := fleetstatus.Rows(ctx, fleetstatus.Options{Dir: o.From, At: at, Expect: exp, Stale: o.Stale, LockTimeout: g.LockTimeout})
+	rows, err := fleetstatus.Rows(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -75,5 +50,5 @@ func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string)
 	if err != nil {
 		return fmt.Errorf("fleet status: %w", err)
 	}
-	return fleetstatus.Write(g.Stdout, g.JSON, at, fleetstatus.Live(rows, heads, g.Now()))
+	return fleetstatus.Write(g.Stdout, g.JSON, opts.At, fleetstatus.Live(rows, heads, g.Now()))
 }
