@@ -48,33 +48,13 @@ func TestClaudeHooksOff(t *testing.T) {
 				"user": filepath.Join(home, ".claude", "settings.json"), "config": filepath.Join(config, "settings.json"),
 				"managed": filepath.Join(managed, "managed-settings.json"), "dropin": filepath.Join(managed, "managed-settings.d", "10-policy.json"),
 			}
-			for k, data := range c.files {
-				p, ok := paths[k]
-				if !ok {
-					p = filepath.Join(dir, k)
-				}
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeSettings(t, c.files, paths, dir)
 			env := map[string]string{"HOME": home}
 			if c.configDir {
 				env["CLAUDE_CONFIG_DIR"] = config
 			}
 			got := claudeHooksOffIn(TrustQuery{Project: dir, Getenv: func(k string) string { return env[k] }, Root: r}, managed)
-			switch {
-			case got.Diagnostic != c.diag:
-				t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, c.diag, got)
-			case c.file == "" && got.File != "", c.file != "" && !strings.HasSuffix(got.File, c.file):
-				t.Fatalf("switch in %q, want %q (%+v)", got.File, c.file, got)
-			case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, c.inMsg):
-				t.Fatalf("step %q lacks %q", got.Next, c.inMsg)
-			case strings.Contains(got.Next, dir) || strings.Contains(got.Next, home):
-				t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
-			}
+			checkHooksOff(t, got, c.file, c.diag, c.inMsg, false, dir, home)
 			for k, data := range c.files {
 				p, ok := paths[k]
 				if !ok {
@@ -125,29 +105,9 @@ func TestGeminiHooksOff(t *testing.T) {
 				env["GEMINI_CLI_HOME"] = ghome
 				paths["user"] = filepath.Join(ghome, ".gemini", "settings.json")
 			}
-			for k, data := range c.files {
-				p, ok := paths[k]
-				if !ok {
-					p = filepath.Join(dir, k)
-				}
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeSettings(t, c.files, paths, dir)
 			got := geminiHooksOffIn(TrustQuery{Project: dir, Getenv: func(k string) string { return env[k] }, Root: r}, paths["defaults"], paths["system"])
-			switch {
-			case got.Diagnostic != c.diag:
-				t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, c.diag, got)
-			case c.file == "" && got.File != "", c.file != "" && !strings.HasSuffix(got.File, c.file):
-				t.Fatalf("switch in %q, want %q (%+v)", got.File, c.file, got)
-			case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, c.inMsg):
-				t.Fatalf("step %q lacks %q", got.Next, c.inMsg)
-			case strings.Contains(got.Next, dir) || strings.Contains(got.Next, home):
-				t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
-			}
+			checkHooksOff(t, got, c.file, c.diag, c.inMsg, false, dir, home)
 		})
 	}
 }
@@ -186,29 +146,9 @@ func TestCodexHooksOff(t *testing.T) {
 				env["CODEX_HOME"] = chome
 				paths["user"] = filepath.Join(chome, "config.toml")
 			}
-			for k, data := range c.files {
-				p, ok := paths[k]
-				if !ok {
-					p = filepath.Join(dir, k)
-				}
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeSettings(t, c.files, paths, dir)
 			got := codexHooksOff(TrustQuery{Project: dir, Getenv: func(k string) string { return env[k] }, Root: r})
-			switch {
-			case got.Diagnostic != c.diag:
-				t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, c.diag, got)
-			case c.file == "" && got.File != "", c.file != "" && got.File != c.file:
-				t.Fatalf("switch in %q, want %q (%+v)", got.File, c.file, got)
-			case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, c.inMsg):
-				t.Fatalf("step %q lacks %q", got.Next, c.inMsg)
-			case strings.Contains(got.Next, dir) || strings.Contains(got.Next, base):
-				t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
-			}
+			checkHooksOff(t, got, c.file, c.diag, c.inMsg, true, dir, base)
 		})
 	}
 }
@@ -220,5 +160,41 @@ func TestHooksSwitchAdapters(t *testing.T) {
 		if got := a.HooksSwitch != nil; got != (a.ID == "claude-code" || a.ID == "gemini-cli" || a.ID == "codex") {
 			t.Errorf("%s: HooksSwitch set %v", a.ID, got)
 		}
+	}
+}
+
+// writeSettings writes each of files (a key of paths, or a project path)
+// for a hooks-switch case.
+func writeSettings(t *testing.T, files, paths map[string]string, dir string) {
+	t.Helper()
+	for k, data := range files {
+		p, ok := paths[k]
+		if !ok {
+			p = filepath.Join(dir, k)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkHooksOff asserts a switch read: its diagnostic, the file it names
+// (exactly, or as a suffix for an absolute host path; "" none), a
+// substring of its step, and a step that names neither dir nor home.
+func checkHooksOff(t *testing.T, got HooksOff, file, diag, inMsg string, exact bool, dir, home string) {
+	t.Helper()
+	named := got.File == file || !exact && file != "" && strings.HasSuffix(got.File, file)
+	switch {
+	case got.Diagnostic != diag:
+		t.Fatalf("diagnostic %q, want %q (%+v)", got.Diagnostic, diag, got)
+	case file == "" && got.File != "", file != "" && !named:
+		t.Fatalf("switch in %q, want %q (%+v)", got.File, file, got)
+	case (got.File != "" || got.Diagnostic != "") && !strings.Contains(got.Next, inMsg):
+		t.Fatalf("step %q lacks %q", got.Next, inMsg)
+	case strings.Contains(got.Next, dir) || strings.Contains(got.Next, home):
+		t.Fatalf("the step names the project's or the home's absolute path: %q", got.Next)
 	}
 }
