@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // maxHookFileBytes bounds a hook definition file read back.
@@ -12,7 +13,7 @@ const maxHookFileBytes = 1 << 20
 // ForeignHookCommands lists the commands a JSON hook definition file (the
 // bridge file of Claude Code, Codex and Gemini CLI: a "hooks" object of
 // events, each a list of matcher groups holding "hooks" handlers) would run
-// besides harness's Tree Ring hook command (HookCommand). Before a store
+// besides harness's Tree Ring hook command (HookCommand), sorted. Before a store
 // here recorded a bridge, a clone's hook file that runs anything else is
 // nobody's reviewed bridge (issue 24 finding 10). A file that does not
 // decode as such is one entry, "(unreadable)": nothing vouches for it.
@@ -38,6 +39,7 @@ func ForeignHookCommands(data []byte, harness string) []string {
 			}
 		}
 	}
+	slices.Sort(out) // the events are a map: one order for the same file
 	return out
 }
 
