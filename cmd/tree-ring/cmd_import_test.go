@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -185,7 +186,7 @@ func TestImportRefusesAnOversizedFile(t *testing.T) {
 		left int64
 		err  bool
 	}{{int64(len(in)), false}, {int64(len(in) - 1), true}, {int64(len(line)), true}} {
-		recs, _, err := readMemories(&boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
+		recs, _, err := readMemories(context.Background(), &boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
 		if tc.err {
 			if !errors.Is(err, errImportTooLarge) || recs != nil {
 				t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
@@ -271,7 +272,7 @@ func TestImportNamesEveryRefusedLine(t *testing.T) {
 func TestImportRefusesAnOverlongLineAndReadsOn(t *testing.T) {
 	ok := `{"id":"m1","summary":"a","event_type":"decision"}`
 	in := ok + "\n" + strings.Repeat("x", memory.MaxLineBytes+300<<10) + "\n" + strings.Replace(ok, "m1", "m2", 1) + "\n"
-	recs, refused, err := readMemories(strings.NewReader(in), "f", "2026-11-01T12:00:00.000000Z")
+	recs, refused, err := readMemories(context.Background(), strings.NewReader(in), "f", "2026-11-01T12:00:00.000000Z")
 	if err != nil || len(recs) != 2 || recs[1].ID != "m2" || len(refused) != 1 || refused[0].Line != 2 || refused[0].Kind != "line_too_long" {
 		t.Fatalf("%v %d %+v", err, len(recs), refused)
 	}
