@@ -335,6 +335,9 @@ type ImportFile struct {
 	refused []RefusedLine
 }
 
+// maxPresized bounds the records an export header's count reserves.
+const maxPresized = 1 << 20
+
 // RefusedLine is a line an import refused: its number, the kind of
 // refusal (a diagnostic code) and the error, whose message names fields
 // and rules, never a value. Nothing of the line's text is kept.
@@ -429,6 +432,9 @@ func (f *ImportFile) take(p *ParsedLine) error {
 			return &invalidError{RefusedMisplacedHeader, errors.New("the export header must be the first line")}
 		}
 		f.header = p.header
+		// The records of a whole file, in one allocation (a header that
+		// lies fails Records).
+		f.recs = make([]Record, 0, min(max(p.header.MemoryCount, 0), maxPresized))
 		return nil
 	}
 	f.recs = append(f.recs, p.rec)
