@@ -181,17 +181,16 @@ func parseWorkers() int { return runtime.GOMAXPROCS(0) }
 // lineBatch is a run of non-empty lines, parsed by a worker (done is
 // closed then) and taken in file order.
 type lineBatch struct {
-	n       []int    // line numbers
-	raw     [][]byte // nil for a line over memory.MaxLineBytes
-	tooLong []bool
-	parsed  []memory.ParsedLine
-	done    chan struct{}
+	n      []int    // line numbers
+	raw    [][]byte // nil for a line over memory.MaxLineBytes
+	parsed []memory.ParsedLine
+	done   chan struct{}
 }
 
 func (b *lineBatch) parse(now string) {
 	b.parsed = make([]memory.ParsedLine, len(b.raw))
 	for i, raw := range b.raw {
-		if !b.tooLong[i] {
+		if raw != nil {
 			b.parsed[i] = memory.ParseImportLine(raw, now)
 		}
 	}
@@ -199,8 +198,8 @@ func (b *lineBatch) parse(now string) {
 }
 
 func (b *lineBatch) take(file *memory.ImportFile) {
-	for i := range b.raw {
-		if b.tooLong[i] {
+	for i, raw := range b.raw {
+		if raw == nil {
 			file.Refuse(b.n[i], "line_too_long", errLineTooLong)
 			continue
 		}
@@ -235,7 +234,7 @@ func readLines(ctx context.Context, r io.Reader, name string, send func(*lineBat
 		if raw = bytes.TrimSpace(raw); len(raw) == 0 && !tooLong {
 			continue
 		}
-		b.n, b.raw, b.tooLong = append(b.n, line), append(b.raw, raw), append(b.tooLong, tooLong)
+		b.n, b.raw = append(b.n, line), append(b.raw, raw) // a non-empty TrimSpace is never nil
 		if len(b.raw) == parseBatch {
 			if err := flush(); err != nil {
 				return err
