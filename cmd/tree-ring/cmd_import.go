@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -86,7 +88,7 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 	// (unless --skip-refused; the refusal is a recorded failed run), and
 	// every refused line is named.
 	// Bounded, and a larger file is refused (never silently truncated).
-	recs, refusedLines, err := readMemories(&boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
+	recs, refusedLines, err := readMemories(ctx, &boundedReader{r: r, left: maxMemoryImportBytes, tooLarge: errImportTooLarge}, name, events.FormatMemoryTime(g.Now()))
 	if err != nil {
 		return refusedImport(ctx, g, o, err)
 	}
@@ -122,35 +124,123 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 // readMemories reads an export (or raw memory lines) line by line through
 // memory.ImportFile, which normalizes, validates and guards every record
 // and records every refused line. Errors name the line, never a value; a
-// read error or an oversized file stops the read.
-func readMemories(r io.Reader, name, now string) ([]memory.Record, []memory.RefusedLine, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
+// read error, an oversized file or ctx's end stops the read.
+//
+// Parsing a line (strict decoding, validation, the sensitivity check) is
+// most of the read: it runs on parseWorkers goroutines over batches of
+// lines while this one reads, and the batches are taken in file order, so
+// the records and refused lines are those of a one-line-at-a-time read. At
+// most parseAhead batches are in flight.
+func readMemories(ctx context.Context, r io.Reader, name, now string) ([]memory.Record, []memory.RefusedLine, error) {
 	var file memory.ImportFile
-	line := 0
-	for {
-		raw, err := readLine(br)
-		if err == io.EOF {
-			break
+	work := make(chan *lineBatch, parseAhead)
+	order := make(chan *lineBatch, parseAhead)
+	var wg sync.WaitGroup
+	for range parseWorkers() {
+		wg.Go(func() {
+			for b := range work {
+				b.parse(now)
+			}
+		})
+	}
+	wg.Go(func() {
+		for b := range order {
+			<-b.done
+			b.take(&file)
 		}
-		line++
-		if errors.Is(err, errLineTooLong) {
-			file.Refuse(line, "line_too_long", err)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			continue
-		}
-		_ = file.Add(line, raw, now) // recorded in file.Refused
+	})
+	err := readLines(ctx, r, name, func(b *lineBatch) {
+		work <- b
+		order <- b
+	})
+	close(work)
+	close(order)
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
 	}
 	recs, err := file.Records()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return recs, file.Refused(), nil
+}
+
+// parseBatch is how many lines a parse worker takes at a time, and
+// parseAhead how many batches may wait to be parsed or taken (what the
+// read holds beyond the records).
+const (
+	parseBatch = 256
+	parseAhead = 8
+)
+
+// parseWorkers is one parse worker per usable core: the reader and the
+// in-order taker are light.
+func parseWorkers() int { return runtime.GOMAXPROCS(0) }
+
+// lineBatch is a run of non-empty lines, parsed by a worker (done is
+// closed then) and taken in file order.
+type lineBatch struct {
+	n      []int    // line numbers
+	raw    [][]byte // nil for a line over memory.MaxLineBytes
+	parsed []memory.ParsedLine
+	done   chan struct{}
+}
+
+func (b *lineBatch) parse(now string) {
+	b.parsed = make([]memory.ParsedLine, len(b.raw))
+	for i, raw := range b.raw {
+		if raw != nil {
+			b.parsed[i] = memory.ParseImportLine(raw, now)
+		}
+	}
+	close(b.done)
+}
+
+func (b *lineBatch) take(file *memory.ImportFile) {
+	for i, raw := range b.raw {
+		if raw == nil {
+			file.Refuse(b.n[i], "line_too_long", errLineTooLong)
+			continue
+		}
+		_ = file.Take(b.n[i], &b.parsed[i]) // recorded in file.Refused
+	}
+}
+
+// readLines reads r's lines into batches and hands each to send, in
+// order; blank lines are skipped (still counted). It checks ctx between
+// batches.
+func readLines(ctx context.Context, r io.Reader, name string, send func(*lineBatch)) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	line := 0
+	b := &lineBatch{done: make(chan struct{})}
+	flush := func() error {
+		if len(b.raw) > 0 {
+			send(b)
+			b = &lineBatch{done: make(chan struct{})}
+		}
+		return ctx.Err()
+	}
+	for {
+		raw, err := readLine(br)
+		if err == io.EOF {
+			return flush()
+		}
+		line++
+		tooLong := errors.Is(err, errLineTooLong)
+		if err != nil && !tooLong {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if raw = bytes.TrimSpace(raw); len(raw) == 0 && !tooLong {
+			continue
+		}
+		b.n, b.raw = append(b.n, line), append(b.raw, raw) // a non-empty TrimSpace is never nil
+		if len(b.raw) == parseBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // errLineTooLong is an import line over memory.MaxLineBytes; the rest of

@@ -82,3 +82,38 @@ func BenchmarkImport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkImportRead measures the import's read alone (readMemories: the
+// lines parsed, validated and guarded on parseWorkers goroutines, taken in
+// order): memories/s and the process's CPU time per memory; CPU above wall
+// is the second core's share. TREE_RING_BENCH_MEMORIES as for
+// BenchmarkImport.
+func BenchmarkImportRead(b *testing.B) {
+	sizes := []int{10_000, 100_000}
+	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
+		sizes = []int{n}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			file := filepath.Join(b.TempDir(), "export.jsonl")
+			writeMemoryBenchExport(b, file, n)
+			var total, cpu time.Duration
+			for b.Loop() {
+				f, err := os.Open(file)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start, cpu0 := time.Now(), eventstest.CPUTime()
+				recs, refused, err := readMemories(context.Background(), f, "export.jsonl", "2026-11-01T12:00:00.000000Z")
+				total += time.Since(start)
+				cpu += eventstest.CPUTime() - cpu0
+				f.Close()
+				if err != nil || len(recs) != n || len(refused) != 0 {
+					b.Fatalf("read: %v, %d records, %d refused", err, len(recs), len(refused))
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "memories/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/memory")
+		})
+	}
+}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -185,7 +189,7 @@ func TestImportRefusesAnOversizedFile(t *testing.T) {
 		left int64
 		err  bool
 	}{{int64(len(in)), false}, {int64(len(in) - 1), true}, {int64(len(line)), true}} {
-		recs, _, err := readMemories(&boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
+		recs, _, err := readMemories(context.Background(), &boundedReader{r: strings.NewReader(in), left: tc.left, tooLarge: errImportTooLarge}, "f", "2026-11-01T12:00:00.000000Z")
 		if tc.err {
 			if !errors.Is(err, errImportTooLarge) || recs != nil {
 				t.Fatalf("bound %d: %v %d", tc.left, err, len(recs))
@@ -271,7 +275,7 @@ func TestImportNamesEveryRefusedLine(t *testing.T) {
 func TestImportRefusesAnOverlongLineAndReadsOn(t *testing.T) {
 	ok := `{"id":"m1","summary":"a","event_type":"decision"}`
 	in := ok + "\n" + strings.Repeat("x", memory.MaxLineBytes+300<<10) + "\n" + strings.Replace(ok, "m1", "m2", 1) + "\n"
-	recs, refused, err := readMemories(strings.NewReader(in), "f", "2026-11-01T12:00:00.000000Z")
+	recs, refused, err := readMemories(context.Background(), strings.NewReader(in), "f", "2026-11-01T12:00:00.000000Z")
 	if err != nil || len(recs) != 2 || recs[1].ID != "m2" || len(refused) != 1 || refused[0].Line != 2 || refused[0].Kind != "line_too_long" {
 		t.Fatalf("%v %d %+v", err, len(recs), refused)
 	}
@@ -287,5 +291,108 @@ func TestImportSecretsAfterNormalization(t *testing.T) {
 	r := c.run(in, "import", "--skip-refused", "-")
 	if r.code != 0 || r.stdout != "skipped refused line 2: secret_blocked\nTree Ring Memory import complete: valid=1 inserted=1 replaced=0 skipped_duplicates=0 dry_run=false\n" {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The read parses lines in batches on several goroutines; what it returns
+// is what a one-line-at-a-time read through memory.ImportFile returns:
+// the same records and refused lines in file order, across batch
+// boundaries (blank, overlong, unreadable, invalid, secret-like lines and
+// a misplaced header among them).
+func TestImportReadMatchesOneLineAtATime(t *testing.T) {
+	const now = "2026-11-01T12:00:00.000000Z"
+	var lines []string
+	for i := range 3*parseBatch + 17 {
+		id := fmt.Sprintf("mem_%05d", i)
+		switch {
+		case i%97 == 5:
+			lines = append(lines, "")
+		case i%89 == 7:
+			lines = append(lines, strings.Repeat("x", memory.MaxLineBytes+10))
+		case i%83 == 3:
+			lines = append(lines, `{"id":"`+id+`","summary":`)
+		case i%79 == 1:
+			lines = append(lines, `{"id":"`+id+`","summary":"two\nlines","event_type":"decision"}`)
+		case i%73 == 2:
+			lines = append(lines, `{"id":"`+id+`","summary":"token ghp_CANARYcanary0123456789abcdefABCDEF","event_type":"decision"}`)
+		case i == parseBatch:
+			lines = append(lines, `{"type":"tree_ring_memory_export","schema_version":1,"plugin_version":"0.15.6","created_at":"2026-09-01T00:00:00Z","memory_count":1,"sensitive_included":false}`)
+		default:
+			lines = append(lines, `{"id":"`+id+`","summary":"Note `+id+`","event_type":"decision"}`)
+		}
+	}
+	in := strings.Join(lines, "\n") + "\n"
+	var want memory.ImportFile
+	for i, l := range lines {
+		switch {
+		case len(l) > memory.MaxLineBytes:
+			want.Refuse(i+1, "line_too_long", errLineTooLong)
+		case l != "":
+			_ = want.Add(i+1, []byte(l), now)
+		}
+	}
+	wantRecs, err := want.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, refused, err := readMemories(context.Background(), strings.NewReader(in), "f", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, l := range want.Refused() {
+		kinds[l.Kind] = true
+	}
+	if len(kinds) != 5 || len(wantRecs) < 2*parseBatch {
+		t.Fatalf("the fixture refuses lines of kinds %v and keeps %d", kinds, len(wantRecs))
+	}
+	if !slices.EqualFunc(refused, want.Refused(), func(a, b memory.RefusedLine) bool {
+		return a.Line == b.Line && a.Kind == b.Kind && a.Err.Error() == b.Err.Error()
+	}) {
+		t.Fatalf("refused lines differ:\n got %+v\nwant %+v", refused, want.Refused())
+	}
+	if !reflect.DeepEqual(recs, wantRecs) {
+		t.Fatalf("records differ: got %d, want %d", len(recs), len(wantRecs))
+	}
+}
+
+// cancellingLines serves memory lines, total of them, and cancels its
+// context once it has served cancelAt.
+type cancellingLines struct {
+	served, cancelAt, total int
+	cancel                  context.CancelFunc
+	pending                 []byte
+}
+
+func (c *cancellingLines) Read(p []byte) (int, error) {
+	for len(c.pending) < len(p) && c.served < c.total {
+		c.pending = fmt.Appendf(c.pending, `{"id":"mem_%d","summary":"Note %d","event_type":"decision"}`+"\n", c.served, c.served)
+		if c.served++; c.served == c.cancelAt {
+			c.cancel()
+		}
+	}
+	if len(c.pending) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// A cancelled import (Ctrl-C) stops reading: the read returns the
+// context's error within a few batches instead of reading (and parsing)
+// the rest of the file first.
+func TestImportReadStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &cancellingLines{cancelAt: 1000, total: 100_000, cancel: cancel}
+	_, _, err := readMemories(ctx, src, "f", "2026-11-01T12:00:00.000000Z")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	// What was buffered when the context ended: bufio's 256 KiB and the
+	// batch being filled.
+	if limit := src.cancelAt + (256<<10)/50 + parseBatch; src.served > limit {
+		t.Fatalf("served %d lines after the cancel at %d (limit %d)", src.served, src.cancelAt, limit)
 	}
 }

@@ -335,6 +335,9 @@ type ImportFile struct {
 	refused []RefusedLine
 }
 
+// maxPresized bounds the records an export header's count reserves.
+const maxPresized = 1 << 20
+
 // RefusedLine is a line an import refused: its number, the kind of
 // refusal (a diagnostic code) and the error, whose message names fields
 // and rules, never a value. Nothing of the line's text is kept.
@@ -354,7 +357,42 @@ const (
 // Add decodes line n (non-empty); now is the default created_at. A refusal
 // is recorded and returned.
 func (f *ImportFile) Add(n int, line []byte, now string) error {
-	err := f.add(line, now)
+	p := ParseImportLine(line, now)
+	return f.Take(n, &p)
+}
+
+// ParsedLine is one import line decoded, normalized and prepared
+// (ParseImportLine), not yet placed in its file (ImportFile.Take).
+type ParsedLine struct {
+	header *ExportHeader
+	rec    Record
+	err    error
+}
+
+// ParseImportLine is the part of ImportFile.Add that reads no state of the
+// file: strict decoding, the legacy normalization and Prepare (validation
+// and the sensitivity check). Lines may be parsed concurrently and taken
+// in file order.
+func ParseImportLine(line []byte, now string) ParsedLine {
+	l, err := DecodeImportLine(line, now)
+	switch {
+	case err != nil:
+		return ParsedLine{err: err}
+	case l.Header != nil:
+		return ParsedLine{header: l.Header}
+	}
+	p := ParsedLine{rec: *l.Memory}
+	p.rec.NormalizeLegacy()
+	if err := Prepare(&p.rec); err != nil {
+		p.err = &invalidError{RefusedInvalidMemory, err}
+	}
+	return p
+}
+
+// Take places line n's parse in the file, in file order: the header first
+// and once, then memories. A refusal is recorded and returned.
+func (f *ImportFile) Take(n int, p *ParsedLine) error {
+	err := f.take(p)
 	if err != nil {
 		f.Refuse(n, RefusedUnreadable, err)
 	}
@@ -385,24 +423,21 @@ type invalidError struct {
 func (e *invalidError) Error() string { return e.err.Error() }
 func (e *invalidError) Unwrap() error { return e.err }
 
-func (f *ImportFile) add(line []byte, now string) error {
-	l, err := DecodeImportLine(line, now)
-	if err != nil {
-		return err
-	}
-	if l.Header != nil {
+func (f *ImportFile) take(p *ParsedLine) error {
+	switch {
+	case p.err != nil:
+		return p.err
+	case p.header != nil:
 		if f.header != nil || len(f.recs)+len(f.refused) > 0 {
 			return &invalidError{RefusedMisplacedHeader, errors.New("the export header must be the first line")}
 		}
-		f.header = l.Header
+		f.header = p.header
+		// The records of a whole file, in one allocation (a header that
+		// lies fails Records).
+		f.recs = make([]Record, 0, min(max(p.header.MemoryCount, 0), maxPresized))
 		return nil
 	}
-	rec := *l.Memory
-	rec.NormalizeLegacy()
-	if err := Prepare(&rec); err != nil {
-		return &invalidError{RefusedInvalidMemory, err}
-	}
-	f.recs = append(f.recs, rec)
+	f.recs = append(f.recs, p.rec)
 	return nil
 }
 
