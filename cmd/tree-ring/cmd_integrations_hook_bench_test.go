@@ -384,6 +384,29 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	b.ReportMetric(ratio("hook", "empty"), "hook/empty")
 	b.ReportMetric(ratio("version-direct", "empty-direct"), "version/empty")
 
+	// The ledger pages one hook's commit writes (bolt.Pages around it).
+	pages := func() bolt.Pages {
+		st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		p, err := st.Pages()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	before := pages()
+	benchRun(b, deep(dir), payload(dir, 5_000_000), "/bin/sh", "-c", line)
+	written := before.Written(pages())
+	b.Logf("ledger pages one hook commit wrote: %s", formatPages(written))
+	total := 0
+	for _, n := range written {
+		total += n
+	}
+	b.ReportMetric(float64(total), "hook-pages")
+
 	// 32 at once, the hook and then the floor program.
 	burst := func(root string, base int) time.Duration {
 		var wg sync.WaitGroup
