@@ -59,13 +59,15 @@ func formatPages(w map[string]int) string {
 // hookPageBudget is what one SessionStart hook's commit may write per
 // bucket on the ledger TestHookPagesPerCommit seeds (3-level trees but
 // id_blocks'); docs/benchmarks.md, *SessionStart hook*, has the breakdown.
-// A leaf that splits adds a page. A bucket not named here must not be
-// written at all (a hook folds no memory).
+// A leaf that splits adds a page, and where the splits fall moves with a
+// few bytes of the events (durations are measured), so a budget is the
+// usual count plus the split its bucket sometimes takes. A bucket not named
+// here must not be written at all (a hook folds no memory).
 var hookPageBudget = map[string]int{
 	"":           1, // bbolt's root bucket (p/harnesses is inline in it)
 	"(freelist)": 1,
 	// 4 envelopes (~3.5 KB): the last leaf, a new one, 2 branches.
-	"events": 4,
+	"events": 5,
 	// harness/codex and the new run/<id>: 2 leaves and their branches.
 	"heads":         3,
 	"stream_blocks": 4,
@@ -79,8 +81,9 @@ var hookPageBudget = map[string]int{
 	"p/harnesses": 1,
 }
 
-// hookPageTotal bounds the sum (the buckets do not all peak together).
-const hookPageTotal = 24
+// hookPageTotal bounds the sum: 22-24 measured (the buckets do not all
+// split together).
+const hookPageTotal = 25
 
 // A SessionStart hook's one commit writes at most hookPageBudget's pages
 // of each bucket: a change that touches more keys, a wider key family or
