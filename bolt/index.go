@@ -22,16 +22,24 @@ import (
 //     them). Every block of a stream but its last is full; the last is
 //     rewritten in place while it has room.
 //   - id_blocks: key = the 16-byte id that starts the block; value = sorted
-//     (id, big-endian uint64 position) pairs, 1..idBlockCap of them, the
+//     (id, big-endian uint64 position) pairs, 1..idBlockMax of them, the
 //     first pair's id equal to the key. A block covers the ids in [key, next
 //     key). Ids that arrive in order (monotonic ULIDs) append to the last
 //     block; an id inside a full block splits it.
 //
 // A write transaction collects its entries in an indexWriter and rewrites
 // each touched block once, at commit.
+//
+// This build writes id blocks of at most idBlockCap pairs and reads up to
+// idBlockMax, which builds before it wrote (and still read: the format is
+// unchanged). Every commit rewrites the last block and the leaf page that
+// holds it; bbolt never splits a leaf of four values or fewer, so blocks of
+// 128 pairs (3 KB) made that leaf a three- or four-page overflow written by
+// every hook, where blocks of 32 (768 B) sit five to a page.
 const (
 	streamBlockCap = 64
-	idBlockCap     = 128
+	idBlockCap     = 32
+	idBlockMax     = 128
 	idPairSize     = 16 + 8
 )
 
@@ -99,14 +107,14 @@ func (b idBlock) search(id []byte) (int, bool) {
 	return lo, lo < b.n() && bytes.Equal(b.id(lo), id)
 }
 
-// decodeIDBlock checks an id_blocks entry: 1..idBlockCap pairs, ids
+// decodeIDBlock checks an id_blocks entry: 1..idBlockMax pairs, ids
 // strictly increasing from the key, positions not zero. Linear in len(v).
 func decodeIDBlock(k, v []byte) (idBlock, error) {
 	if len(k) != 16 {
 		return nil, fmt.Errorf("%w: id block key of %d bytes", errBlock, len(k))
 	}
 	b := idBlock(v)
-	if v == nil || len(v)%idPairSize != 0 || b.n() == 0 || b.n() > idBlockCap {
+	if v == nil || len(v)%idPairSize != 0 || b.n() == 0 || b.n() > idBlockMax {
 		return nil, fmt.Errorf("%w: id block %x holds %d bytes", errBlock, k, len(v))
 	}
 	if !bytes.Equal(b.id(0), k) {
@@ -431,8 +439,8 @@ func (w *indexWriter) flushIDs(b *bbolt.Bucket) error {
 // overflows splits it into half-full blocks.
 func putIDBlocks(b *bbolt.Bucket, old idBlock, group []idEntry) error {
 	appendOnly := old == nil || bytes.Compare(group[0].id[:], old.id(old.n()-1)) > 0
-	if appendOnly && old.n() == idBlockCap {
-		old = nil // full: the group starts a block of its own
+	if appendOnly && old.n() >= idBlockCap {
+		old = nil // full (an older build's up to idBlockMax): the group starts a block of its own
 	}
 	n := old.n() + len(group)
 	merged := make([]byte, 0, n*idPairSize)

@@ -98,20 +98,20 @@ func TestIDBlocks(t *testing.T) {
 		commits [][]uint64
 		layout  [][2]uint64 // (first id, pairs) per block
 	}{
-		{"in order, one commit, fills blocks to the cap", [][]uint64{seq(1, 300, 1)},
-			[][2]uint64{{1, 128}, {129, 128}, {257, 44}}},
-		{"in order over commits appends to the last block", [][]uint64{seq(1, 100, 1), seq(101, 200, 1), seq(201, 201, 1)},
-			[][2]uint64{{1, 128}, {129, 73}}},
-		{"a full last block is not rewritten; the next id starts a block", [][]uint64{seq(1, 128, 1), {500}},
-			[][2]uint64{{1, 128}, {500, 1}}},
+		{"in order, one commit, fills blocks to the cap", [][]uint64{seq(1, 80, 1)},
+			[][2]uint64{{1, 32}, {33, 32}, {65, 16}}},
+		{"in order over commits appends to the last block", [][]uint64{seq(1, 20, 1), seq(21, 50, 1), seq(51, 51, 1)},
+			[][2]uint64{{1, 32}, {33, 19}}},
+		{"a full last block is not rewritten; the next id starts a block", [][]uint64{seq(1, 32, 1), {500}},
+			[][2]uint64{{1, 32}, {500, 1}}},
 		{"out of order in one commit is sorted first", [][]uint64{{5, 3, 9, 1}},
 			[][2]uint64{{1, 4}}},
-		{"an insert into a full block splits it into half-full blocks", [][]uint64{seq(2, 256, 2), {3}},
-			[][2]uint64{{2, 43}, {86, 43}, {172, 43}}},
+		{"an insert into a full block splits it into half-full blocks", [][]uint64{seq(2, 64, 2), {3}},
+			[][2]uint64{{2, 11}, {22, 11}, {44, 11}}},
 		{"ids before every block form a block of their own", [][]uint64{seq(100, 109, 1), {1, 2, 3}},
 			[][2]uint64{{1, 3}, {100, 10}}},
-		{"one commit touching several blocks", [][]uint64{seq(2, 600, 2), {3, 259, 601, 700}},
-			[][2]uint64{{2, 43}, {86, 43}, {172, 43}, {258, 43}, {342, 43}, {428, 43}, {514, 46}}},
+		{"one commit touching several blocks", [][]uint64{seq(2, 150, 2), {3, 67, 151, 200}},
+			[][2]uint64{{2, 11}, {22, 11}, {44, 11}, {66, 11}, {86, 11}, {108, 11}, {130, 13}}},
 		{"an insert into a block with room stays in it", [][]uint64{seq(10, 100, 10), {55}},
 			[][2]uint64{{10, 11}}},
 	}
@@ -163,6 +163,40 @@ func checkIDLookups(t *testing.T, db *bbolt.DB, indexed []uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Blocks of up to idBlockMax pairs, which builds before the cap of 32
+// wrote, are read, never appended to, and split into blocks within the cap
+// by an insert.
+func TestIDBlocksOfAnOlderBuild(t *testing.T) {
+	db := indexDB(t)
+	old := seq(1, 2*idBlockMax, 2) // ids 1, 3, ..., 255 at their own positions
+	var v []byte
+	for _, n := range old {
+		v = append(v, pairs(n, n)...)
+	}
+	err := db.Update(func(tx *bbolt.Tx) error {
+		k := tid(1)
+		return tx.Bucket(bucketIDBlocks).Put(k[:], v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commitIDs(db, 300, 301); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := idLayout(t, db), [][2]uint64{{1, idBlockMax}, {300, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("after an append: layout %v, want %v", got, want)
+	}
+	if err := commitIDs(db, 2); err != nil {
+		t.Fatal(err)
+	}
+	// 129 pairs in ceil(2*129/32) = 9 blocks of at most 15.
+	got := idLayout(t, db)
+	if len(got) != 10 || got[0] != [2]uint64{1, 15} || got[9] != [2]uint64{300, 2} {
+		t.Fatalf("after an insert: layout %v", got)
+	}
+	checkIDLookups(t, db, append(old, 300, 301, 2))
 }
 
 func TestIDBlocksRefuseDuplicates(t *testing.T) {
@@ -332,8 +366,8 @@ func positions(ps ...uint64) []byte {
 
 func TestDecodeBlocksRefuseMalformed(t *testing.T) {
 	k1 := tid(1)
-	long := pairs(seq(1, 2*(idBlockCap+1), 1)...) // idBlockCap+1 pairs (i, i+1)
-	for i := 0; i < idBlockCap+1; i++ {
+	long := pairs(seq(1, 2*(idBlockMax+1), 1)...) // idBlockMax+1 pairs (i, i+1)
+	for i := 0; i < idBlockMax+1; i++ {
 		id := tid(uint64(i + 1))
 		copy(long[i*idPairSize:], id[:])
 	}
@@ -353,8 +387,8 @@ func TestDecodeBlocksRefuseMalformed(t *testing.T) {
 			t.Errorf("id block, %s: %v, want a malformed-block error", name, err)
 		}
 	}
-	if _, err := decodeIDBlock(k1[:], long[:idBlockCap*idPairSize]); err != nil {
-		t.Errorf("a full id block: %v", err)
+	if _, err := decodeIDBlock(k1[:], long[:idBlockMax*idPairSize]); err != nil {
+		t.Errorf("a full id block of an older build: %v", err)
 	}
 	streams := map[string]struct{ k, v []byte }{
 		"no separator":           {[]byte("run/a12345678"), positions(1)},
@@ -384,7 +418,7 @@ func FuzzDecodeIDBlock(f *testing.F) {
 	k := tid(1)
 	f.Add(k[:], pairs(1, 1, 2, 2))
 	f.Add(k[:], pairs(1, 5, 1, 6))
-	f.Add(k[:], pairs(seq(1, 2*idBlockCap, 1)...))
+	f.Add(k[:], pairs(seq(1, 2*idBlockMax, 1)...))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		blk, err := decodeIDBlock(k, v)
 		if err != nil {
@@ -393,7 +427,7 @@ func FuzzDecodeIDBlock(f *testing.F) {
 			}
 			return
 		}
-		if blk.n() < 1 || blk.n() > idBlockCap || !bytes.Equal(blk.id(0), k) {
+		if blk.n() < 1 || blk.n() > idBlockMax || !bytes.Equal(blk.id(0), k) {
 			t.Fatalf("accepted %d pairs from key %x", blk.n(), k)
 		}
 		for i := 0; i < blk.n(); i++ {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tree-ring/tree-ring/events"
+	"github.com/tree-ring/tree-ring/events/fold"
 )
 
 // Runs is the run ledger: per scope key, the latest MaxRunsPerScope run
@@ -54,6 +55,12 @@ func (Runs) Name() string { return RunsName }
 
 // Version implements Projection.
 func (Runs) Version() int { return 2 }
+
+// Batch implements fold.Batcher: a hook starts and finishes its run in
+// one transaction, so its u/ key is put and deleted again; held in an
+// overlay it never reaches the bucket, and the commit writes no page for
+// it (docs/benchmarks.md, *SessionStart hook*).
+func (Runs) Batch(kv KV) fold.Batch { return fold.NewOverlay(kv) }
 
 // Handles implements Projection.
 func (Runs) Handles(t string) bool {

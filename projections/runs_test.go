@@ -276,3 +276,74 @@ func BenchmarkRunsFold(b *testing.B) {
 		}
 	}
 }
+
+// The batch (fold.Batcher) leaves the bucket byte for byte as folding the
+// same events one at a time does, and a run started and finished in one
+// batch writes no u/ key at all: nothing is put, nothing deleted.
+func TestRunsBatchMatchesOneByOne(t *testing.T) {
+	f := newRunFixture()
+	var evs []events.Envelope
+	for i := 0; i < 30; i++ {
+		scope := []string{scopeA, scopeB}[i%2]
+		id, s := f.started(scope, 100+i)
+		evs = append(evs, s)
+		switch i % 3 {
+		case 0:
+			evs = append(evs, f.finished(id, scope, events.RunStatusSucceeded, ""))
+		case 1:
+			evs = append(evs, f.interrupted(id, scope, 100+i), f.finished(id, scope, events.RunStatusFailed, "late"))
+		}
+	}
+	one := NewMemKV()
+	apply(t, one, evs...)
+	batched := &countingKV{MemKV: NewMemKV()}
+	for lo := 0; lo < len(evs); lo += 7 { // batches that end mid-run too
+		b := (Runs{}).Batch(batched)
+		apply(t, b, evs[lo:min(lo+7, len(evs))]...)
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(one.Keys()) != fmt.Sprint(batched.Keys()) {
+		t.Fatalf("keys %v, one by one %v", batched.Keys(), one.Keys())
+	}
+	for _, k := range one.Keys() {
+		if !bytes.Equal(one.Get([]byte(k)), batched.Get([]byte(k))) {
+			t.Fatalf("value of %q differs", k)
+		}
+	}
+
+	// A hook's run: started and finished in one transaction.
+	kv := &countingKV{MemKV: NewMemKV()}
+	id, s := f.started(scopeA, 7)
+	b := (Runs{}).Batch(kv)
+	apply(t, b, s, f.finished(id, scopeA, events.RunStatusSucceeded, ""))
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kv.touched {
+		if strings.HasPrefix(k, "u/") {
+			t.Errorf("a run started and finished in one batch wrote %q", k)
+		}
+	}
+}
+
+// countingKV records the keys put or deleted; deleting an absent key
+// writes nothing, as in bbolt (Bucket.Delete returns before it touches a
+// node).
+type countingKV struct {
+	*MemKV
+	touched []string
+}
+
+func (k *countingKV) Put(key, v []byte) error {
+	k.touched = append(k.touched, string(key))
+	return k.MemKV.Put(key, v)
+}
+
+func (k *countingKV) Delete(key []byte) error {
+	if k.MemKV.Get(key) != nil {
+		k.touched = append(k.touched, string(key))
+	}
+	return k.MemKV.Delete(key)
+}

@@ -137,9 +137,17 @@ func benchProjectDir(b *testing.B, name string) string {
 // scar warning, every 10th agent-scoped to codex.
 func seedMemories(b *testing.B, bin, dir string, n int) {
 	b.Helper()
+	f := filepath.Join(dir, "memories.jsonl")
+	os.WriteFile(f, memoriesJSONL(dir, n, time.Now().UTC().Add(-48*time.Hour)), 0o600)
+	benchRun(b, dir, "", bin, "import", f)
+	os.Remove(f)
+}
+
+// memoriesJSONL is seedMemories' published JSONL, the memories created a
+// second apart from now on.
+func memoriesJSONL(dir string, n int, now time.Time) []byte {
 	_, alias := preflight.ProjectName(dir)
 	var buf bytes.Buffer
-	now := time.Now().UTC().Add(-48 * time.Hour)
 	for i := 0; i < n; i++ {
 		m := map[string]any{
 			"id":         fmt.Sprintf("mem_%s_%012x", now.Format("20060102_150405"), i),
@@ -160,17 +168,22 @@ func seedMemories(b *testing.B, bin, dir string, n int) {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	f := filepath.Join(dir, "memories.jsonl")
-	os.WriteFile(f, buf.Bytes(), 0o600)
-	benchRun(b, dir, "", bin, "import", f)
-	os.Remove(f)
+	return buf.Bytes()
 }
 
 // seedReceipts records n receipts (100 workers of 100 codex subagents, the
 // retention limit, all fresh) exactly as a preflight does: the receipt
 // file, preflight.succeeded and receipt.recorded, through the ledger's
 // append path with every projection folded.
-func seedReceipts(b *testing.B, dir string, n int) {
+func seedReceipts(b testing.TB, dir string, n int) {
+	b.Helper()
+	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	seedReceiptsAt(b, dir, n, start, func() ulid.ULID { return ulid.MustNew(ulid.Timestamp(start), ulid.DefaultEntropy()) })
+}
+
+// seedReceiptsAt is seedReceipts with the receipts recorded from start on,
+// their events' ids from newID.
+func seedReceiptsAt(b testing.TB, dir string, n int, start time.Time, newID func() ulid.ULID) {
 	b.Helper()
 	st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{Projections: projections.All()})
 	if err != nil {
@@ -182,8 +195,7 @@ func seedReceipts(b *testing.B, dir string, n int) {
 		b.Fatal(err)
 	}
 	rec := m.Harnesses["codex"]
-	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
-	f := &events.Factory{Actor: "codex", NewID: func() ulid.ULID { return ulid.MustNew(ulid.Timestamp(start), ulid.DefaultEntropy()) }}
+	f := &events.Factory{Actor: "codex", NewID: newID}
 	state := fsm.ConfiguredAwaitingProof
 	const perTx = 500
 	for i := 0; i < n; i += perTx {
@@ -244,7 +256,7 @@ func benchCount(env string) int {
 	return 10_000
 }
 
-func mustRead(b *testing.B, path string) []byte {
+func mustRead(b testing.TB, path string) []byte {
 	b.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -371,6 +383,29 @@ func BenchmarkHookSessionStart(b *testing.B) {
 	b.ReportMetric(ratio("hook-direct", "floor-direct"), "direct-hook/floor")
 	b.ReportMetric(ratio("hook", "empty"), "hook/empty")
 	b.ReportMetric(ratio("version-direct", "empty-direct"), "version/empty")
+
+	// The ledger pages one hook's commit writes (bolt.Pages around it).
+	pages := func() bolt.Pages {
+		st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		p, err := st.Pages()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	before := pages()
+	benchRun(b, deep(dir), payload(dir, 5_000_000), "/bin/sh", "-c", line)
+	written := before.Written(pages())
+	b.Logf("ledger pages one hook commit wrote: %s", formatPages(written))
+	total := 0
+	for _, n := range written {
+		total += n
+	}
+	b.ReportMetric(float64(total), "hook-pages")
 
 	// 32 at once, the hook and then the floor program.
 	burst := func(root string, base int) time.Duration {
