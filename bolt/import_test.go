@@ -10,6 +10,7 @@ import (
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // exported returns the events of the tamper fixture as another host would
@@ -205,4 +206,89 @@ func TestImportOfDecodedExport(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestImportWritesWhatAppendsWrite: an import (streams interleaved and in
+// runs, across transactions and index blocks, after a local history, with
+// an event already present and one repeated in the input) leaves every
+// bucket byte for byte as appending the same events one by one does.
+func TestImportWritesWhatAppendsWrite(t *testing.T) {
+	defer func(n int) { importChunk = n }(importChunk)
+	importChunk = 7
+	f := newFactory()
+	local := f.run("local", 0)
+	local.ID[7] = 0xff // distinct from the input's ids
+	var src []events.Envelope
+	for i := 0; len(src) < 3*(streamBlockCap+40); i++ {
+		// Round robin, with a run of one stream every 16 events.
+		name := []string{"a", "b", "c"}[i%3]
+		for range 1 + 4*btoi(i%16 == 0) {
+			src = append(src, f.run(name, len(src)))
+		}
+	}
+	// The input as the command decodes an export: from its lines.
+	in := make([]events.Envelope, 0, len(src)+1)
+	for _, line := range sealAll(src) {
+		d, err := events.DecodeEnvelopeOwned(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, d)
+	}
+	in = slices.Insert(in, 100, in[40]) // repeated: ids no longer increase
+	present := src[5]
+
+	projs := []fold.Projection{testProjection()}
+	imp, _ := openTest(t, Options{Projections: projs})
+	imp.db.NoSync = true
+	mustAppend(t, imp, local.Stream, 0, local)
+	mustAppend(t, imp, present.Stream, AnyVersion, present)
+	res, err := imp.Import(bg, in)
+	if err != nil || res != (ImportResult{Imported: len(src) - 1, Skipped: 2}) {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+
+	app, _ := openTest(t, Options{Projections: projs})
+	app.db.NoSync = true
+	mustAppend(t, app, local.Stream, 0, local)
+	mustAppend(t, app, present.Stream, AnyVersion, present)
+	for i := range src {
+		if i != 5 {
+			mustAppend(t, app, src[i].Stream, AnyVersion, src[i])
+		}
+	}
+	got, want := dumpBuckets(t, imp), dumpBuckets(t, app)
+	if len(got) != len(want) {
+		t.Fatalf("%d buckets, appends made %d", len(got), len(want))
+	}
+	for name, kvs := range want {
+		if !slices.Equal(got[name], kvs) {
+			t.Errorf("bucket %s differs: import %d entries, appends %d", name, len(got[name])/2, len(kvs)/2)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dumpBuckets returns every top-level bucket's keys and values, in order.
+func dumpBuckets(t *testing.T, st *Store) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			kvs := []string{}
+			err := b.ForEach(func(k, v []byte) error { kvs = append(kvs, string(k), string(v)); return nil })
+			out[string(name)] = kvs
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
