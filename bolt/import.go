@@ -103,11 +103,13 @@ func (s *Store) ImportProgress(ctx context.Context, envs []events.Envelope, prog
 
 // importHead is one stream of an import in the running transaction: its
 // head, read from the ledger when the transaction first touches it (gen
-// is that transaction's number), and its new versions' positions.
+// is that transaction's number), and its new versions' positions (carved
+// from the transaction's slabs: an import of a million one-event streams
+// keeps no slice per stream).
 type importHead struct {
 	gen  int
 	head head
-	run  streamRun
+	run  *streamRun
 }
 
 type importChunkResult struct {
@@ -168,7 +170,7 @@ func (t *Tx) importOne(p *importPlanned, heads []importHead, gen, i int, touched
 	if h.gen != gen {
 		// The stream's first event in this transaction.
 		h.gen, h.head = gen, getHead(t.heads, e.Stream)
-		h.run = streamRun{base: h.head.version, pos: h.run.pos[:0]}
+		h.run = t.pending.newRun(h.head.version)
 		*touched = append(*touched, k)
 	}
 	pos, err := t.events.NextSequence()
@@ -195,7 +197,7 @@ func (t *Tx) putImportHeads(p *importPlanned, heads []importHead, touched []int3
 	for _, k := range touched {
 		name, h := p.streams[k], &heads[k]
 		var err error
-		if key, err = putStreamRun(t.streams, &t.arena, key, name, &h.run); err != nil {
+		if key, err = putStreamRun(t.streams, &t.arena, key, name, h.run); err != nil {
 			return fmt.Errorf("index: %w", t.s.indexErr(err))
 		}
 		if err := putHead(t.heads, name, h.head); err != nil {
