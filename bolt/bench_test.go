@@ -133,9 +133,10 @@ func BenchmarkAppendDurable(b *testing.B) {
 // bytes as the command reads an export (events.DecodeEnvelopeOwned, before
 // the clock starts): sealed envelopes whose hashes were verified, aliasing
 // the lines. Both sides run with that same heap (the lines and their
-// envelopes live): otherwise the raw side's process frees the envelopes
-// and its import reuses their memory, while the ledger's must fault in
-// fresh pages (measured: 0.4-0.8 µs CPU per event of 100k, first run).
+// envelopes live): otherwise the raw side's process frees the envelopes,
+// its collector has less to mark and its import reuses their memory while
+// the ledger's faults in fresh pages (measured at 100k: raw 1.4-1.7 µs CPU
+// per event so, 2.0-2.3 with the envelopes live).
 func BenchmarkImport(b *testing.B) {
 	n := benchEventCount()
 	raw := sealAll(benchEnvelopes(n))
