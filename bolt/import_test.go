@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
@@ -291,4 +292,29 @@ func dumpBuckets(t *testing.T, st *Store) map[string][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestImportSkipsWhatOthersAppendedOutOfIDOrder: an input whose ids do not
+// increase (found by a map, not a binary search) still skips an event that
+// another writer appended between two slices.
+func TestImportSkipsWhatOthersAppendedOutOfIDOrder(t *testing.T) {
+	st, _ := openTest(t, Options{SliceBudget: time.Nanosecond})
+	envs := benchEnvelopes(300)
+	envs[10], envs[250] = envs[250], envs[10]
+	calls := 0
+	res, err := st.ImportProgress(bg, envs, func(done, _ uint64) {
+		if calls++; calls != 1 {
+			return
+		}
+		if done > 250 {
+			t.Fatalf("the first slice imported %d events: envs[250] is in already", done)
+		}
+		mustAppend(t, st, envs[250].Stream, AnyVersion, envs[250]) // found only through the map
+	})
+	if err != nil || res != (ImportResult{Imported: 299, Skipped: 1}) || calls < 2 {
+		t.Fatalf("import: %+v %v after %d slices", res, err, calls)
+	}
+	if got := readAll(t, st); len(got) != 300 {
+		t.Fatalf("%d events, want 300", len(got))
+	}
 }
