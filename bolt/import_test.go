@@ -318,3 +318,33 @@ func TestImportSkipsWhatOthersAppendedOutOfIDOrder(t *testing.T) {
 		t.Fatalf("%d events, want 300", len(got))
 	}
 }
+
+// TestImportRereadsABlockAnotherWriterExtended: an import that moved a
+// stream's head and last index block in one slice reads both again in the
+// next, where another writer appended to that stream in between (the
+// ledger verifies on close: every version's block entry points at its
+// event).
+func TestImportRereadsABlockAnotherWriterExtended(t *testing.T) {
+	f := newFactory()
+	st, _ := openTest(t, Options{SliceBudget: time.Nanosecond})
+	var envs []events.Envelope
+	for i := range 300 {
+		envs = append(envs, f.run([]string{"a", "b"}[i%2], i))
+	}
+	other := f.run("a", 1000)
+	other.ID[7] = 0xff // not in envs
+	calls := 0
+	res, err := st.ImportProgress(bg, envs, func(done, _ uint64) {
+		if calls++; calls == 1 {
+			mustAppend(t, st, other.Stream, AnyVersion, other)
+		}
+	})
+	if err != nil || res != (ImportResult{Imported: 300}) || calls < 2 {
+		t.Fatalf("import: %+v %v after %d slices", res, err, calls)
+	}
+	var vs []uint64
+	err = st.ReadStream(bg, other.Stream, 0, func(e *events.Envelope) error { vs = append(vs, e.Version); return nil })
+	if err != nil || len(vs) != 151 || vs[150] != 151 {
+		t.Fatalf("stream a: %d versions, %v", len(vs), err)
+	}
+}
