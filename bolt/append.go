@@ -41,7 +41,7 @@ type Tx struct {
 	bodyReader bodyReader
 	head       string // chain head within this tx
 	// newHeads holds the stream heads this tx moved; they are written once
-	// at commit (an import touching a stream many times writes it once).
+	// at commit (a stream appended to many times is written once).
 	newHeads map[string]head
 	// pending are the index entries of this tx's appends, written at
 	// commit, each touched block once (see indexWriter).
