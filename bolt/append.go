@@ -41,7 +41,7 @@ type Tx struct {
 	bodyReader bodyReader
 	head       string // chain head within this tx
 	// newHeads holds the stream heads this tx moved; they are written once
-	// at commit (an import touching a stream many times writes it once).
+	// at commit (a stream appended to many times is written once).
 	newHeads map[string]head
 	// pending are the index entries of this tx's appends, written at
 	// commit, each touched block once (see indexWriter).
@@ -246,31 +246,6 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 	return positions, nil
 }
 
-// appendNew appends events that the caller checked: valid (DecodeEnvelope),
-// of stream, absent from the ledger and distinct. Import uses it after its
-// own checks, to spare two index lookups per event.
-func (t *Tx) appendNew(stream string, evs []events.Envelope) error {
-	if t.err != nil {
-		return t.err
-	}
-	if err := events.ValidStream(stream); err != nil {
-		return fmt.Errorf("append %s: %w", stream, err)
-	}
-	for i := range evs {
-		if evs[i].Stream != stream {
-			return fmt.Errorf("append %s: event %s is for stream %s", stream, evs[i].ID, evs[i].Stream)
-		}
-		if _, ok := events.Lookup(evs[i].Type); !ok {
-			return fmt.Errorf("append %s: %w", stream, &events.UnknownTypeError{Type: evs[i].Type})
-		}
-	}
-	if err := t.write(stream, t.streamHead(stream), evs, nil, false); err != nil {
-		t.err = err
-		return err
-	}
-	return nil
-}
-
 // lookupID finds an id appended earlier in this tx or in the ledger.
 func (t *Tx) lookupID(id [16]byte) (uint64, bool, error) {
 	if p, ok := t.pending.id(id); ok {
@@ -303,13 +278,20 @@ func (t *Tx) moveHead(stream string, h head) {
 // flushHeads writes the heads moved in this tx, in key order.
 func (t *Tx) flushHeads() error {
 	for _, name := range slices.Sorted(maps.Keys(t.newHeads)) {
-		h := t.newHeads[name]
-		hv := make([]byte, 16)
-		binary.BigEndian.PutUint64(hv, h.version)
-		binary.BigEndian.PutUint64(hv[8:], h.position)
-		if err := t.heads.Put([]byte(name), hv); err != nil {
-			return fmt.Errorf("head of %s: %w", name, err)
+		if err := putHead(t.heads, name, t.newHeads[name]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// putHead writes stream's head.
+func putHead(heads *bbolt.Bucket, stream string, h head) error {
+	hv := make([]byte, 16)
+	binary.BigEndian.PutUint64(hv, h.version)
+	binary.BigEndian.PutUint64(hv[8:], h.position)
+	if err := heads.Put([]byte(stream), hv); err != nil {
+		return fmt.Errorf("head of %s: %w", stream, err)
 	}
 	return nil
 }
@@ -341,23 +323,6 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		}
 		h.version++
 		h.position = pos
-		// An imported event whose chain values stay what they were in its
-		// ledger carries a hash DecodeEnvelope verified: not hashed twice,
-		// and its input line, when that is its stored form, put as it is.
-		enc, carried := e.CarriedStored(h.version, pos, t.head)
-		if !carried {
-			// One that moved is sealed and encoded from its line.
-			if enc, t.canon = t.arena.reseal(&e, h.version, pos, t.head, t.canon); enc == nil {
-				e.Version, e.Position = h.version, pos
-				t.canon = e.SealWith(t.head, t.canon)
-			}
-		}
-		if enc == nil {
-			enc = t.arena.encode(&e)
-		}
-		if len(enc) > events.MaxEnvelopeBytes {
-			return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", stream, e.Version, len(enc), events.MaxEnvelopeBytes)
-		}
 		if checkIDs {
 			if _, dup, err := t.lookupID(e.ID); err != nil {
 				return err
@@ -365,9 +330,8 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 				return &BatchConflictError{Stream: stream, ID: e.ID.String(), Reason: "appears twice in the batch"}
 			}
 		}
-		binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
-		if err := t.events.Put(t.key[:], enc); err != nil {
-			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
+		if err := t.putEvent(&e, h.version, pos); err != nil {
+			return err
 		}
 		if err := t.pending.add(stream, e.Version, e.ID, pos); err != nil {
 			return err
@@ -375,12 +339,40 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 		if positions != nil {
 			positions[i] = pos
 		}
-		if err := t.apply(&e); err != nil {
-			return fmt.Errorf("append %s@%d: %w", stream, e.Version, err)
-		}
-		t.head = e.Hash
 	}
 	t.moveHead(stream, h)
+	return nil
+}
+
+// putEvent puts e (a copy the caller owns) as version of its stream at
+// position pos, chained to t.head, folds it and moves t.head to its hash.
+// The index entries are the caller's.
+func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
+	// An imported event whose chain values stay what they were in its
+	// ledger carries a hash DecodeEnvelope verified: not hashed twice,
+	// and its input line, when that is its stored form, put as it is.
+	enc, carried := e.CarriedStored(version, pos, t.head)
+	if !carried {
+		// One that moved is sealed and encoded from its line.
+		if enc, t.canon = t.arena.reseal(e, version, pos, t.head, t.canon); enc == nil {
+			e.Version, e.Position = version, pos
+			t.canon = e.SealWith(t.head, t.canon)
+		}
+	}
+	if enc == nil {
+		enc = t.arena.encode(e)
+	}
+	if len(enc) > events.MaxEnvelopeBytes {
+		return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", e.Stream, e.Version, len(enc), events.MaxEnvelopeBytes)
+	}
+	binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
+	if err := t.events.Put(t.key[:], enc); err != nil {
+		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
+	}
+	if err := t.apply(e); err != nil {
+		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
+	}
+	t.head = e.Hash
 	return nil
 }
 
@@ -389,6 +381,9 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 // t.folded: a copy per event would escape to the heap (the folds are
 // called through an interface), and a fold keeps no envelope past Apply.
 func (t *Tx) apply(e *events.Envelope) error {
+	if len(t.live) == 0 {
+		return nil
+	}
 	f := &t.folded
 	*f = *e
 	f.PrevHash, f.Hash = "", ""

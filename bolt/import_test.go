@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // exported returns the events of the tamper fixture as another host would
@@ -204,5 +206,145 @@ func TestImportOfDecodedExport(t *testing.T) {
 				t.Errorf("local history %v: event %d stored as %s, want %s", local, i, raws[i], want)
 			}
 		}
+	}
+}
+
+// TestImportWritesWhatAppendsWrite: an import (streams interleaved and in
+// runs, across transactions and index blocks, after a local history, with
+// an event already present and one repeated in the input) leaves every
+// bucket byte for byte as appending the same events one by one does.
+func TestImportWritesWhatAppendsWrite(t *testing.T) {
+	defer func(n int) { importChunk = n }(importChunk)
+	importChunk = 7
+	f := newFactory()
+	local := f.run("local", 0)
+	local.ID[7] = 0xff // distinct from the input's ids
+	var src []events.Envelope
+	for i := 0; len(src) < 3*(streamBlockCap+40); i++ {
+		// Round robin, with a run of one stream every 16 events.
+		name := []string{"a", "b", "c"}[i%3]
+		for range 1 + 4*btoi(i%16 == 0) {
+			src = append(src, f.run(name, len(src)))
+		}
+	}
+	// The input as the command decodes an export: from its lines.
+	in := make([]events.Envelope, 0, len(src)+1)
+	for _, line := range sealAll(src) {
+		d, err := events.DecodeEnvelopeOwned(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, d)
+	}
+	in = slices.Insert(in, 100, in[40]) // repeated: ids no longer increase
+	present := src[5]
+
+	projs := []fold.Projection{testProjection()}
+	imp, _ := openTest(t, Options{Projections: projs})
+	imp.db.NoSync = true
+	mustAppend(t, imp, local.Stream, 0, local)
+	mustAppend(t, imp, present.Stream, AnyVersion, present)
+	res, err := imp.Import(bg, in)
+	if err != nil || res != (ImportResult{Imported: len(src) - 1, Skipped: 2}) {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+
+	app, _ := openTest(t, Options{Projections: projs})
+	app.db.NoSync = true
+	mustAppend(t, app, local.Stream, 0, local)
+	mustAppend(t, app, present.Stream, AnyVersion, present)
+	for i := range src {
+		if i != 5 {
+			mustAppend(t, app, src[i].Stream, AnyVersion, src[i])
+		}
+	}
+	got, want := dumpBuckets(t, imp), dumpBuckets(t, app)
+	if len(got) != len(want) {
+		t.Fatalf("%d buckets, appends made %d", len(got), len(want))
+	}
+	for name, kvs := range want {
+		if !slices.Equal(got[name], kvs) {
+			t.Errorf("bucket %s differs: import %d entries, appends %d", name, len(got[name])/2, len(kvs)/2)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dumpBuckets returns every top-level bucket's keys and values, in order.
+func dumpBuckets(t *testing.T, st *Store) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			kvs := []string{}
+			err := b.ForEach(func(k, v []byte) error { kvs = append(kvs, string(k), string(v)); return nil })
+			out[string(name)] = kvs
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportSkipsWhatOthersAppendedOutOfIDOrder: an input whose ids do not
+// increase (found by a map, not a binary search) still skips an event that
+// another writer appended between two slices.
+func TestImportSkipsWhatOthersAppendedOutOfIDOrder(t *testing.T) {
+	st, _ := openTest(t, Options{SliceBudget: time.Nanosecond})
+	envs := benchEnvelopes(300)
+	envs[10], envs[250] = envs[250], envs[10]
+	calls := 0
+	res, err := st.ImportProgress(bg, envs, func(done, _ uint64) {
+		if calls++; calls != 1 {
+			return
+		}
+		if done > 250 {
+			t.Fatalf("the first slice imported %d events: envs[250] is in already", done)
+		}
+		mustAppend(t, st, envs[250].Stream, AnyVersion, envs[250]) // found only through the map
+	})
+	if err != nil || res != (ImportResult{Imported: 299, Skipped: 1}) || calls < 2 {
+		t.Fatalf("import: %+v %v after %d slices", res, err, calls)
+	}
+	if got := readAll(t, st); len(got) != 300 {
+		t.Fatalf("%d events, want 300", len(got))
+	}
+}
+
+// TestImportRereadsABlockAnotherWriterExtended: an import that moved a
+// stream's head and last index block in one slice reads both again in the
+// next, where another writer appended to that stream in between (the
+// ledger verifies on close: every version's block entry points at its
+// event).
+func TestImportRereadsABlockAnotherWriterExtended(t *testing.T) {
+	f := newFactory()
+	st, _ := openTest(t, Options{SliceBudget: time.Nanosecond})
+	var envs []events.Envelope
+	for i := range 300 {
+		envs = append(envs, f.run([]string{"a", "b"}[i%2], i))
+	}
+	other := f.run("a", 1000)
+	other.ID[7] = 0xff // not in envs
+	calls := 0
+	res, err := st.ImportProgress(bg, envs, func(done, _ uint64) {
+		if calls++; calls == 1 {
+			mustAppend(t, st, other.Stream, AnyVersion, other)
+		}
+	})
+	if err != nil || res != (ImportResult{Imported: 300}) || calls < 2 {
+		t.Fatalf("import: %+v %v after %d slices", res, err, calls)
+	}
+	var vs []uint64
+	err = st.ReadStream(bg, other.Stream, 0, func(e *events.Envelope) error { vs = append(vs, e.Version); return nil })
+	if err != nil || len(vs) != 151 || vs[150] != 151 {
+		t.Fatalf("stream a: %d versions, %v", len(vs), err)
 	}
 }

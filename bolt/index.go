@@ -338,45 +338,55 @@ func (w *indexWriter) flush(ids, streams *bbolt.Bucket, a *valueArena) error {
 func (w *indexWriter) flushStreams(b *bbolt.Bucket, a *valueArena) error {
 	var key []byte // bbolt copies keys
 	for _, name := range slices.Sorted(maps.Keys(w.streams)) {
-		r := w.streams[name]
-		first := streamBlockFirst(r.base + 1)
-		var val []byte
-		if r.base%streamBlockCap != 0 {
-			// The stream's last block has room: rewrite it with the new
-			// positions appended.
-			key = appendStreamKey(key[:0], name, first)
-			old := b.Get(key)
-			if old == nil {
-				return fmt.Errorf("%w: stream %s is at version %d but has no block at version %d", errBlock, name, r.base, first)
-			}
-			_, _, ps, err := decodeStreamBlock(key, old)
-			if err != nil {
-				return err
-			}
-			if have := uint64(len(ps) / 8); have != r.base-first+1 {
-				return fmt.Errorf("%w: stream %s is at version %d but its block at version %d holds %d versions", errBlock, name, r.base, first, have)
-			}
-			val = append(a.alloc(min(streamBlockCap, len(ps)/8+len(r.pos))*8), ps...)
-		}
-		for i, p := range r.pos {
-			if len(val) == streamBlockCap*8 {
-				if err := b.Put(appendStreamKey(key[:0], name, first), val); err != nil {
-					return fmt.Errorf("index stream %s: %w", name, err)
-				}
-				first += streamBlockCap
-				val = nil
-			}
-			if val == nil {
-				val = a.alloc(min(streamBlockCap, len(r.pos)-i) * 8)
-			}
-			val = binary.BigEndian.AppendUint64(val, p)
-		}
-		key = appendStreamKey(key[:0], name, first)
-		if err := b.Put(key, val); err != nil {
-			return fmt.Errorf("index stream %s: %w", name, err)
+		var err error
+		if key, err = putStreamRun(b, a, key, name, w.streams[name]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// putStreamRun writes r, stream name's new versions, into its blocks,
+// building their values in a; key is a buffer for the keys, returned for
+// the next call.
+func putStreamRun(b *bbolt.Bucket, a *valueArena, key []byte, name string, r *streamRun) ([]byte, error) {
+	first := streamBlockFirst(r.base + 1)
+	var val []byte
+	if r.base%streamBlockCap != 0 {
+		// The stream's last block has room: rewrite it with the new
+		// positions appended.
+		key = appendStreamKey(key[:0], name, first)
+		old := b.Get(key)
+		if old == nil {
+			return key, fmt.Errorf("%w: stream %s is at version %d but has no block at version %d", errBlock, name, r.base, first)
+		}
+		_, _, ps, err := decodeStreamBlock(key, old)
+		if err != nil {
+			return key, err
+		}
+		if have := uint64(len(ps) / 8); have != r.base-first+1 {
+			return key, fmt.Errorf("%w: stream %s is at version %d but its block at version %d holds %d versions", errBlock, name, r.base, first, have)
+		}
+		val = append(a.alloc(min(streamBlockCap, len(ps)/8+len(r.pos))*8), ps...)
+	}
+	for i, p := range r.pos {
+		if len(val) == streamBlockCap*8 {
+			if err := b.Put(appendStreamKey(key[:0], name, first), val); err != nil {
+				return key, fmt.Errorf("index stream %s: %w", name, err)
+			}
+			first += streamBlockCap
+			val = nil
+		}
+		if val == nil {
+			val = a.alloc(min(streamBlockCap, len(r.pos)-i) * 8)
+		}
+		val = binary.BigEndian.AppendUint64(val, p)
+	}
+	key = appendStreamKey(key[:0], name, first)
+	if err := b.Put(key, val); err != nil {
+		return key, fmt.Errorf("index stream %s: %w", name, err)
+	}
+	return key, nil
 }
 
 // appendStreamKey appends streamKey(stream, version) to k.
