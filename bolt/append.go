@@ -166,12 +166,6 @@ func (s *Store) Append(ctx context.Context, stream string, expected int64, evs .
 // an event that verify would reject. Append assigns Version, Position,
 // PrevHash and Hash, extending the SHA-256 chain.
 func (t *Tx) Append(stream string, expected int64, evs ...events.Envelope) ([]uint64, error) {
-	return t.append(stream, expected, evs, false)
-}
-
-// append implements Append; prevalidated skips Validate for envelopes that
-// events.DecodeEnvelope already validated (Import).
-func (t *Tx) append(stream string, expected int64, evs []events.Envelope, prevalidated bool) ([]uint64, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
@@ -230,12 +224,8 @@ func (t *Tx) append(stream string, expected int64, evs []events.Envelope, preval
 		return nil, &WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: h.version}
 	}
 	for i := range evs {
-		if !prevalidated {
-			if err := evs[i].Validate(); err != nil {
-				return nil, fmt.Errorf("append %s@%d: %w", stream, h.version+uint64(i)+1, err)
-			}
-		} else if _, ok := events.Lookup(evs[i].Type); !ok {
-			return nil, fmt.Errorf("append %s@%d: %w", stream, h.version+uint64(i)+1, &events.UnknownTypeError{Type: evs[i].Type})
+		if err := evs[i].Validate(); err != nil {
+			return nil, fmt.Errorf("append %s@%d: %w", stream, h.version+uint64(i)+1, err)
 		}
 	}
 	// Writes: a failure from here on poisons the transaction.
