@@ -21,6 +21,7 @@
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
+//	'f' range(4)                  -> factor block: the static score factors of the range's indexed docs (see factorLen)
 //
 // A token's count sorts just before its blocks, so it shares a leaf with
 // the newest of them: a capture's rare tokens (most of a memory's new
@@ -32,14 +33,19 @@
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
-// A posting (22 bytes) is doc(4) flags(1) group(8), a rounded-up copy
-// of the memory's static score factors: salience and confidence in
-// 1/255 steps (1 each), ring and authority (1), created_at in minutes
-// since 1970 (4), and the memory's number of distinct words (2, BM25's
-// document length). Queries compute the textual score from postings alone
-// and the priors' upper bounds from these copies; they read a hot record
-// only when the memory can still enter the results, a body only for a
-// result.
+// A posting is one byte: its doc's place in the block's range (doc & 63;
+// the key holds the range). What a query needs of a posting's memory
+// without reading its hot record is kept once per memory, in its range's
+// factor block at slot doc & 63 (factorLen bytes: flags(1) group(8), then
+// a rounded-up copy of its static score factors: salience and confidence
+// in 1/255 steps (1 each), ring and authority (1), created_at in minutes
+// since 1970 (4), and its number of distinct words (2, BM25's document
+// length)). A posting block and its factor block cover the same 64 docs,
+// so a query reads one factor block per posting block it walks. Queries
+// compute the textual score from postings alone and the priors' upper
+// bounds from the factors; they read a hot record only when the memory
+// can still enter the results, a body only for a result. (Layout 4 kept
+// those 17 bytes in each of a memory's ~29 postings: 2.5x the bytes.)
 //
 // A token's postings are grouped in blocks by doc range, newest range
 // first, so a prefix walk visits memories newest first. A capture updates
@@ -89,8 +95,9 @@ const Name = "recall"
 
 // Version changes whenever the fold or the key layout changes (2: binary
 // cold records; 3: stem postings, word counts, no text signature; 4: a
-// token's count beside its blocks).
-const Version = 4
+// token's count beside its blocks; 5: one-byte postings, factors once
+// per memory).
+const Version = 5
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -105,13 +112,15 @@ const (
 	pPost  = 't'
 	pStart = 's'
 	pClaim = 'o'
+	pFact  = 'f'
 )
 
 // Posting blocks.
 const (
-	postingLen = 22    // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
-	blockShift = 6     // a block holds the postings of 64 consecutive docs
+	blockShift = 6 // a block holds the postings of 64 consecutive docs
+	blockDocs  = 1 << blockShift
 	pCount     = pPost // 't' token(8), shorter than a block key
+	factorLen  = 18    // flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
 )
 
 var (
@@ -142,6 +151,7 @@ const (
 	fSuperseded = 1 << 1
 	fRedacted   = 1 << 2
 	fExpires    = 1 << 3 // expires_at is set
+	fIndexed    = 1 << 4 // factor entries only: the slot holds a memory's factors
 )
 
 // hot is the part of a memory that queries read per candidate.
@@ -379,6 +389,14 @@ func blockKey(tok uint64, doc uint32) []byte {
 	return k
 }
 
+// factorKey is the key of the factor block of doc's range.
+func factorKey(doc uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{pFact}, doc>>blockShift)
+}
+
+// slot is doc's place in its posting and factor blocks.
+func slot(doc uint32) byte { return byte(doc & (blockDocs - 1)) }
+
 // startKey is the 's' key of a memory in its group: it sorts as the
 // published startup order (scar, heartwood, other; salience, confidence and
 // created_at descending; id ascending).
@@ -554,15 +572,18 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 // tokens in h; the caller stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
-	flags := h.flags & (fSensitive | fExpires)
 	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		if err := addPosting(kv, t, doc, flags, g, h); err != nil {
+		if err := addPosting(kv, t, doc); err != nil {
 			return err
 		}
 		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
 	}
 	if len(toks) > 0 {
+		f := encodeFactors(h.flags&(fSensitive|fExpires), g, h)
+		if err := setFactors(kv, doc, &f); err != nil {
+			return err
+		}
 		if err := addStat(kv, 1, int64(h.words)); err != nil {
 			return err
 		}
@@ -583,6 +604,9 @@ func deindex(kv KV, doc uint32, h *hot) error {
 		}
 	}
 	if len(toks) > 0 {
+		if err := setFactors(kv, doc, nil); err != nil {
+			return err
+		}
 		if err := addStat(kv, -1, -int64(h.words)); err != nil {
 			return err
 		}
@@ -642,16 +666,15 @@ func addCount(kv KV, tok uint64, d int) error {
 
 // addPosting puts doc first in its block: docs only grow, so it is the
 // newest posting of the token.
-func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) error {
-	e := encodePosting(doc, flags, group, h)
+func addPosting(kv KV, tok uint64, doc uint32) error {
 	if b, ok := kv.(*batch); ok {
-		b.addPosting(tok, doc, &e)
+		b.addPosting(tok, doc)
 		return nil
 	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	v := make([]byte, 0, postingLen+len(cur))
-	if err := kv.Put(bk, append(append(v, e[:]...), cur...)); err != nil {
+	v := make([]byte, 0, 1+len(cur))
+	if err := kv.Put(bk, append(append(v, slot(doc)), cur...)); err != nil {
 		return err
 	}
 	return addCount(kv, tok, 1)
@@ -664,16 +687,16 @@ func removePosting(kv KV, tok uint64, doc uint32) error {
 	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	i := postingIndex(cur, doc)
+	i := bytes.IndexByte(cur, slot(doc))
 	if i < 0 {
 		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
 	}
 	var err error
-	if len(cur) == postingLen {
+	if len(cur) == 1 {
 		err = kv.Delete(bk)
 	} else {
-		rest := make([]byte, 0, len(cur)-postingLen)
-		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+postingLen:]...))
+		rest := make([]byte, 0, len(cur)-1)
+		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+1:]...))
 	}
 	if err != nil {
 		return err
@@ -681,19 +704,51 @@ func removePosting(kv KV, tok uint64, doc uint32) error {
 	return addCount(kv, tok, -1)
 }
 
-// encodePosting builds a posting; its score factors round up, so a score
-// computed from them bounds the exact one from above.
-func encodePosting(doc uint32, flags byte, group uint64, h *hot) [postingLen]byte {
-	var e [postingLen]byte
-	binary.BigEndian.PutUint32(e[:], doc)
-	e[4] = flags
-	binary.BigEndian.PutUint64(e[5:], group)
-	e[13] = unitUp(h.sal)
-	e[14] = unitUp(h.conf)
-	e[15] = h.ring&7 | h.auth<<3
-	binary.BigEndian.PutUint32(e[16:], minuteUp(h.created))
-	binary.BigEndian.PutUint16(e[20:], h.words)
+// encodeFactors builds a memory's factor entry; its score factors round
+// up, so a score computed from them bounds the exact one from above.
+func encodeFactors(flags byte, group uint64, h *hot) [factorLen]byte {
+	var e [factorLen]byte
+	e[0] = flags | fIndexed
+	binary.BigEndian.PutUint64(e[1:], group)
+	e[9] = unitUp(h.sal)
+	e[10] = unitUp(h.conf)
+	e[11] = h.ring&7 | h.auth<<3
+	binary.BigEndian.PutUint32(e[12:], minuteUp(h.created))
+	binary.BigEndian.PutUint16(e[16:], h.words)
 	return e
+}
+
+// setFactors stores doc's factor entry, or clears it (e nil).
+func setFactors(kv KV, doc uint32, e *[factorLen]byte) error {
+	if b, ok := kv.(*batch); ok {
+		b.setFactors(doc, e)
+		return nil
+	}
+	k := factorKey(doc)
+	v := withFactors(kv.Get(k), doc, e)
+	if len(v) == 0 {
+		return kv.Delete(k)
+	}
+	return kv.Put(k, v)
+}
+
+// withFactors returns a copy of the factor block cur with doc's slot set
+// to e, or cleared (e nil). A block ends at its last indexed slot, so it
+// depends on the live memories only, not on history (a re-fold that never
+// indexed a since-deleted memory writes the same bytes).
+func withFactors(cur []byte, doc uint32, e *[factorLen]byte) []byte {
+	off := int(slot(doc)) * factorLen
+	v := make([]byte, max(len(cur), off+factorLen))
+	copy(v, cur)
+	if e != nil {
+		copy(v[off:], e[:])
+	} else {
+		clear(v[off : off+factorLen])
+	}
+	for len(v) >= factorLen && v[len(v)-factorLen]&fIndexed == 0 {
+		v = v[:len(v)-factorLen]
+	}
+	return v
 }
 
 func unitUp(v float64) byte { return byte(min(math.Ceil(v*255+1e-9), 255)) }

@@ -93,7 +93,8 @@ func (s *scratch) docKey(p byte, doc uint32) []byte {
 	return s.key
 }
 
-// posting is a decoded posting entry: a candidate before ranking.
+// posting is a decoded posting with its memory's factor entry: a
+// candidate before ranking.
 type posting struct {
 	doc       uint32
 	flags     byte
@@ -109,10 +110,11 @@ type posting struct {
 	bound      float64
 }
 
-func decodePosting(v []byte) posting {
+// decodePosting decodes doc's factor entry f (factorLen bytes).
+func decodePosting(doc uint32, f []byte) posting {
 	return posting{
-		doc: binary.BigEndian.Uint32(v), flags: v[4], group: binary.BigEndian.Uint64(v[5:]),
-		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]), words: binary.BigEndian.Uint16(v[20:]),
+		doc: doc, flags: f[0], group: binary.BigEndian.Uint64(f[1:]),
+		sal: f[9], conf: f[10], ringAuth: f[11], minute: binary.BigEndian.Uint32(f[12:]), words: binary.BigEndian.Uint16(f[16:]),
 	}
 }
 
@@ -153,12 +155,31 @@ func (f *filter) accept(h *hot) bool {
 
 func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
-// searcher is one search's state: the snapshot, its scratch and filter.
+// searcher is one search's state: the snapshot, its scratch and filter,
+// and the last factor block read (aliasing the snapshot's pages).
 type searcher struct {
 	ctx context.Context
 	kv  KV
 	s   *scratch
 	f   *filter
+
+	factRng  uint32
+	factBlk  []byte
+	factRead bool
+}
+
+// factors returns doc's factor entry (from its range's block, read once
+// while the walk stays in the range).
+func (q *searcher) factors(doc uint32) ([]byte, error) {
+	if r := doc >> blockShift; !q.factRead || q.factRng != r {
+		q.s.key = binary.BigEndian.AppendUint32(append(q.s.key[:0], pFact), r)
+		q.factBlk, q.factRng, q.factRead = q.kv.Get(q.s.key), r, true
+	}
+	off := int(slot(doc)) * factorLen
+	if off+factorLen > len(q.factBlk) || q.factBlk[off]&fIndexed == 0 {
+		return nil, fmt.Errorf("recall: doc %d: posting without factors", doc)
+	}
+	return q.factBlk[off : off+factorLen], nil
 }
 
 func (q *searcher) count(tok uint64) uint32 {
@@ -256,13 +277,16 @@ func (q *searcher) search(pq *parsedQuery, next uint32) ([]posting, error) {
 		if len(cands) == queryCandidates {
 			break
 		}
-		err := q.eachPosting(pq.keys[ki].hash, func(e []byte) (bool, error) {
-			doc := binary.BigEndian.Uint32(e)
+		err := q.eachPosting(pq.keys[ki].hash, func(doc uint32) (bool, error) {
 			if seen.has(doc) {
 				return true, nil
 			}
 			seen.set(doc)
-			p := decodePosting(e)
+			fe, err := q.factors(doc)
+			if err != nil {
+				return false, err
+			}
+			p := decodePosting(doc, fe)
 			if !q.f.valueOK(&p) {
 				return true, nil
 			}
@@ -416,8 +440,7 @@ func (b bitmap) has(doc uint32) bool {
 
 // postingSet reads a token's postings into the bitmap b (empty, reused).
 func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
-	err := q.eachPosting(tok, func(e []byte) (bool, error) {
-		doc := binary.BigEndian.Uint32(e)
+	err := q.eachPosting(tok, func(doc uint32) (bool, error) {
 		i := int(doc >> 6)
 		if i >= len(b) {
 			n := len(b)
@@ -430,24 +453,28 @@ func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
 	return b, err
 }
 
-// eachPosting calls fn with a token's encoded postings (aliasing the
-// read transaction's pages), newest first, until fn returns false.
-func (q *searcher) eachPosting(tok uint64, fn func(e []byte) (bool, error)) error {
+// eachPosting calls fn with a token's postings' docs, newest first, until
+// fn returns false.
+func (q *searcher) eachPosting(tok uint64, fn func(doc uint32) (bool, error)) error {
 	seen := 0
 	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(k, v []byte) error {
 		if len(k) != blockKeyLen {
 			return nil // the token's count
 		}
-		if len(v)%postingLen != 0 {
+		if len(v) == 0 || len(v) > blockDocs {
 			return errors.New("recall: malformed posting block")
 		}
-		for i := 0; i < len(v); i += postingLen {
+		base := ^binary.BigEndian.Uint32(k[9:]) << blockShift
+		for _, o := range v {
 			if seen++; seen&1023 == 0 {
 				if err := q.ctx.Err(); err != nil {
 					return err
 				}
 			}
-			more, err := fn(v[i : i+postingLen])
+			if o >= blockDocs {
+				return errors.New("recall: malformed posting block")
+			}
+			more, err := fn(base | uint32(o))
 			if err != nil {
 				return err
 			}
@@ -480,13 +507,14 @@ func (q *searcher) inBlock(pb *probeBlock, doc uint32) bool {
 		pb.block, pb.rng, pb.read = q.kv.Get(q.s.key), r, true
 	}
 	// A block's postings are sorted by doc, descending: binary search.
-	lo, hi := 0, len(pb.block)/postingLen
+	o := slot(doc)
+	lo, hi := 0, len(pb.block)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		switch d := binary.BigEndian.Uint32(pb.block[m*postingLen:]); {
-		case d == doc:
+		switch d := pb.block[m]; {
+		case d == o:
 			return true
-		case d > doc:
+		case d > o:
 			lo = m + 1
 		default:
 			hi = m
