@@ -31,6 +31,7 @@
 // differs from it is also posted under its stem, the sub-word match).
 //
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
+//	'S' group(8) ringclass(1) ^sal ^conf -> run summary: expiring(4), entries per authority code (8×4)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
 // A posting is one byte: its doc's place in the block's range (doc & 63;
@@ -54,6 +55,13 @@
 // a bulk import quadratic. A posting's block depends on its doc only, not
 // on history, so a re-fold that never saw a since-deleted body produces
 // the same blocks.
+//
+// A run is a group's 's' entries with one ring class, salience and
+// confidence (a key prefix): they differ only in created_at and id, so in
+// key order their startup scores fall with their recency but for the
+// source authority. Its 'S' summary lets the startup brief count
+// candidates and bound scores a run at a time, and read only the entries
+// of the runs that can reach its top.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -113,6 +121,7 @@ const (
 	pStart = 's'
 	pClaim = 'o'
 	pFact  = 'f'
+	pRun   = 'S'
 )
 
 // Posting blocks.
@@ -399,19 +408,48 @@ func slot(doc uint32) byte { return byte(doc & (blockDocs - 1)) }
 
 // startKey is the 's' key of a memory in its group: it sorts as the
 // published startup order (scar, heartwood, other; salience, confidence and
-// created_at descending; id ascending).
+// created_at descending; id ascending). A -0 (an imported ledger's) is
+// keyed as 0, the value it equals: ^bits would put it first.
 func startKey(group uint64, h *hot) []byte {
 	k := make([]byte, 0, 1+8+1+24+len(h.id))
 	k = append(k, pStart)
 	k = binary.BigEndian.AppendUint64(k, group)
 	k = append(k, ringClass(h.ring))
-	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.sal))
-	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.conf))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.sal+0))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.conf+0))
 	k = binary.BigEndian.AppendUint64(k, ^(uint64(h.created) ^ 1<<63))
 	return append(k, h.id...)
 }
 
-const startFixed = 1 + 8 + 1 + 24 // prefix, group, class, sal, conf, created
+const (
+	startFixed  = 1 + 8 + 1 + 24 // prefix, group, class, sal, conf, created
+	startRunLen = 1 + 8 + 1 + 16 // prefix, group, class, sal, conf: a run's prefix
+	runValueLen = 4 + 4*(authOther+1)
+)
+
+// addRun adds d (1 or -1) to the summary of h's run in group g; a run
+// without entries has no summary, as in a re-fold that never saw them.
+func addRun(kv KV, g uint64, h *hot, d int) error {
+	k := startKey(g, h)[:startRunLen]
+	k[0] = pRun
+	v := make([]byte, runValueLen)
+	if cur := kv.Get(k); len(cur) == runValueLen {
+		copy(v, cur)
+	}
+	add := func(off int) {
+		binary.BigEndian.PutUint32(v[off:], uint32(int64(binary.BigEndian.Uint32(v[off:]))+int64(d)))
+	}
+	if h.flags&fExpires != 0 {
+		add(0)
+	}
+	add(4 + 4*int(min(h.auth, authOther)))
+	for i := 4; i < runValueLen; i += 4 {
+		if binary.BigEndian.Uint32(v[i:]) != 0 {
+			return kv.Put(k, v)
+		}
+	}
+	return kv.Delete(k)
+}
 
 const startValueLen = 15
 
@@ -589,6 +627,9 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 		}
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
+		if err := addRun(kv, g, h, 1); err != nil {
+			return err
+		}
 		return kv.Put(startKey(g, h), startValue(doc, h))
 	}
 	return nil
@@ -612,7 +653,10 @@ func deindex(kv KV, doc uint32, h *hot) error {
 		}
 	}
 	h.toks = nil
-	if g := h.group(); g != 0 {
+	if g := h.group(); g != 0 && kv.Get(startKey(g, h)) != nil {
+		if err := addRun(kv, g, h, -1); err != nil {
+			return err
+		}
 		return kv.Delete(startKey(g, h))
 	}
 	return nil

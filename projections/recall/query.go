@@ -76,11 +76,6 @@ func (s *scratch) release() {
 	scratchPool.Put(s)
 }
 
-// startID is the id of a startup candidate.
-func (s *scratch) startID(e *startEntry) []byte {
-	return e.idIn(s.start.ids)
-}
-
 // prefix builds a ForEach prefix of p and tok.
 func (s *scratch) prefix(p byte, tok uint64) []byte {
 	s.pfx = binary.BigEndian.AppendUint64(append(s.pfx[:0], p), tok)
