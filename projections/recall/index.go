@@ -17,7 +17,7 @@
 //	'#' "layout"                  -> Version (4), written with the first doc
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
+//	'd' doc                       -> hot record: fixed layout, id (see hot)
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
@@ -168,25 +168,25 @@ const (
 //	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6 words (uint16),
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
+//	72 body SHA-256 (32), 104 id
+//
+// It holds no token list (layout 4 kept one, 8 bytes a token, a third of
+// the record): a deindex re-tokenizes the body, which is present when the
+// memory has postings (see deindex).
 type hot struct {
 	flags, ring, scope, auth byte
 	words                    uint16 // distinct words indexed; 0 when not indexed
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
-	// body (32 bytes), id and toks alias the stored value once decoded.
+	// body (32 bytes) and id alias the stored value once decoded.
 	body, id []byte
-	toks     []byte // token entries; aliases the stored value
 }
 
-const (
-	hotFixed = 104
-	tokLen   = 8
-)
+const hotFixed = 104
 
 func (h *hot) encode() []byte {
-	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
+	b := make([]byte, hotFixed, hotFixed+len(h.id))
 	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
 	binary.BigEndian.PutUint16(b[4:], uint16(len(h.id)))
 	binary.BigEndian.PutUint16(b[6:], h.words)
@@ -199,8 +199,7 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
 	copy(b[72:], h.body)
-	b = append(b, h.id...)
-	return append(b, h.toks...)
+	return append(b, h.id...)
 }
 
 func decodeHot(b []byte) (hot, bool) {
@@ -208,7 +207,7 @@ func decodeHot(b []byte) (hot, bool) {
 		return hot{}, false
 	}
 	idEnd := hotFixed + int(binary.BigEndian.Uint16(b[4:]))
-	if idEnd > len(b) || (len(b)-idEnd)%tokLen != 0 {
+	if idEnd != len(b) {
 		return hot{}, false
 	}
 	h := hot{
@@ -222,7 +221,6 @@ func decodeHot(b []byte) (hot, bool) {
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
 		id:      b[hotFixed:idEnd],
-		toks:    b[idEnd:],
 	}
 	h.body = b[72:104]
 	return h, true
@@ -482,13 +480,13 @@ func Apply(kv KV, bodies Bodies, e *events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		return applySuperseded(kv, p)
+		return applySuperseded(kv, bodies, p)
 	case events.TypeMemoryForgotten:
 		p, err := payload[events.MemoryForgotten](e)
 		if err != nil {
 			return err
 		}
-		return applyForgotten(kv, p, events.FormatMemoryTime(e.RecordedAt))
+		return applyForgotten(kv, bodies, p, events.FormatMemoryTime(e.RecordedAt))
 	}
 	return nil
 }
@@ -606,16 +604,14 @@ func putState(kv KV, db []byte, h *hot, c *cold) error {
 	return kv.Put(key(pCold, db), encodeCold(c))
 }
 
-// index adds a live memory's postings and startup entry, and records its
-// tokens in h; the caller stores h.
+// index adds a live memory's postings and startup entry; the caller
+// stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
-	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
 		if err := addPosting(kv, t, doc); err != nil {
 			return err
 		}
-		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
 	}
 	if len(toks) > 0 {
 		f := encodeFactors(h.flags&(fSensitive|fExpires), g, h)
@@ -635,16 +631,32 @@ func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	return nil
 }
 
-// deindex removes a memory's postings and startup entry and clears its
-// token list (the caller stores the hot record). It is idempotent.
-func deindex(kv KV, doc uint32, h *hot) error {
-	toks := bytes.Clone(h.toks) // h.toks aliases a value the writes below may invalidate
-	for i := 0; i+tokLen <= len(toks); i += tokLen {
-		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), doc); err != nil {
-			return err
+// deindex removes a memory's postings and startup entry. It is
+// idempotent: a memory has postings while its factor entry is there.
+//
+// Its postings are found by tokenizing its body again, so the body must be
+// present when a memory with postings is superseded or forgotten: a forget
+// deletes the body after its event is folded (cmd/tree-ring forgetIn), and
+// a re-fold that finds the body gone never indexed the memory.
+func deindex(kv KV, bodies Bodies, doc uint32, h *hot) error {
+	if hasFactors(kv, doc) {
+		var raw []byte
+		if bodies != nil {
+			raw = bodies.Body(hex.EncodeToString(h.body))
 		}
-	}
-	if len(toks) > 0 {
+		if raw == nil {
+			return fmt.Errorf("recall: %s: the body of an indexed memory is missing, so are the keys of its postings", h.id)
+		}
+		b, err := memory.ParseBody(raw)
+		if err != nil {
+			return fmt.Errorf("recall: %s: %w", h.id, err)
+		}
+		toks, _ := bodyTokens(&b)
+		for _, t := range toks {
+			if err := removePosting(kv, t, doc); err != nil {
+				return err
+			}
+		}
 		if err := setFactors(kv, doc, nil); err != nil {
 			return err
 		}
@@ -652,7 +664,6 @@ func deindex(kv KV, doc uint32, h *hot) error {
 			return err
 		}
 	}
-	h.toks = nil
 	if g := h.group(); g != 0 && kv.Get(startKey(g, h)) != nil {
 		if err := addRun(kv, g, h, -1); err != nil {
 			return err
@@ -776,6 +787,12 @@ func setFactors(kv KV, doc uint32, e *[factorLen]byte) error {
 	return kv.Put(k, v)
 }
 
+// hasFactors reports whether doc has a factor entry (it has postings).
+func hasFactors(kv KV, doc uint32) bool {
+	v, off := kv.Get(factorKey(doc)), int(slot(doc))*factorLen
+	return off+factorLen <= len(v) && v[off]&fIndexed != 0
+}
+
 // withFactors returns a copy of the factor block cur with doc's slot set
 // to e, or cleared (e nil). A block ends at its last indexed slot, so it
 // depends on the live memories only, not on history (a re-fold that never
@@ -822,12 +839,12 @@ func load(kv KV, id string) (uint32, hot, cold, bool, error) {
 	return doc, h, cv.cold(), true, nil
 }
 
-func applySuperseded(kv KV, p *events.MemorySuperseded) error {
+func applySuperseded(kv KV, bodies Bodies, p *events.MemorySuperseded) error {
 	doc, h, c, ok, err := load(kv, p.MemoryID)
 	if err != nil || !ok || h.flags&fRedacted != 0 {
 		return err // unknown or redacted targets are left alone
 	}
-	if err := deindex(kv, doc, &h); err != nil {
+	if err := deindex(kv, bodies, doc, &h); err != nil {
 		return err
 	}
 	h.flags |= fSuperseded
@@ -835,12 +852,12 @@ func applySuperseded(kv KV, p *events.MemorySuperseded) error {
 	return putState(kv, docBytes(doc), &h, &c)
 }
 
-func applyForgotten(kv KV, p *events.MemoryForgotten, at string) error {
+func applyForgotten(kv KV, bodies Bodies, p *events.MemoryForgotten, at string) error {
 	doc, h, c, ok, err := load(kv, p.MemoryID)
 	if err != nil || !ok {
 		return err
 	}
-	if err := deindex(kv, doc, &h); err != nil {
+	if err := deindex(kv, bodies, doc, &h); err != nil {
 		return err
 	}
 	db := docBytes(doc)
