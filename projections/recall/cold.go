@@ -2,21 +2,23 @@ package recall
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math"
 
 	"github.com/tree-ring/tree-ring/events"
 )
 
-// The cold record ('j' doc) is a memory's full state minus its text, in a
-// binary form that queries read in place: flags(1) (1 needs_review,
-// 2 redacted), salience and confidence (float64 bits, 8 each), then the
-// strings of coldStrings and the supersedes ids, each as uvarint length
-// and bytes (the supersedes ids preceded by their uvarint count).
+// The cold record ('j' doc) is a memory's full state minus its text and
+// minus what its hot record holds (memory id, body digest, salience and
+// confidence), in a binary form that queries read in place beside the hot
+// record: flags(1) (1 needs_review, 2 redacted), then the strings from
+// cCreatedAt on and the supersedes ids, each as uvarint length and bytes
+// (the supersedes ids preceded by their uvarint count).
 const (
-	cMemoryID = iota
-	cBodySHA256
-	cCreatedAt
+	cMemoryID   = iota // from the hot record
+	cBodySHA256        // from the hot record
+	cCreatedAt         // the first string stored
 	cUpdatedAt
 	cProject
 	cAgentProfile
@@ -40,7 +42,7 @@ const (
 const (
 	coldNeedsReview = 1 << 0
 	coldRedacted    = 1 << 1
-	coldFixed       = 17
+	coldFixed       = 1
 )
 
 var errBadCold = errors.New("recall: malformed cold record")
@@ -57,6 +59,7 @@ func (c *cold) strings() [nColdStrings]string {
 
 func encodeCold(c *cold) []byte {
 	strs := c.strings()
+	strs[cMemoryID], strs[cBodySHA256] = "", "" // in the hot record
 	n := coldFixed + binary.MaxVarintLen32*(nColdStrings+1+len(c.Supersedes))
 	for _, s := range strs {
 		n += len(s)
@@ -71,9 +74,7 @@ func encodeCold(c *cold) []byte {
 	if c.Redacted {
 		b[0] |= coldRedacted
 	}
-	b = binary.BigEndian.AppendUint64(b, math.Float64bits(c.Salience))
-	b = binary.BigEndian.AppendUint64(b, math.Float64bits(c.Confidence))
-	for _, s := range strs {
+	for _, s := range strs[cCreatedAt:] {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -88,27 +89,28 @@ func encodeCold(c *cold) []byte {
 // span is a field's place in a cold record.
 type span struct{ off, n uint32 }
 
-// coldView is a cold record decoded in place: it aliases the stored value
-// and is valid as long as that is (the read transaction).
+// coldView is a cold record decoded in place with its hot record's
+// fields: it aliases the stored values and is valid as long as they are
+// (the read transaction).
 type coldView struct {
 	raw       []byte
 	str       [nColdStrings]span
+	id        []byte
+	digest    [64]byte // hex
 	sal, conf float64
 	flags     byte
 	nSup      int
 	sup       uint32 // offset of the first supersedes id
 }
 
-// parseCold decodes a cold record without copying or allocating.
-func parseCold(raw []byte) (coldView, error) {
-	if len(raw) < coldFixed {
+// parseCold decodes a cold record, with the fields it takes from the
+// memory's hot record h, without copying or allocating.
+func parseCold(raw []byte, h *hot) (coldView, error) {
+	if len(raw) < coldFixed || len(h.body) != 32 {
 		return coldView{}, errBadCold
 	}
-	v := coldView{
-		raw: raw, flags: raw[0],
-		sal:  math.Float64frombits(binary.BigEndian.Uint64(raw[1:])),
-		conf: math.Float64frombits(binary.BigEndian.Uint64(raw[9:])),
-	}
+	v := coldView{raw: raw, flags: raw[0], id: h.id, sal: h.sal, conf: h.conf}
+	hex.Encode(v.digest[:], h.body)
 	// The encoder writes only these flags and finite numbers (memory
 	// validation bounds salience and confidence); anything else is not a
 	// record of ours, and a NaN would not even equal itself.
@@ -125,7 +127,7 @@ func parseCold(raw []byte) (coldView, error) {
 		off += w + int(n)
 		return s, true
 	}
-	for i := range v.str {
+	for i := cCreatedAt; i < nColdStrings; i++ {
 		s, ok := next()
 		if !ok {
 			return coldView{}, errBadCold
@@ -153,11 +155,18 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // bytes returns string field i in place.
 func (v *coldView) bytes(i int) []byte {
+	switch i {
+	case cMemoryID:
+		return v.id
+	case cBodySHA256:
+		return v.digest[:]
+	}
 	s := v.str[i]
 	return v.raw[s.off : s.off+s.n]
 }
 
-// cold copies the view out: every string shares one allocation.
+// cold copies the view out: every string of the cold record shares one
+// allocation.
 func (v *coldView) cold() cold {
 	all := string(v.raw)
 	s := func(i int) string {
@@ -166,7 +175,7 @@ func (v *coldView) cold() cold {
 	}
 	c := cold{
 		MemoryCaptured: events.MemoryCaptured{
-			MemoryID: s(cMemoryID), BodySHA256: s(cBodySHA256), CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
+			MemoryID: string(v.id), BodySHA256: string(v.digest[:]), CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
 			Project: s(cProject), AgentProfile: s(cAgentProfile), WorkflowID: s(cWorkflowID), SessionID: s(cSessionID),
 			OperationID: s(cOperationID), Scope: s(cScope), Ring: s(cRing), EventType: s(cEventType),
 			SourceType: s(cSourceType), Salience: v.sal, Confidence: v.conf, Sensitivity: s(cSensitivity),

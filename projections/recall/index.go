@@ -832,7 +832,7 @@ func load(kv KV, id string) (uint32, hot, cold, bool, error) {
 	if !ok {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: missing hot record", id)
 	}
-	cv, err := parseCold(kv.Get(key(pCold, v)))
+	cv, err := parseCold(kv.Get(key(pCold, v)), &h)
 	if err != nil {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: %w", id, err)
 	}

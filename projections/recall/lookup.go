@@ -64,7 +64,11 @@ func Each(kv KV, bodies Bodies, fn func(rec memory.Record, st State) error) erro
 		if len(k) != 5 {
 			return fmt.Errorf("recall: malformed key")
 		}
-		cv, err := parseCold(v)
+		h, ok := decodeHot(kv.Get(key(pHot, k[1:])))
+		if !ok {
+			return fmt.Errorf("recall: doc %d: missing hot record", binary.BigEndian.Uint32(k[1:]))
+		}
+		cv, err := parseCold(v, &h)
 		if err != nil {
 			return fmt.Errorf("recall: doc %d: %w", binary.BigEndian.Uint32(k[1:]), err)
 		}

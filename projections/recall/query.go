@@ -793,7 +793,11 @@ func (q *searcher) confirmTop(bodies Bodies, top []ranked, confirm func(*coldVie
 	ok := true
 	for i := range top {
 		r := &top[i]
-		cv, err := parseCold(q.kv.Get(q.s.docKey(pCold, r.doc)))
+		h, err := q.hotOf(r.doc)
+		if err != nil {
+			return false, err
+		}
+		cv, err := parseCold(q.kv.Get(q.s.docKey(pCold, r.doc)), &h)
 		if err != nil {
 			return false, fmt.Errorf("recall: doc %d: %w", r.doc, err)
 		}
