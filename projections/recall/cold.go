@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"strings"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -165,17 +166,23 @@ func (v *coldView) bytes(i int) []byte {
 	return v.raw[s.off : s.off+s.n]
 }
 
-// cold copies the view out: every string of the cold record shares one
-// allocation.
+// cold copies the view out: every string shares one allocation (the
+// record, then the id and the digest).
 func (v *coldView) cold() cold {
-	all := string(v.raw)
+	var sb strings.Builder
+	sb.Grow(len(v.raw) + len(v.id) + len(v.digest))
+	sb.Write(v.raw)
+	sb.Write(v.id)
+	sb.Write(v.digest[:])
+	all := sb.String()
 	s := func(i int) string {
 		sp := v.str[i]
 		return all[sp.off : sp.off+sp.n]
 	}
+	id := all[len(v.raw) : len(v.raw)+len(v.id)]
 	c := cold{
 		MemoryCaptured: events.MemoryCaptured{
-			MemoryID: string(v.id), BodySHA256: string(v.digest[:]), CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
+			MemoryID: id, BodySHA256: all[len(v.raw)+len(v.id):], CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
 			Project: s(cProject), AgentProfile: s(cAgentProfile), WorkflowID: s(cWorkflowID), SessionID: s(cSessionID),
 			OperationID: s(cOperationID), Scope: s(cScope), Ring: s(cRing), EventType: s(cEventType),
 			SourceType: s(cSourceType), Salience: v.sal, Confidence: v.conf, Sensitivity: s(cSensitivity),
