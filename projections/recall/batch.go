@@ -10,12 +10,13 @@ import (
 
 // Batch returns the KV that a transaction's (or a rebuild chunk's) memory
 // events are folded into. The fold reads and rewrites a posting block and
-// a counter per token of every memory, and its range's factor block; the
-// batch holds them in memory, by token and block, and writes each touched key once, in key order, when
-// the store flushes it before the commit, with every other key the fold
-// wrote (fold.Overlay). That replaces a bbolt search, read and insert per
-// posting and per counter with one per block and counter per transaction
-// (and a factor block's 1 KB rewritten once per transaction, not per memory).
+// a counter per token of every memory, and its factor block; the batch
+// holds them in memory, by token and block, and writes each touched key
+// once, in key order, when the store flushes it before the commit, with
+// every other key the fold wrote (fold.Overlay). That replaces a bbolt
+// search, read and insert per posting and per counter with one per block
+// and counter per transaction (and a factor block, up to 18 KB, rewritten
+// once per transaction, not once per memory).
 // The bytes it leaves are those of the per-event fold over the plain KV
 // (TestBatchFoldSameBytes). Like the transaction, not for concurrent use.
 func Batch(kv KV) fold.Batch {
@@ -26,7 +27,7 @@ type batch struct {
 	*fold.Overlay
 	blocks  map[blockID]*block // touched posting blocks, by token and range
 	counts  map[uint64]uint32  // touched posting counts, by token
-	factors map[uint32]*block  // touched factor blocks, by range
+	factors map[uint32]*block  // touched factor blocks, by doc >> factShift
 }
 
 type blockID struct {
@@ -39,7 +40,7 @@ type block struct{ v []byte }
 const (
 	blockKeyLen  = 13 // 't' token(8) ^range(4)
 	countKeyLen  = 9  // 't' token(8)
-	factorKeyLen = 5  // 'f' range(4)
+	factorKeyLen = 5  // 'f' doc>>factShift (4)
 )
 
 // The kinds of key the batch's own maps hold.
@@ -221,7 +222,7 @@ func (b *batch) removePosting(tok uint64, doc uint32) error {
 // setFactors is setFactors on the batch: the range's block is read from
 // the KV on the first touch and changed in place after.
 func (b *batch) setFactors(doc uint32, e *[factorLen]byte) {
-	rng := doc >> blockShift
+	rng := doc >> factShift
 	bl, ok := b.factors[rng]
 	if !ok {
 		bl = &block{v: b.Overlay.Get(factorKey(doc))}

@@ -21,7 +21,7 @@
 //	'j' doc                       -> cold record: payload and state, binary (see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
-//	'f' range(4)                  -> factor block: the static score factors of the range's indexed docs (see factorLen)
+//	'f' doc>>10 (4)               -> factor block: the static score factors of the 1,024 docs' indexed memories (see factorLen)
 //
 // A token's count sorts just before its blocks, so it shares a leaf with
 // the newest of them: a capture's rare tokens (most of a memory's new
@@ -36,13 +36,15 @@
 //
 // A posting is one byte: its doc's place in the block's range (doc & 63;
 // the key holds the range). What a query needs of a posting's memory
-// without reading its hot record is kept once per memory, in its range's
-// factor block at slot doc & 63 (factorLen bytes: flags(1) group(8), then
-// a rounded-up copy of its static score factors: salience and confidence
-// in 1/255 steps (1 each), ring and authority (1), created_at in minutes
-// since 1970 (4), and its number of distinct words (2, BM25's document
-// length)). A posting block and its factor block cover the same 64 docs,
-// so a query reads one factor block per posting block it walks. Queries
+// without reading its hot record is kept once per memory, in the factor
+// block of its 1,024 docs at slot doc & 1023 (factorLen bytes: flags(1)
+// group(8), then a rounded-up copy of its static score factors: salience
+// and confidence in 1/255 steps (1 each), ring and authority (1),
+// created_at in minutes since 1970 (4), and its number of distinct words
+// (2, BM25's document length)). A search reads each factor block once:
+// its candidates, from many rare tokens, fall all over the doc space, and
+// with blocks of 64 docs it read nearly every one of them (1,562 of 1,563
+// at 100k for a task hint) at a Get each. Queries
 // compute the textual score from postings alone and the priors' upper
 // bounds from the factors; they read a hot record only when the memory
 // can still enter the results, a body only for a result. (Layout 4 kept
@@ -130,6 +132,7 @@ const (
 	blockDocs  = 1 << blockShift
 	pCount     = pPost // 't' token(8), shorter than a block key
 	factorLen  = 18    // flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
+	factShift  = 10    // a factor block holds the entries of 1,024 consecutive docs
 )
 
 var (
@@ -398,8 +401,11 @@ func blockKey(tok uint64, doc uint32) []byte {
 
 // factorKey is the key of the factor block of doc's range.
 func factorKey(doc uint32) []byte {
-	return binary.BigEndian.AppendUint32([]byte{pFact}, doc>>blockShift)
+	return binary.BigEndian.AppendUint32([]byte{pFact}, doc>>factShift)
 }
+
+// factorOffset is where doc's entry is in its factor block.
+func factorOffset(doc uint32) int { return int(doc&(1<<factShift-1)) * factorLen }
 
 // slot is doc's place in its posting and factor blocks.
 func slot(doc uint32) byte { return byte(doc & (blockDocs - 1)) }
@@ -789,7 +795,7 @@ func setFactors(kv KV, doc uint32, e *[factorLen]byte) error {
 
 // hasFactors reports whether doc has a factor entry (it has postings).
 func hasFactors(kv KV, doc uint32) bool {
-	v, off := kv.Get(factorKey(doc)), int(slot(doc))*factorLen
+	v, off := kv.Get(factorKey(doc)), factorOffset(doc)
 	return off+factorLen <= len(v) && v[off]&fIndexed != 0
 }
 
@@ -798,7 +804,7 @@ func hasFactors(kv KV, doc uint32) bool {
 // depends on the live memories only, not on history (a re-fold that never
 // indexed a since-deleted memory writes the same bytes).
 func withFactors(cur []byte, doc uint32, e *[factorLen]byte) []byte {
-	off := int(slot(doc)) * factorLen
+	off := factorOffset(doc)
 	v := make([]byte, max(len(cur), off+factorLen))
 	copy(v, cur)
 	if e != nil {

@@ -59,8 +59,9 @@ var errStop = errors.New("stop")
 type scratch struct {
 	pfx, key []byte // ForEach prefixes and Get keys: separate, a Get runs inside a walk
 	counts   map[uint64]uint32
-	seen     bitmap // docs already considered by a search
-	bits     bitmap // one posting list's docs
+	seen     bitmap   // docs already considered by a search
+	bits     bitmap   // one posting list's docs
+	facts    [][]byte // the factor blocks a search read, by doc >> factShift (aliasing the read transaction's pages)
 	cands    []posting
 	order    []int
 	heap     boundHeap
@@ -73,6 +74,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func (s *scratch) release() {
 	clear(s.counts)
+	clear(s.facts)
 	scratchPool.Put(s)
 }
 
@@ -150,31 +152,32 @@ func (f *filter) accept(h *hot) bool {
 
 func expired(h *hot, now int64) bool { return h.flags&fExpires != 0 && h.expires <= now }
 
-// searcher is one search's state: the snapshot, its scratch and filter,
-// and the last factor block read (aliasing the snapshot's pages).
+// searcher is one search's state: the snapshot, its scratch and filter.
 type searcher struct {
 	ctx context.Context
 	kv  KV
 	s   *scratch
 	f   *filter
-
-	factRng  uint32
-	factBlk  []byte
-	factRead bool
 }
 
-// factors returns doc's factor entry (from its range's block, read once
-// while the walk stays in the range).
+// factors returns doc's factor entry, reading its block once per search
+// (q.s.facts has a slot for every block: search).
 func (q *searcher) factors(doc uint32) ([]byte, error) {
-	if r := doc >> blockShift; !q.factRead || q.factRng != r {
-		q.s.key = binary.BigEndian.AppendUint32(append(q.s.key[:0], pFact), r)
-		q.factBlk, q.factRng, q.factRead = q.kv.Get(q.s.key), r, true
+	r := int(doc >> factShift)
+	if r >= len(q.s.facts) {
+		return nil, fmt.Errorf("recall: doc %d: beyond the index", doc)
 	}
-	off := int(slot(doc)) * factorLen
-	if off+factorLen > len(q.factBlk) || q.factBlk[off]&fIndexed == 0 {
+	fb := q.s.facts[r]
+	if fb == nil {
+		q.s.key = binary.BigEndian.AppendUint32(append(q.s.key[:0], pFact), uint32(r))
+		fb = q.kv.Get(q.s.key)
+		q.s.facts[r] = fb
+	}
+	off := factorOffset(doc)
+	if off+factorLen > len(fb) || fb[off]&fIndexed == 0 {
 		return nil, fmt.Errorf("recall: doc %d: posting without factors", doc)
 	}
-	return q.factBlk[off : off+factorLen], nil
+	return fb[off : off+factorLen], nil
 }
 
 func (q *searcher) count(tok uint64) uint32 {
@@ -267,6 +270,12 @@ func (q *searcher) search(pq *parsedQuery, next uint32) ([]posting, error) {
 	q.s.order = order
 	seen := grow(q.s.seen, next)
 	q.s.seen = seen
+	if n := int(next>>factShift) + 1; cap(q.s.facts) < n {
+		q.s.facts = make([][]byte, n)
+	} else {
+		q.s.facts = q.s.facts[:n]
+		clear(q.s.facts)
+	}
 	cands := q.s.cands[:0]
 	for _, ki := range order {
 		if len(cands) == queryCandidates {
