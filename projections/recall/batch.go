@@ -219,14 +219,15 @@ func (b *batch) removePosting(tok uint64, doc uint32) error {
 	return nil
 }
 
-// setFactors is setFactors on the batch: the range's block is read from
-// the KV on the first touch and changed in place after.
+// setFactors is setFactors on the batch: the block is copied from the KV
+// on the first touch and changed in place after (a block is up to 18 KB:
+// a copy per memory cost the rebuild a tenth of its time).
 func (b *batch) setFactors(doc uint32, e *[factorLen]byte) {
 	rng := doc >> factShift
 	bl, ok := b.factors[rng]
 	if !ok {
-		bl = &block{v: b.Overlay.Get(factorKey(doc))}
+		bl = &block{v: bytes.Clone(b.Overlay.Get(factorKey(doc)))}
 		b.factors[rng] = bl
 	}
-	bl.v = withFactors(bl.v, doc, e)
+	bl.v = putFactors(bl.v, doc, e)
 }

@@ -804,9 +804,17 @@ func hasFactors(kv KV, doc uint32) bool {
 // depends on the live memories only, not on history (a re-fold that never
 // indexed a since-deleted memory writes the same bytes).
 func withFactors(cur []byte, doc uint32, e *[factorLen]byte) []byte {
+	return putFactors(append(make([]byte, 0, max(len(cur), factorOffset(doc)+factorLen)), cur...), doc, e)
+}
+
+// putFactors is withFactors in place: v is the caller's own.
+func putFactors(v []byte, doc uint32, e *[factorLen]byte) []byte {
 	off := factorOffset(doc)
-	v := make([]byte, max(len(cur), off+factorLen))
-	copy(v, cur)
+	if n := off + factorLen; n > len(v) {
+		old := len(v)
+		v = slices.Grow(v, n-old)[:n]
+		clear(v[old:])
+	}
 	if e != nil {
 		copy(v[off:], e[:])
 	} else {
