@@ -18,7 +18,7 @@
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
 //	'd' doc                       -> hot record: fixed layout, id (see hot)
-//	'j' doc                       -> cold record: payload and state, binary (see cold.go)
+//	'j' doc                       -> cold record: the rest of the payload and the state, binary (see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
 //	'f' doc>>10 (4)               -> factor block: the static score factors of the 1,024 docs' indexed memories (see factorLen)
@@ -44,11 +44,11 @@
 // (2, BM25's document length)). A search reads each factor block once:
 // its candidates, from many rare tokens, fall all over the doc space, and
 // with blocks of 64 docs it read nearly every one of them (1,562 of 1,563
-// at 100k for a task hint) at a Get each. Queries
-// compute the textual score from postings alone and the priors' upper
-// bounds from the factors; they read a hot record only when the memory
-// can still enter the results, a body only for a result. (Layout 4 kept
-// those 17 bytes in each of a memory's ~29 postings: 2.5x the bytes.)
+// at 100k for a task hint) at a Get each. Queries compute the textual
+// score from postings alone and the priors' upper bounds from the factors;
+// they read a hot record only when the memory can still enter the
+// results, a body only for a result. (Layout 4 kept those 17 bytes in
+// each of a memory's ~29 postings.)
 //
 // A token's postings are grouped in blocks by doc range, newest range
 // first, so a prefix walk visits memories newest first. A capture updates
