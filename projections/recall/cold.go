@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events"
 )
@@ -13,9 +14,11 @@ import (
 // The cold record ('j' doc) is a memory's full state minus its text and
 // minus what its hot record holds (memory id, body digest, salience and
 // confidence), in a binary form that queries read in place beside the hot
-// record: flags(1) (1 needs_review, 2 redacted), then the strings from
-// cCreatedAt on and the supersedes ids, each as uvarint length and bytes
-// (the supersedes ids preceded by their uvarint count).
+// record: flags(1) (1 needs_review, 2 redacted, 4 << j: time field j of
+// coldTimes is stored as unix µs), then the strings from cCreatedAt on and
+// the supersedes ids, each as uvarint length and bytes (the supersedes ids
+// preceded by their uvarint count), but a time field in its canonical form
+// (events.FormatMemoryTime: 27 bytes) as 8 bytes of unix µs.
 const (
 	cMemoryID   = iota // from the hot record
 	cBodySHA256        // from the hot record
@@ -43,8 +46,33 @@ const (
 const (
 	coldNeedsReview = 1 << 0
 	coldRedacted    = 1 << 1
+	coldTimeBit     = 1 << 2 // << j for coldTimes[j]
+	coldFlags       = coldNeedsReview | coldRedacted | 0xf<<2
 	coldFixed       = 1
 )
+
+// coldTimes are the time fields, stored as unix µs when canonical.
+var coldTimes = [4]int{cCreatedAt, cUpdatedAt, cExpiresAt, cReviewedAt}
+
+// timeSlot is i's place in coldTimes, -1 if it is not a time field.
+func timeSlot(i int) int {
+	for j, t := range coldTimes {
+		if t == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// canonicalTime reports whether s is a time that FormatMemoryTime writes
+// back byte for byte, and its unix µs.
+func canonicalTime(s string) (int64, bool) {
+	t, err := events.ParseMemoryTime(s)
+	if err != nil || events.FormatMemoryTime(t) != s {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
 
 var errBadCold = errors.New("recall: malformed cold record")
 
@@ -75,9 +103,16 @@ func encodeCold(c *cold) []byte {
 	if c.Redacted {
 		b[0] |= coldRedacted
 	}
-	for _, s := range strs[cCreatedAt:] {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+	for i := cCreatedAt; i < nColdStrings; i++ {
+		if j := timeSlot(i); j >= 0 {
+			if us, ok := canonicalTime(strs[i]); ok {
+				b[0] |= coldTimeBit << j
+				b = binary.BigEndian.AppendUint64(b, uint64(us))
+				continue
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(len(strs[i])))
+		b = append(b, strs[i]...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Supersedes)))
 	for _, s := range c.Supersedes {
@@ -99,6 +134,7 @@ type coldView struct {
 	id        []byte
 	digest    [64]byte // hex
 	sal, conf float64
+	micros    [len(coldTimes)]int64 // the time fields stored as unix µs (flags)
 	flags     byte
 	nSup      int
 	sup       uint32 // offset of the first supersedes id
@@ -115,7 +151,7 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 	// The encoder writes only these flags and finite numbers (memory
 	// validation bounds salience and confidence); anything else is not a
 	// record of ours, and a NaN would not even equal itself.
-	if v.flags&^(coldNeedsReview|coldRedacted) != 0 || !finite(v.sal) || !finite(v.conf) {
+	if v.flags&^coldFlags != 0 || !finite(v.sal) || !finite(v.conf) {
 		return coldView{}, errBadCold
 	}
 	off := coldFixed
@@ -129,6 +165,14 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 		return s, true
 	}
 	for i := cCreatedAt; i < nColdStrings; i++ {
+		if j := timeSlot(i); j >= 0 && v.flags&(coldTimeBit<<j) != 0 {
+			if len(raw)-off < 8 {
+				return coldView{}, errBadCold
+			}
+			v.micros[j] = int64(binary.BigEndian.Uint64(raw[off:]))
+			off += 8
+			continue
+		}
 		s, ok := next()
 		if !ok {
 			return coldView{}, errBadCold
@@ -154,7 +198,8 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// bytes returns string field i in place.
+// bytes returns string field i in place; not a time field (cold formats
+// those).
 func (v *coldView) bytes(i int) []byte {
 	switch i {
 	case cMemoryID:
@@ -167,22 +212,32 @@ func (v *coldView) bytes(i int) []byte {
 }
 
 // cold copies the view out: every string shares one allocation (the
-// record, then the id and the digest).
+// record, then the id, the digest and the times stored as µs, formatted).
 func (v *coldView) cold() cold {
 	var sb strings.Builder
-	sb.Grow(len(v.raw) + len(v.id) + len(v.digest))
+	sb.Grow(len(v.raw) + len(v.id) + len(v.digest) + len(coldTimes)*len(events.MemoryTimeLayout))
 	sb.Write(v.raw)
 	sb.Write(v.id)
 	sb.Write(v.digest[:])
+	str := v.str
+	for j, i := range coldTimes {
+		if v.flags&(coldTimeBit<<j) != 0 {
+			var buf [40]byte // events.FormatMemoryTime without its string
+			t := time.UnixMicro(v.micros[j]).UTC().AppendFormat(buf[:0], events.MemoryTimeLayout)
+			str[i] = span{uint32(sb.Len()), uint32(len(t))}
+			sb.Write(t)
+		}
+	}
 	all := sb.String()
 	s := func(i int) string {
-		sp := v.str[i]
+		sp := str[i]
 		return all[sp.off : sp.off+sp.n]
 	}
 	id := all[len(v.raw) : len(v.raw)+len(v.id)]
+	digest := all[len(v.raw)+len(v.id) : len(v.raw)+len(v.id)+len(v.digest)]
 	c := cold{
 		MemoryCaptured: events.MemoryCaptured{
-			MemoryID: id, BodySHA256: all[len(v.raw)+len(v.id):], CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
+			MemoryID: id, BodySHA256: digest, CreatedAt: s(cCreatedAt), UpdatedAt: s(cUpdatedAt),
 			Project: s(cProject), AgentProfile: s(cAgentProfile), WorkflowID: s(cWorkflowID), SessionID: s(cSessionID),
 			OperationID: s(cOperationID), Scope: s(cScope), Ring: s(cRing), EventType: s(cEventType),
 			SourceType: s(cSourceType), Salience: v.sal, Confidence: v.conf, Sensitivity: s(cSensitivity),

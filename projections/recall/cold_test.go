@@ -24,12 +24,24 @@ func sampleCold() cold {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // coldPair is c's cold record and the hot record it is read with.
 func coldPair(c *cold) ([]byte, hot) { return encodeCold(c), hotOf(&c.MemoryCaptured, 0) }
 
 func TestColdRecordRoundTrips(t *testing.T) {
 	empty := cold{MemoryCaptured: events.MemoryCaptured{BodySHA256: strings.Repeat("0", 64)}}
-	for name, c := range map[string]cold{"full": sampleCold(), "empty": empty} {
+	// Times that FormatMemoryTime would not write back as they are stay
+	// strings.
+	odd := sampleCold()
+	odd.CreatedAt, odd.ReviewedAt, odd.ExpiresAt = "2026-01-01T01:00:00+01:00", "2026-01-03T00:00:00Z", "not a time"
+	if raw := encodeCold(ptr(sampleCold())); raw[0]&(0xf<<2) != 0xf<<2 {
+		t.Fatalf("canonical times not stored as µs: flags %#x", raw[0])
+	}
+	if raw := encodeCold(&odd); raw[0]&(0xf<<2) != coldTimeBit<<1 {
+		t.Fatalf("only updated_at is canonical: flags %#x", raw[0])
+	}
+	for name, c := range map[string]cold{"full": sampleCold(), "empty": empty, "odd times": odd} {
 		raw, h := coldPair(&c)
 		v, err := parseCold(raw, &h)
 		if err != nil {
@@ -48,13 +60,14 @@ func TestColdRecordRejectsMalformed(t *testing.T) {
 	c := sampleCold()
 	raw, h := coldPair(&c)
 	cases := map[string][]byte{
-		"empty":         nil,
-		"short":         raw[:coldFixed-1],
-		"truncated":     raw[:len(raw)-1],
-		"trailing":      append(append([]byte(nil), raw...), 0),
-		"long length":   append(append([]byte(nil), raw[:coldFixed]...), 0xff, 0x7f),
-		"bad varint":    append(append([]byte(nil), raw[:coldFixed]...), 0x80),
-		"no supersedes": raw[:coldFixed+1+len(c.CreatedAt)],
+		"empty":            nil,
+		"short":            raw[:coldFixed-1],
+		"truncated":        raw[:len(raw)-1],
+		"trailing":         append(append([]byte(nil), raw...), 0),
+		"long length":      append(append([]byte(nil), raw[:coldFixed]...), 0xff, 0x7f),
+		"bad varint":       append(append([]byte(nil), raw[:coldFixed]...), 0x80),
+		"cut after a time": raw[:coldFixed+8],
+		"short time":       raw[:coldFixed+7],
 	}
 	for name, b := range cases {
 		if _, err := parseCold(b, &h); err == nil {
