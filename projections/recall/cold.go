@@ -11,7 +11,7 @@ import (
 	"github.com/tree-ring/tree-ring/events"
 )
 
-// The cold record ('j' doc) is a memory's full state minus its text and
+// The cold record (the rest of the 'd' doc value, after the hot record) is a memory's full state minus its text and
 // minus what its hot record holds (memory id, body digest, salience and
 // confidence), in a binary form that queries read in place beside the hot
 // record: flags(1) (1 needs_review, 2 redacted, 4 << j: time field j of

@@ -17,8 +17,7 @@
 //	'#' "layout"                  -> Version (4), written with the first doc
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, id (see hot)
-//	'j' doc                       -> cold record: the rest of the payload and the state, binary (see cold.go)
+//	'd' doc                       -> hot record (fixed layout, id: see hot), then the cold record (the rest of the payload and the state: see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
 //	'f' doc>>10 (4)               -> factor block: the static score factors of the 1,024 docs' indexed memories (see factorLen)
@@ -118,7 +117,6 @@ const (
 	pNext  = '#'
 	pMem   = 'm'
 	pHot   = 'd'
-	pCold  = 'j'
 	pPost  = 't'
 	pStart = 's'
 	pClaim = 'o'
@@ -171,7 +169,8 @@ const (
 //	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6 words (uint16),
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 id
+//	72 body SHA-256 (32), 104 id, then the cold record (cold.go): one key
+//	per memory, the cold part read only for results
 //
 // It holds no token list (layout 4 kept one, 8 bytes a token, a third of
 // the record): a deindex re-tokenizes the body, which is present when the
@@ -182,8 +181,8 @@ type hot struct {
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
-	// body (32 bytes) and id alias the stored value once decoded.
-	body, id []byte
+	// body (32 bytes), id and cold alias the stored value once decoded.
+	body, id, cold []byte
 }
 
 const hotFixed = 104
@@ -210,7 +209,7 @@ func decodeHot(b []byte) (hot, bool) {
 		return hot{}, false
 	}
 	idEnd := hotFixed + int(binary.BigEndian.Uint16(b[4:]))
-	if idEnd != len(b) {
+	if idEnd > len(b) {
 		return hot{}, false
 	}
 	h := hot{
@@ -224,6 +223,7 @@ func decodeHot(b []byte) (hot, bool) {
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
 		id:      b[hotFixed:idEnd],
+		cold:    b[idEnd:],
 	}
 	h.body = b[72:104]
 	return h, true
@@ -604,10 +604,7 @@ func bodyTokens(b *memory.BodyView) ([]uint64, uint16) {
 }
 
 func putState(kv KV, db []byte, h *hot, c *cold) error {
-	if err := kv.Put(key(pHot, db), h.encode()); err != nil {
-		return err
-	}
-	return kv.Put(key(pCold, db), encodeCold(c))
+	return kv.Put(key(pHot, db), append(h.encode(), encodeCold(c)...))
 }
 
 // index adds a live memory's postings and startup entry; the caller
@@ -846,7 +843,7 @@ func load(kv KV, id string) (uint32, hot, cold, bool, error) {
 	if !ok {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: missing hot record", id)
 	}
-	cv, err := parseCold(kv.Get(key(pCold, v)), &h)
+	cv, err := parseCold(h.cold, &h)
 	if err != nil {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: %w", id, err)
 	}
@@ -897,7 +894,7 @@ func applyForgotten(kv KV, bodies Bodies, p *events.MemoryForgotten, at string) 
 			}
 		}
 	}
-	for _, k := range [][]byte{key(pMem, []byte(p.MemoryID)), key(pHot, db), key(pCold, db)} {
+	for _, k := range [][]byte{key(pMem, []byte(p.MemoryID)), key(pHot, db)} {
 		if err := kv.Delete(k); err != nil {
 			return err
 		}

@@ -60,15 +60,15 @@ func Each(kv KV, bodies Bodies, fn func(rec memory.Record, st State) error) erro
 	if err := checkLayout(kv); err != nil {
 		return err
 	}
-	return kv.ForEach([]byte{pCold}, func(k, v []byte) error {
+	return kv.ForEach([]byte{pHot}, func(k, v []byte) error {
 		if len(k) != 5 {
 			return fmt.Errorf("recall: malformed key")
 		}
-		h, ok := decodeHot(kv.Get(key(pHot, k[1:])))
+		h, ok := decodeHot(v)
 		if !ok {
-			return fmt.Errorf("recall: doc %d: missing hot record", binary.BigEndian.Uint32(k[1:]))
+			return fmt.Errorf("recall: doc %d: malformed record", binary.BigEndian.Uint32(k[1:]))
 		}
-		cv, err := parseCold(v, &h)
+		cv, err := parseCold(h.cold, &h)
 		if err != nil {
 			return fmt.Errorf("recall: doc %d: %w", binary.BigEndian.Uint32(k[1:]), err)
 		}

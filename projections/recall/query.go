@@ -806,7 +806,7 @@ func (q *searcher) confirmTop(bodies Bodies, top []ranked, confirm func(*coldVie
 		if err != nil {
 			return false, err
 		}
-		cv, err := parseCold(q.kv.Get(q.s.docKey(pCold, r.doc)), &h)
+		cv, err := parseCold(h.cold, &h)
 		if err != nil {
 			return false, fmt.Errorf("recall: doc %d: %w", r.doc, err)
 		}
