@@ -154,30 +154,9 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 	if v.flags&^coldFlags != 0 || !finite(v.sal) || !finite(v.conf) {
 		return coldView{}, errBadCold
 	}
-	off := coldFixed
-	next := func() (span, bool) {
-		n, w := binary.Uvarint(raw[off:])
-		if w <= 0 || n > uint64(len(raw)-off-w) {
-			return span{}, false
-		}
-		s := span{uint32(off + w), uint32(n)}
-		off += w + int(n)
-		return s, true
-	}
-	for i := cCreatedAt; i < nColdStrings; i++ {
-		if j := timeSlot(i); j >= 0 && v.flags&(coldTimeBit<<j) != 0 {
-			if len(raw)-off < 8 {
-				return coldView{}, errBadCold
-			}
-			v.micros[j] = int64(binary.BigEndian.Uint64(raw[off:]))
-			off += 8
-			continue
-		}
-		s, ok := next()
-		if !ok {
-			return coldView{}, errBadCold
-		}
-		v.str[i] = s
+	off, ok := v.fields(coldFixed)
+	if !ok {
+		return coldView{}, errBadCold
 	}
 	n, w := binary.Uvarint(raw[off:])
 	if w <= 0 || n > events.MaxMemorySupersedes {
@@ -186,7 +165,7 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 	off += w
 	v.nSup, v.sup = int(n), uint32(off)
 	for range v.nSup {
-		if _, ok := next(); !ok {
+		if _, off, ok = next(raw, off); !ok {
 			return coldView{}, errBadCold
 		}
 	}
@@ -194,6 +173,35 @@ func parseCold(raw []byte, h *hot) (coldView, error) {
 		return coldView{}, errBadCold
 	}
 	return v, nil
+}
+
+// fields reads the string and time fields from off, and returns where
+// they end.
+func (v *coldView) fields(off int) (int, bool) {
+	for i := cCreatedAt; i < nColdStrings; i++ {
+		if j := timeSlot(i); j >= 0 && v.flags&(coldTimeBit<<j) != 0 {
+			if len(v.raw)-off < 8 {
+				return 0, false
+			}
+			v.micros[j] = int64(binary.BigEndian.Uint64(v.raw[off:]))
+			off += 8
+			continue
+		}
+		var ok bool
+		if v.str[i], off, ok = next(v.raw, off); !ok {
+			return 0, false
+		}
+	}
+	return off, true
+}
+
+// next reads the uvarint-prefixed string at off.
+func next(raw []byte, off int) (span, int, bool) {
+	n, w := binary.Uvarint(raw[off:])
+	if w <= 0 || n > uint64(len(raw)-off-w) {
+		return span{}, 0, false
+	}
+	return span{uint32(off + w), uint32(n)}, off + w + int(n), true
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
