@@ -15,18 +15,23 @@ import (
 // and capture look a new summary up in it inside their write transaction.
 // It holds no text, and an entry leaves with its memory.
 //
-// Keys:
+// Keys (the key's first dupKeyLen bytes: a lookup may return memories
+// of another key, which its caller tells apart by what the key stands
+// for, as memory.Duplicate does; 2^64 keys make that rare, and the index
+// half the size of one keyed by the whole digest):
 //
-//	'k' key(32) id  -> empty
-//	'm' id          -> key(32)
+//	'k' key(8) id  -> empty
+//	'm' id         -> key(8)
 const DuplicatesName = "duplicates"
+
+const dupKeyLen = 8
 
 type duplicatesProjection struct{}
 
 func init() { register(duplicatesProjection{}) }
 
 func (duplicatesProjection) Name() string { return DuplicatesName }
-func (duplicatesProjection) Version() int { return 1 }
+func (duplicatesProjection) Version() int { return 2 } // 2: keyed by 8 bytes of the digest
 func (duplicatesProjection) Handles(t string) bool {
 	return t == events.TypeMemoryCaptured || t == events.TypeMemorySuperseded || t == events.TypeMemoryForgotten
 }
@@ -76,15 +81,15 @@ func dupCaptured(kv KV, bodies Bodies, p *events.MemoryCaptured) error {
 		return fmt.Errorf("duplicates: %s: %w", p.MemoryID, err)
 	}
 	key := memory.DuplicateKey(p.Project, p.Scope, p.AgentProfile, p.WorkflowID, p.SessionID, string(b.Summary))
-	if err := kv.Put(dupMemKey(p.MemoryID), key[:]); err != nil {
+	if err := kv.Put(dupMemKey(p.MemoryID), key[:dupKeyLen]); err != nil {
 		return err
 	}
-	return kv.Put(dupEntryKey(key[:], p.MemoryID), []byte{})
+	return kv.Put(dupEntryKey(key[:dupKeyLen], p.MemoryID), []byte{})
 }
 
 func dupRemove(kv KV, id string) error {
 	key := kv.Get(dupMemKey(id))
-	if len(key) != 32 {
+	if len(key) != dupKeyLen {
 		return nil
 	}
 	if err := kv.Delete(dupEntryKey(bytes.Clone(key), id)); err != nil {
@@ -94,10 +99,11 @@ func dupRemove(kv KV, id string) error {
 }
 
 // SameSummary returns the live memories indexed under a duplicate key, in
-// id order (ids begin with their creation time, so oldest first).
+// id order (ids begin with their creation time, so oldest first), and any
+// under another key with the same first dupKeyLen bytes.
 func SameSummary(kv KV, key [32]byte) ([]string, error) {
 	var ids []string
-	prefix := append([]byte{'k'}, key[:]...)
+	prefix := append([]byte{'k'}, key[:dupKeyLen]...)
 	err := kv.ForEach(prefix, func(k, _ []byte) error {
 		ids = append(ids, string(k[len(prefix):]))
 		return nil

@@ -64,8 +64,9 @@ func runForget(ctx context.Context, g *Globals, o *forgetOptions, args []string)
 }
 
 // forgetIn plans forgetting memory id (memory.PlanForget) and applies it
-// in tx: the body is deleted, a redaction's tombstone stored, and
-// memory.forgotten appended.
+// in tx: a redaction's tombstone stored, memory.forgotten appended, and
+// the body deleted, after the append: the recall fold finds the memory's
+// postings by tokenizing it.
 func forgetIn(g *Globals, tx *bolt.Tx, id string, o *forgetOptions) error {
 	stream := events.MemoryStream(id)
 	kv := tx.Projection(recall.Name)
@@ -77,9 +78,7 @@ func forgetIn(g *Globals, tx *bolt.Tx, id string, o *forgetOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.DeleteBody(recall.BodyDigest(kv, id)); err != nil {
-		return err
-	}
+	digest := recall.BodyDigest(kv, id)
 	if plan.RedactedBody != nil {
 		if d, err := tx.PutBody(plan.RedactedBody); err != nil {
 			return err
@@ -91,6 +90,8 @@ func forgetIn(g *Globals, tx *bolt.Tx, id string, o *forgetOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Append(stream, int64(tx.StreamVersion(stream)), e)
-	return err
+	if _, err := tx.Append(stream, int64(tx.StreamVersion(stream)), e); err != nil {
+		return err
+	}
+	return tx.DeleteBody(digest)
 }

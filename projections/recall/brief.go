@@ -2,6 +2,7 @@ package recall
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -255,17 +256,16 @@ func (q *searcher) hintRecall(bodies Bodies, hint string, s Scope, limit int, no
 	return q.run(bodies, &pq, limit, hintMinShare, now, s.visible)
 }
 
-// startEntry is a decoded 's' entry, without pointers (a thousand of them
-// are copied and allocated per brief): its id is ids[id:id+idLen] of the
-// query's scratch. bound is its startup score with recency 1, rest the
-// largest bound from it to the end of the candidates.
+// startEntry is a decoded 's' entry, without pointers: its id is
+// ids[id:id+idLen] of the query's scratch. bound is its startup score
+// with recency 1.
 type startEntry struct {
 	class, ring, auth byte
 	idLen             uint16
 	doc, id           uint32
 	sal, conf         float64
 	created           int64
-	bound, rest       float64
+	bound             float64
 }
 
 // idIn is e's id in ids, capped so that an append to it cannot write over
@@ -275,51 +275,45 @@ func (e *startEntry) idIn(ids []byte) []byte {
 	return ids[e.id:end:end]
 }
 
+// startRun is a run of a visible group (its 'S' summary): entries of one
+// ring class, salience and confidence, newest first.
+type startRun struct {
+	prefix    [startRunLen]byte // the run's 's' key prefix
+	class     byte
+	sal, conf float64
+	n, exp    int     // entries; entries that expire
+	auth      byte    // the code of the largest source authority among them
+	limit     int     // how many of its entries are candidates (the cap may fall inside it)
+	bound     float64 // its entries' largest startup score (recency 1)
+}
+
 // startupRecall ranks the startup brief's candidates: the first limit×128
 // (clamped) non-expired entries of the visible groups' pre-sorted 's'
-// lists, merged in the published order, scored, the best limit kept. The
-// entries carry every factor of the startup score, so no hot record is
-// read; records are read for the winners only.
+// lists, merged in the published order, scored, the best limit kept.
 //
-// It reads only the entries that can be candidates (startCandidates) and
-// scores lazily: an entry's score with recency 1 bounds its score from
-// above (each operation of factors.score rounds monotonically), so an
-// entry whose bound cannot enter the top skips math.Exp, and the walk
-// stops once the largest bound of the entries left is below the last
-// kept score.
+// It reads entries a run at a time (startSources): the runs' summaries
+// place the candidate limit without reading an entry, and bound each
+// run's scores (recency 1, its largest authority). Sources are visited by
+// decreasing bound and the walk stops once the next bound is below the
+// last kept score; inside a run, whose entries fall in recency, at the
+// first entry whose bound is. The entries carry every factor of the
+// startup score, so no hot record is read; records are read for the
+// winners only. Each score is computed as the full scan computes it
+// (TestStartupEarlyStopIsFullScan), and each bound is that computation on
+// factors no smaller, so a bound is never below its entry's score.
 func (q *searcher) startupRecall(bodies Bodies, s Scope, limit int, now time.Time) ([]ranked, error) {
 	nowUS := now.UnixMicro()
-	cands, err := q.startCandidates(candidateCap(limit), nowUS)
+	r := &q.s.start
+	r.ids, r.read = r.ids[:0], 0
+	runs, exact, err := q.startSources(candidateCap(limit), nowUS)
 	if err != nil {
 		return nil, err
-	}
-	rest := math.Inf(-1)
-	for i := len(cands) - 1; i >= 0; i-- {
-		e := &cands[i]
-		f := startFactors(e, 1)
-		e.bound = f.score()
-		rest = max(rest, e.bound)
-		e.rest = rest
 	}
 	var excluded map[uint32]bool
 	top := make([]ranked, 0, limit)
 	for {
-		top = top[:0]
-		for i := range cands {
-			e := &cands[i]
-			if len(top) == limit && e.rest < top[limit-1].score {
-				break // no entry left can enter
-			}
-			id := q.s.startID(e)
-			if excluded[e.doc] || !beats(top, limit, e.bound, id) {
-				continue
-			}
-			f := startFactors(e, recency(e.created, nowUS))
-			sc := f.score()
-			if !beats(top, limit, sc, id) {
-				continue
-			}
-			top = insertTop(top, ranked{doc: e.doc, id: id, score: sc, fact: f}, limit)
+		if top, err = q.startRank(top[:0], runs, exact, limit, nowUS, excluded); err != nil {
+			return nil, err
 		}
 		ok, err := q.confirmTop(bodies, top, s.visible, &excluded)
 		if err != nil || ok {
@@ -340,82 +334,171 @@ func startFactors(e *startEntry, recency float64) factors {
 	return f
 }
 
-// startRead is the state of startCandidates, kept in the query's scratch
-// so that one closure serves every group without moving each variable it
-// captures to the heap. The buffers are allocated once (growing would copy
-// them again and again) and reused by the scratch's next query.
-type startRead struct {
-	cur, out, add []startEntry // the candidates so far, the merge's output, a group's entries
-	at            []int        // where each of add goes among cur
-	ids           []byte       // the ids of every entry read
-	i, seen       int          // the candidates of cur before the entry read; entries read
-	limit         int
-	nowUS         int64
-	ctx           context.Context
-	visit         func(k, v []byte) error
+// classRing is a ring of the class, for its bonus.
+func classRing(class byte) byte {
+	switch class {
+	case 0:
+		return ringScar
+	case 1:
+		return ringHeartwood
+	}
+	return ringSeed + 1 // no bonus
 }
 
-// startCandidates returns the first limit non-expired entries of the
-// visible groups' 's' lists in the published order. A group's list is read
-// while counting the candidates so far that precede each entry, and the
-// read stops at the first entry that limit candidates precede: a group
-// reads only the entries that can be candidates (and one more). What it
-// read is then merged in, runs of the candidates so far copied whole.
-func (q *searcher) startCandidates(limit int, nowUS int64) ([]startEntry, error) {
-	r := &q.s.start
-	r.cur, r.ids, r.seen, r.limit, r.nowUS, r.ctx = r.cur[:0], r.ids[:0], 0, limit, nowUS, q.ctx
-	defer func() { r.ctx = nil }()
-	if cap(r.ids) < limit*32 {
-		r.ids = make([]byte, 0, limit*40) // memory ids are about 32 bytes
+// startRead is the state of a startup ranking, kept in the query's
+// scratch so that a query allocates little: the buffers are reused by the
+// scratch's next query, and the two visitors (method values made once per
+// scratch) keep their state here rather than in closures that would move
+// it to the heap on every call.
+type startRead struct {
+	runs, lazy []startRun
+	exact, add []startEntry
+	ids        []byte // the ids of every entry read
+	read       int    // entries read
+
+	sure, limit int // startSources: a group's entries that do not expire, the candidate limit
+	sumVisit    func(k, v []byte) error
+
+	// rankRun: the run walked, its entries seen, the top being filled.
+	ctx      context.Context
+	run      *startRun
+	seen     int
+	top      []ranked
+	nowUS    int64
+	excluded map[uint32]bool
+	runVisit func(k, v []byte) error
+}
+
+// summary reads one 'S' summary of the group being read.
+func (r *startRead) summary(k, v []byte) error {
+	run, err := decodeRun(k, v)
+	if err != nil {
+		return err
 	}
-	if r.visit == nil {
-		r.visit = r.entry
+	r.runs = append(r.runs, run)
+	if r.sure += run.n - run.exp; r.sure >= r.limit {
+		return errStop
+	}
+	return nil
+}
+
+// startSources places the candidate limit: it reads the visible groups'
+// run summaries (a group's only up to its first limit entries that do not
+// expire: no later one can be a candidate) and merges them into levels of
+// equal (class, salience, confidence), in the published order. Up to the
+// limit, a level is read lazily, a run at a time (runs, each with how
+// many of its entries are candidates), when its entries' number is known
+// and either all are candidates or it is one run; otherwise (entries that
+// expire, or the limit falls inside a level of several groups) its
+// entries are read now, merged, and its candidates returned (exact).
+func (q *searcher) startSources(limit int, nowUS int64) ([]startRun, []startEntry, error) {
+	r := &q.s.start
+	r.runs, r.lazy, r.exact, r.limit = r.runs[:0], r.lazy[:0], r.exact[:0], limit
+	if r.sumVisit == nil {
+		r.sumVisit = r.summary
 	}
 	for _, g := range q.f.groups {
-		if cap(r.add) < limit {
-			r.add, r.at = make([]startEntry, 0, limit), make([]int, 0, limit)
+		r.sure = 0
+		if err := q.kv.ForEach(q.s.prefix(pRun, g), r.sumVisit); err != nil && err != errStop {
+			return nil, nil, err
 		}
-		r.add, r.at, r.i = r.add[:0], r.at[:0], 0
-		if err := q.kv.ForEach(q.s.prefix(pStart, g), r.visit); err != nil && err != errStop {
-			return nil, err
-		}
-		switch {
-		case len(r.add) == 0:
-			continue // nothing of this group is a candidate
-		case len(r.cur) == 0:
-			r.cur, r.add = r.add, r.cur // the first group with candidates: they are the candidates
-			continue
-		case cap(r.out) < limit:
-			r.out = make([]startEntry, 0, limit)
-		}
-		out, cur, prev := r.out[:0], r.cur, 0
-		for j := range r.add {
-			out = append(append(out, cur[prev:r.at[j]]...), r.add[j])
-			prev = r.at[j]
-		}
-		out = append(out, cur[prev:min(len(cur), prev+limit-len(out))]...)
-		r.cur, r.out = out, cur
 	}
-	return r.cur, nil
+	slices.SortFunc(r.runs, func(a, b startRun) int { return bytes.Compare(a.prefix[9:], b.prefix[9:]) })
+	cum := 0
+	for i := 0; i < len(r.runs) && cum < limit; {
+		j, n, exp := i, 0, 0
+		for ; j < len(r.runs) && bytes.Equal(r.runs[j].prefix[9:], r.runs[i].prefix[9:]); j++ {
+			n, exp = n+r.runs[j].n, exp+r.runs[j].exp
+		}
+		if exp == 0 && (cum+n <= limit || j-i == 1) {
+			for _, run := range r.runs[i:j] {
+				run.limit = min(run.n, limit-cum)
+				cum += run.limit
+				r.lazy = append(r.lazy, run)
+			}
+		} else {
+			got, err := q.readLevel(r.runs[i:j], limit-cum, nowUS)
+			if err != nil {
+				return nil, nil, err
+			}
+			cum += got
+		}
+		i = j
+	}
+	return r.lazy, r.exact, nil
 }
 
-// entry reads one 's' entry of the group being read.
-func (r *startRead) entry(k, v []byte) error {
-	if r.seen++; r.seen&1023 == 0 {
-		if err := r.ctx.Err(); err != nil {
-			return err
+// readLevel reads the entries of runs (one level of several groups, or
+// with entries that expire), merges them in the published order and
+// appends the first limit that do not expire to the exact candidates.
+func (q *searcher) readLevel(runs []startRun, limit int, nowUS int64) (int, error) {
+	r := &q.s.start
+	r.add = r.add[:0]
+	for i := range runs {
+		got := 0
+		err := q.kv.ForEach(runs[i].prefix[:], func(k, v []byte) error {
+			e, ok, err := r.entry(k, v, nowUS)
+			if err != nil || !ok {
+				return err
+			}
+			r.add = append(r.add, e)
+			if got++; got == limit {
+				return errStop // this run's own first limit precede the rest of it
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return 0, err
 		}
 	}
-	if len(k) <= startFixed || len(v) != startValueLen {
-		return errors.New("recall: malformed startup entry")
+	slices.SortFunc(r.add, func(a, b startEntry) int {
+		if startBefore(&a, &b, r.ids) {
+			return -1
+		}
+		return 1
+	})
+	n := min(limit, len(r.add))
+	r.exact = append(r.exact, r.add[:n]...)
+	return n, nil
+}
+
+// decodeRun decodes an 'S' summary.
+func decodeRun(k, v []byte) (startRun, error) {
+	if len(k) != startRunLen || len(v) != runValueLen {
+		return startRun{}, errors.New("recall: malformed run summary")
 	}
-	if v[5]&fExpires != 0 && int64(binary.BigEndian.Uint64(v[7:])) <= r.nowUS {
-		return nil
+	run := startRun{
+		class: k[9], exp: int(binary.BigEndian.Uint32(v)),
+		sal:  math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
+		conf: math.Float64frombits(^binary.BigEndian.Uint64(k[18:])),
+		auth: authOther,
+	}
+	copy(run.prefix[:], k)
+	run.prefix[0] = pStart
+	for code := byte(0); code <= authOther; code++ {
+		c := int(binary.BigEndian.Uint32(v[4+4*int(code):]))
+		run.n += c
+		if c > 0 && authorityValue(code) > authorityValue(run.auth) {
+			run.auth = code
+		}
+	}
+	if run.n == 0 || run.exp > run.n {
+		return startRun{}, errors.New("recall: malformed run summary")
+	}
+	return run, nil
+}
+
+// entry decodes one 's' entry, its id appended to r.ids; ok is false for
+// an entry expired at nowUS.
+func (r *startRead) entry(k, v []byte, nowUS int64) (startEntry, bool, error) {
+	if len(k) <= startFixed || len(v) != startValueLen || len(k)-startFixed > math.MaxUint16 {
+		return startEntry{}, false, errors.New("recall: malformed startup entry")
+	}
+	r.read++
+	if v[5]&fExpires != 0 && int64(binary.BigEndian.Uint64(v[7:])) <= nowUS {
+		return startEntry{}, false, nil
 	}
 	id := k[startFixed:]
-	if len(id) > math.MaxUint16 {
-		return errors.New("recall: malformed startup entry")
-	}
 	e := startEntry{
 		class: k[9], ring: v[6], auth: v[4], doc: binary.BigEndian.Uint32(v),
 		sal:     math.Float64frombits(^binary.BigEndian.Uint64(k[10:])),
@@ -424,14 +507,104 @@ func (r *startRead) entry(k, v []byte) error {
 		id:      uint32(len(r.ids)), idLen: uint16(len(id)),
 	}
 	r.ids = append(r.ids, id...)
-	for r.i < len(r.cur) && r.i+len(r.add) < r.limit && startBefore(&r.cur[r.i], &e, r.ids) {
-		r.i++
+	return e, true, nil
+}
+
+// startRank ranks the sources of startSources into top: the runs and the
+// exact candidates by decreasing bound, stopping once the next bound
+// cannot enter the top.
+func (q *searcher) startRank(top []ranked, runs []startRun, exact []startEntry, limit int, nowUS int64, excluded map[uint32]bool) ([]ranked, error) {
+	for i := range runs {
+		e := startEntry{ring: classRing(runs[i].class), sal: runs[i].sal, conf: runs[i].conf, auth: runs[i].auth}
+		f := startFactors(&e, 1)
+		runs[i].bound = f.score()
 	}
-	if r.i+len(r.add) == r.limit {
+	for i := range exact {
+		f := startFactors(&exact[i], 1)
+		exact[i].bound = f.score()
+	}
+	slices.SortFunc(runs, func(a, b startRun) int { return cmp.Compare(b.bound, a.bound) })
+	slices.SortFunc(exact, func(a, b startEntry) int { return cmp.Compare(b.bound, a.bound) })
+	ri, ei := 0, 0
+	for ri < len(runs) || ei < len(exact) {
+		if ei == len(exact) || ri < len(runs) && runs[ri].bound >= exact[ei].bound {
+			if len(top) == limit && runs[ri].bound < top[limit-1].score {
+				break
+			}
+			var err error
+			if top, err = q.rankRun(top, &runs[ri], limit, nowUS, excluded); err != nil {
+				return nil, err
+			}
+			ri++
+			continue
+		}
+		e := &exact[ei]
+		if len(top) == limit && e.bound < top[limit-1].score {
+			break
+		}
+		top = q.s.start.rankEntry(top, e, limit, nowUS, excluded)
+		ei++
+	}
+	return top, nil
+}
+
+// rankRun ranks a run's candidates, newest first, until its next entry's
+// bound (its recency, the run's largest authority) cannot enter the top.
+func (q *searcher) rankRun(top []ranked, run *startRun, limit int, nowUS int64, excluded map[uint32]bool) ([]ranked, error) {
+	r := &q.s.start
+	if r.runVisit == nil {
+		r.runVisit = r.runEntry
+	}
+	r.ctx, r.run, r.seen, r.top, r.limit, r.nowUS, r.excluded = q.ctx, run, 0, top, limit, nowUS, excluded
+	err := q.kv.ForEach(run.prefix[:], r.runVisit)
+	top = r.top
+	r.ctx, r.run, r.top, r.excluded = nil, nil, nil, nil // no alias outlives the query
+	if err != nil && err != errStop {
+		return nil, err
+	}
+	return top, nil
+}
+
+// runEntry ranks one entry of the run being walked.
+func (r *startRead) runEntry(k, v []byte) error {
+	if r.seen == r.run.limit {
 		return errStop
 	}
-	r.add, r.at = append(r.add, e), append(r.at, r.i)
+	if r.seen++; r.seen&1023 == 0 {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	e, ok, err := r.entry(k, v, r.nowUS)
+	if err != nil || !ok {
+		return err
+	}
+	if len(r.top) == r.limit {
+		b := e
+		b.auth = r.run.auth
+		f := startFactors(&b, recency(e.created, r.nowUS))
+		if f.score() < r.top[r.limit-1].score {
+			return errStop // every later entry of the run is older
+		}
+	}
+	f := startFactors(&e, 1)
+	e.bound = f.score()
+	r.top = r.rankEntry(r.top, &e, r.limit, r.nowUS, r.excluded)
 	return nil
+}
+
+// rankEntry scores a candidate and inserts it into top if it enters.
+func (r *startRead) rankEntry(top []ranked, e *startEntry, limit int, nowUS int64, excluded map[uint32]bool) []ranked {
+	id := e.idIn(r.ids)
+	if excluded[e.doc] || !beats(top, limit, e.bound, id) {
+		return top
+	}
+	f := startFactors(e, recency(e.created, nowUS))
+	sc := f.score()
+	if !beats(top, limit, sc, id) {
+		return top
+	}
+	return insertTop(top, ranked{doc: e.doc, id: id, score: sc, fact: f}, limit)
 }
 
 // startBefore is the order of 's' keys after the group: ring class, then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -13,7 +14,7 @@ import (
 func sampleCold() cold {
 	return cold{
 		MemoryCaptured: events.MemoryCaptured{
-			MemoryID: "mem_1", BodySHA256: "ab", CreatedAt: "2026-01-01T00:00:00.000000Z", UpdatedAt: "2026-01-02T00:00:00.000000Z",
+			MemoryID: "mem_1", BodySHA256: strings.Repeat("ab", 32), CreatedAt: "2026-01-01T00:00:00.000000Z", UpdatedAt: "2026-01-02T00:00:00.000000Z",
 			Project: "proj", AgentProfile: "claude-code", WorkflowID: "wf", SessionID: "s", OperationID: "op",
 			Scope: "agent", Ring: "scar", EventType: "lesson", SourceType: "user", Salience: 0.125, Confidence: 1,
 			Sensitivity: "normal", Retention: "normal", ExpiresAt: "2027-01-01T00:00:00.000000Z", Supersedes: []string{"mem_0", "界"},
@@ -23,10 +24,26 @@ func sampleCold() cold {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// coldPair is c's cold record and the hot record it is read with.
+func coldPair(c *cold) ([]byte, hot) { return encodeCold(c), hotOf(&c.MemoryCaptured, 0) }
+
 func TestColdRecordRoundTrips(t *testing.T) {
-	for name, c := range map[string]cold{"full": sampleCold(), "empty": {}} {
-		raw := encodeCold(&c)
-		v, err := parseCold(raw)
+	empty := cold{MemoryCaptured: events.MemoryCaptured{BodySHA256: strings.Repeat("0", 64)}}
+	// Times that FormatMemoryTime would not write back as they are stay
+	// strings.
+	odd := sampleCold()
+	odd.CreatedAt, odd.ReviewedAt, odd.ExpiresAt = "2026-01-01T01:00:00+01:00", "2026-01-03T00:00:00Z", "not a time"
+	if raw := encodeCold(ptr(sampleCold())); raw[0]&(0xf<<2) != 0xf<<2 {
+		t.Fatalf("canonical times not stored as µs: flags %#x", raw[0])
+	}
+	if raw := encodeCold(&odd); raw[0]&(0xf<<2) != coldTimeBit<<1 {
+		t.Fatalf("only updated_at is canonical: flags %#x", raw[0])
+	}
+	for name, c := range map[string]cold{"full": sampleCold(), "empty": empty, "odd times": odd} {
+		raw, h := coldPair(&c)
+		v, err := parseCold(raw, &h)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -41,18 +58,19 @@ func TestColdRecordRoundTrips(t *testing.T) {
 
 func TestColdRecordRejectsMalformed(t *testing.T) {
 	c := sampleCold()
-	raw := encodeCold(&c)
+	raw, h := coldPair(&c)
 	cases := map[string][]byte{
-		"empty":         nil,
-		"short":         raw[:coldFixed-1],
-		"truncated":     raw[:len(raw)-1],
-		"trailing":      append(append([]byte(nil), raw...), 0),
-		"long length":   append(append([]byte(nil), raw[:coldFixed]...), 0xff, 0x7f),
-		"bad varint":    append(append([]byte(nil), raw[:coldFixed]...), 0x80),
-		"no supersedes": raw[:coldFixed+1+len(c.MemoryID)],
+		"empty":            nil,
+		"short":            raw[:coldFixed-1],
+		"truncated":        raw[:len(raw)-1],
+		"trailing":         append(append([]byte(nil), raw...), 0),
+		"long length":      append(append([]byte(nil), raw[:coldFixed]...), 0xff, 0x7f),
+		"bad varint":       append(append([]byte(nil), raw[:coldFixed]...), 0x80),
+		"cut after a time": raw[:coldFixed+8],
+		"short time":       raw[:coldFixed+7],
 	}
 	for name, b := range cases {
-		if _, err := parseCold(b); err == nil {
+		if _, err := parseCold(b, &h); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -60,17 +78,18 @@ func TestColdRecordRejectsMalformed(t *testing.T) {
 
 func FuzzParseCold(f *testing.F) {
 	c := sampleCold()
-	f.Add(encodeCold(&c))
+	raw, h := coldPair(&c)
+	f.Add(raw)
 	f.Add(encodeCold(&cold{}))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		v, err := parseCold(raw)
+		v, err := parseCold(raw, &h)
 		if err != nil {
 			return
 		}
 		// Whatever parses re-encodes to the same bytes (one encoding per
 		// record) once varints are canonical.
 		back := v.cold()
-		if again, err := parseCold(encodeCold(&back)); err != nil || !reflect.DeepEqual(again.cold(), back) {
+		if again, err := parseCold(encodeCold(&back), &h); err != nil || !reflect.DeepEqual(again.cold(), back) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})

@@ -144,13 +144,15 @@ func (fx *fixture) forget(id, mode string) {
 	fx.t.Helper()
 	d := BodyDigest(fx.kv, id)
 	p := events.MemoryForgotten{MemoryID: id, Mode: mode, ReasonSHA256: d, ReasonChars: 3}
-	delete(fx.bodies, d)
 	if mode == events.ForgetRedact {
 		red := memory.RedactedBody(id)
 		p.RedactedSHA256 = digest(red)
 		fx.bodies[p.RedactedSHA256] = red
 	}
+	// As cmd/tree-ring's forget: the body goes after the event is folded
+	// (the fold tokenizes it to find the postings).
 	fx.apply(events.MemoryStream(id), events.TypeMemoryForgotten, &p)
+	delete(fx.bodies, d)
 }
 
 func (fx *fixture) brief(q BriefQuery) Context {

@@ -17,10 +17,10 @@
 //	'#' "layout"                  -> Version (4), written with the first doc
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
-//	'd' doc                       -> hot record: fixed layout, id, tokens (see hot)
-//	'j' doc                       -> cold record: payload and state, binary (see cold.go)
+//	'd' doc                       -> hot record (fixed layout, id: see hot), then the cold record (the rest of the payload and the state: see cold.go)
 //	't' token(8)                  -> posting count(4)
 //	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
+//	'f' doc>>10 (4)               -> factor block: the static score factors of the 1,024 docs' indexed memories (see factorLen)
 //
 // A token's count sorts just before its blocks, so it shares a leaf with
 // the newest of them: a capture's rare tokens (most of a memory's new
@@ -30,16 +30,24 @@
 // differs from it is also posted under its stem, the sub-word match).
 //
 //	's' group(8) ringclass(1) ^sal ^conf ^created id -> doc(4) authority(1) flags(1) ring(1) expires(8)
+//	'S' group(8) ringclass(1) ^sal ^conf -> run summary: expiring(4), entries per authority code (8×4)
 //	'o' claim(32)                 -> memory id (operation_id idempotency)
 //
-// A posting (22 bytes) is doc(4) flags(1) group(8), a rounded-up copy
-// of the memory's static score factors: salience and confidence in
-// 1/255 steps (1 each), ring and authority (1), created_at in minutes
-// since 1970 (4), and the memory's number of distinct words (2, BM25's
-// document length). Queries compute the textual score from postings alone
-// and the priors' upper bounds from these copies; they read a hot record
-// only when the memory can still enter the results, a body only for a
-// result.
+// A posting is one byte: its doc's place in the block's range (doc & 63;
+// the key holds the range). What a query needs of a posting's memory
+// without reading its hot record is kept once per memory, in the factor
+// block of its 1,024 docs at slot doc & 1023 (factorLen bytes: flags(1)
+// group(8), then a rounded-up copy of its static score factors: salience
+// and confidence in 1/255 steps (1 each), ring and authority (1),
+// created_at in minutes since 1970 (4), and its number of distinct words
+// (2, BM25's document length)). A search reads each factor block once:
+// its candidates, from many rare tokens, fall all over the doc space, and
+// with blocks of 64 docs it read nearly every one of them (1,562 of 1,563
+// at 100k for a task hint) at a Get each. Queries compute the textual
+// score from postings alone and the priors' upper bounds from the factors;
+// they read a hot record only when the memory can still enter the
+// results, a body only for a result. (Layout 4 kept those 17 bytes in
+// each of a memory's ~29 postings.)
 //
 // A token's postings are grouped in blocks by doc range, newest range
 // first, so a prefix walk visits memories newest first. A capture updates
@@ -48,6 +56,13 @@
 // a bulk import quadratic. A posting's block depends on its doc only, not
 // on history, so a re-fold that never saw a since-deleted body produces
 // the same blocks.
+//
+// A run is a group's 's' entries with one ring class, salience and
+// confidence (a key prefix): they differ only in created_at and id, so in
+// key order their startup scores fall with their recency but for the
+// source authority. Its 'S' summary lets the startup brief count
+// candidates and bound scores a run at a time, and read only the entries
+// of the runs that can reach its top.
 //
 // Postings and 's' entries exist only for live memories (not superseded,
 // redacted or deleted). 's' entries, the startup brief's pre-sorted
@@ -89,8 +104,9 @@ const Name = "recall"
 
 // Version changes whenever the fold or the key layout changes (2: binary
 // cold records; 3: stem postings, word counts, no text signature; 4: a
-// token's count beside its blocks).
-const Version = 4
+// token's count beside its blocks; 5: one-byte postings, factors once
+// per memory).
+const Version = 5
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -101,17 +117,20 @@ const (
 	pNext  = '#'
 	pMem   = 'm'
 	pHot   = 'd'
-	pCold  = 'j'
 	pPost  = 't'
 	pStart = 's'
 	pClaim = 'o'
+	pFact  = 'f'
+	pRun   = 'S'
 )
 
 // Posting blocks.
 const (
-	postingLen = 22    // doc(4) flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
-	blockShift = 6     // a block holds the postings of 64 consecutive docs
+	blockShift = 6 // a block holds the postings of 64 consecutive docs
+	blockDocs  = 1 << blockShift
 	pCount     = pPost // 't' token(8), shorter than a block key
+	factorLen  = 18    // flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
+	factShift  = 10    // a factor block holds the entries of 1,024 consecutive docs
 )
 
 var (
@@ -142,6 +161,7 @@ const (
 	fSuperseded = 1 << 1
 	fRedacted   = 1 << 2
 	fExpires    = 1 << 3 // expires_at is set
+	fIndexed    = 1 << 4 // factor entries only: the slot holds a memory's factors
 )
 
 // hot is the part of a memory that queries read per candidate.
@@ -149,25 +169,26 @@ const (
 //	0 flags, 1 ring, 2 scope, 3 authority, 4 id length (uint16), 6 words (uint16),
 //	8 salience, 16 confidence (float64 bits), 24 created, 32 expires (unix µs),
 //	40 project, 48 agent, 56 workflow, 64 session (identity hashes),
-//	72 body SHA-256 (32), 104 id, then the token hashes (8 each)
+//	72 body SHA-256 (32), 104 id, then the cold record (cold.go): one key
+//	per memory, the cold part read only for results
+//
+// It holds no token list (layout 4 kept one, 8 bytes a token, a third of
+// the record): a deindex re-tokenizes the body, which is present when the
+// memory has postings (see deindex).
 type hot struct {
 	flags, ring, scope, auth byte
 	words                    uint16 // distinct words indexed; 0 when not indexed
 	sal, conf                float64
 	created, expires         int64
 	proj, agent, wf, sess    uint64
-	// body (32 bytes), id and toks alias the stored value once decoded.
-	body, id []byte
-	toks     []byte // token entries; aliases the stored value
+	// body (32 bytes), id and cold alias the stored value once decoded.
+	body, id, cold []byte
 }
 
-const (
-	hotFixed = 104
-	tokLen   = 8
-)
+const hotFixed = 104
 
 func (h *hot) encode() []byte {
-	b := make([]byte, hotFixed, hotFixed+len(h.id)+len(h.toks))
+	b := make([]byte, hotFixed, hotFixed+len(h.id))
 	b[0], b[1], b[2], b[3] = h.flags, h.ring, h.scope, h.auth
 	binary.BigEndian.PutUint16(b[4:], uint16(len(h.id)))
 	binary.BigEndian.PutUint16(b[6:], h.words)
@@ -180,8 +201,7 @@ func (h *hot) encode() []byte {
 	binary.BigEndian.PutUint64(b[56:], h.wf)
 	binary.BigEndian.PutUint64(b[64:], h.sess)
 	copy(b[72:], h.body)
-	b = append(b, h.id...)
-	return append(b, h.toks...)
+	return append(b, h.id...)
 }
 
 func decodeHot(b []byte) (hot, bool) {
@@ -189,7 +209,7 @@ func decodeHot(b []byte) (hot, bool) {
 		return hot{}, false
 	}
 	idEnd := hotFixed + int(binary.BigEndian.Uint16(b[4:]))
-	if idEnd > len(b) || (len(b)-idEnd)%tokLen != 0 {
+	if idEnd > len(b) {
 		return hot{}, false
 	}
 	h := hot{
@@ -203,7 +223,7 @@ func decodeHot(b []byte) (hot, bool) {
 		wf:      binary.BigEndian.Uint64(b[56:]),
 		sess:    binary.BigEndian.Uint64(b[64:]),
 		id:      b[hotFixed:idEnd],
-		toks:    b[idEnd:],
+		cold:    b[idEnd:],
 	}
 	h.body = b[72:104]
 	return h, true
@@ -379,21 +399,61 @@ func blockKey(tok uint64, doc uint32) []byte {
 	return k
 }
 
+// factorKey is the key of the factor block of doc's range.
+func factorKey(doc uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{pFact}, doc>>factShift)
+}
+
+// factorOffset is where doc's entry is in its factor block.
+func factorOffset(doc uint32) int { return int(doc&(1<<factShift-1)) * factorLen }
+
+// slot is doc's place in its posting and factor blocks.
+func slot(doc uint32) byte { return byte(doc & (blockDocs - 1)) }
+
 // startKey is the 's' key of a memory in its group: it sorts as the
 // published startup order (scar, heartwood, other; salience, confidence and
-// created_at descending; id ascending).
+// created_at descending; id ascending). A -0 (an imported ledger's) is
+// keyed as 0, the value it equals: ^bits would put it first.
 func startKey(group uint64, h *hot) []byte {
 	k := make([]byte, 0, 1+8+1+24+len(h.id))
 	k = append(k, pStart)
 	k = binary.BigEndian.AppendUint64(k, group)
 	k = append(k, ringClass(h.ring))
-	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.sal))
-	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.conf))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.sal+0))
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(h.conf+0))
 	k = binary.BigEndian.AppendUint64(k, ^(uint64(h.created) ^ 1<<63))
 	return append(k, h.id...)
 }
 
-const startFixed = 1 + 8 + 1 + 24 // prefix, group, class, sal, conf, created
+const (
+	startFixed  = 1 + 8 + 1 + 24 // prefix, group, class, sal, conf, created
+	startRunLen = 1 + 8 + 1 + 16 // prefix, group, class, sal, conf: a run's prefix
+	runValueLen = 4 + 4*(authOther+1)
+)
+
+// addRun adds d (1 or -1) to the summary of h's run in group g; a run
+// without entries has no summary, as in a re-fold that never saw them.
+func addRun(kv KV, g uint64, h *hot, d int) error {
+	k := startKey(g, h)[:startRunLen]
+	k[0] = pRun
+	v := make([]byte, runValueLen)
+	if cur := kv.Get(k); len(cur) == runValueLen {
+		copy(v, cur)
+	}
+	add := func(off int) {
+		binary.BigEndian.PutUint32(v[off:], uint32(int64(binary.BigEndian.Uint32(v[off:]))+int64(d)))
+	}
+	if h.flags&fExpires != 0 {
+		add(0)
+	}
+	add(4 + 4*int(min(h.auth, authOther)))
+	for i := 4; i < runValueLen; i += 4 {
+		if binary.BigEndian.Uint32(v[i:]) != 0 {
+			return kv.Put(k, v)
+		}
+	}
+	return kv.Delete(k)
+}
 
 const startValueLen = 15
 
@@ -426,13 +486,13 @@ func Apply(kv KV, bodies Bodies, e *events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		return applySuperseded(kv, p)
+		return applySuperseded(kv, bodies, p)
 	case events.TypeMemoryForgotten:
 		p, err := payload[events.MemoryForgotten](e)
 		if err != nil {
 			return err
 		}
-		return applyForgotten(kv, p, events.FormatMemoryTime(e.RecordedAt))
+		return applyForgotten(kv, bodies, p, events.FormatMemoryTime(e.RecordedAt))
 	}
 	return nil
 }
@@ -544,51 +604,73 @@ func bodyTokens(b *memory.BodyView) ([]uint64, uint16) {
 }
 
 func putState(kv KV, db []byte, h *hot, c *cold) error {
-	if err := kv.Put(key(pHot, db), h.encode()); err != nil {
-		return err
-	}
-	return kv.Put(key(pCold, db), encodeCold(c))
+	return kv.Put(key(pHot, db), append(h.encode(), encodeCold(c)...))
 }
 
-// index adds a live memory's postings and startup entry, and records its
-// tokens in h; the caller stores h.
+// index adds a live memory's postings and startup entry; the caller
+// stores h.
 func index(kv KV, doc uint32, h *hot, toks []uint64) error {
 	g := h.group()
-	flags := h.flags & (fSensitive | fExpires)
-	h.toks = make([]byte, 0, tokLen*len(toks))
 	for _, t := range toks {
-		if err := addPosting(kv, t, doc, flags, g, h); err != nil {
+		if err := addPosting(kv, t, doc); err != nil {
 			return err
 		}
-		h.toks = binary.BigEndian.AppendUint64(h.toks, t)
 	}
 	if len(toks) > 0 {
+		f := encodeFactors(h.flags&(fSensitive|fExpires), g, h)
+		if err := setFactors(kv, doc, &f); err != nil {
+			return err
+		}
 		if err := addStat(kv, 1, int64(h.words)); err != nil {
 			return err
 		}
 	}
 	if g != 0 && h.flags&fSensitive == 0 {
+		if err := addRun(kv, g, h, 1); err != nil {
+			return err
+		}
 		return kv.Put(startKey(g, h), startValue(doc, h))
 	}
 	return nil
 }
 
-// deindex removes a memory's postings and startup entry and clears its
-// token list (the caller stores the hot record). It is idempotent.
-func deindex(kv KV, doc uint32, h *hot) error {
-	toks := bytes.Clone(h.toks) // h.toks aliases a value the writes below may invalidate
-	for i := 0; i+tokLen <= len(toks); i += tokLen {
-		if err := removePosting(kv, binary.BigEndian.Uint64(toks[i:]), doc); err != nil {
+// deindex removes a memory's postings and startup entry. It is
+// idempotent: a memory has postings while its factor entry is there.
+//
+// Its postings are found by tokenizing its body again, so the body must be
+// present when a memory with postings is superseded or forgotten: a forget
+// deletes the body after its event is folded (cmd/tree-ring forgetIn), and
+// a re-fold that finds the body gone never indexed the memory.
+func deindex(kv KV, bodies Bodies, doc uint32, h *hot) error {
+	if hasFactors(kv, doc) {
+		var raw []byte
+		if bodies != nil {
+			raw = bodies.Body(hex.EncodeToString(h.body))
+		}
+		if raw == nil {
+			return fmt.Errorf("recall: %s: the body of an indexed memory is missing, so are the keys of its postings", h.id)
+		}
+		b, err := memory.ParseBody(raw)
+		if err != nil {
+			return fmt.Errorf("recall: %s: %w", h.id, err)
+		}
+		toks, _ := bodyTokens(&b)
+		for _, t := range toks {
+			if err := removePosting(kv, t, doc); err != nil {
+				return err
+			}
+		}
+		if err := setFactors(kv, doc, nil); err != nil {
 			return err
 		}
-	}
-	if len(toks) > 0 {
 		if err := addStat(kv, -1, -int64(h.words)); err != nil {
 			return err
 		}
 	}
-	h.toks = nil
-	if g := h.group(); g != 0 {
+	if g := h.group(); g != 0 && kv.Get(startKey(g, h)) != nil {
+		if err := addRun(kv, g, h, -1); err != nil {
+			return err
+		}
 		return kv.Delete(startKey(g, h))
 	}
 	return nil
@@ -642,16 +724,15 @@ func addCount(kv KV, tok uint64, d int) error {
 
 // addPosting puts doc first in its block: docs only grow, so it is the
 // newest posting of the token.
-func addPosting(kv KV, tok uint64, doc uint32, flags byte, group uint64, h *hot) error {
-	e := encodePosting(doc, flags, group, h)
+func addPosting(kv KV, tok uint64, doc uint32) error {
 	if b, ok := kv.(*batch); ok {
-		b.addPosting(tok, doc, &e)
+		b.addPosting(tok, doc)
 		return nil
 	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	v := make([]byte, 0, postingLen+len(cur))
-	if err := kv.Put(bk, append(append(v, e[:]...), cur...)); err != nil {
+	v := make([]byte, 0, 1+len(cur))
+	if err := kv.Put(bk, append(append(v, slot(doc)), cur...)); err != nil {
 		return err
 	}
 	return addCount(kv, tok, 1)
@@ -664,16 +745,16 @@ func removePosting(kv KV, tok uint64, doc uint32) error {
 	}
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
-	i := postingIndex(cur, doc)
+	i := bytes.IndexByte(cur, slot(doc))
 	if i < 0 {
 		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
 	}
 	var err error
-	if len(cur) == postingLen {
+	if len(cur) == 1 {
 		err = kv.Delete(bk)
 	} else {
-		rest := make([]byte, 0, len(cur)-postingLen)
-		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+postingLen:]...))
+		rest := make([]byte, 0, len(cur)-1)
+		err = kv.Put(bk, append(append(rest, cur[:i]...), cur[i+1:]...))
 	}
 	if err != nil {
 		return err
@@ -681,19 +762,65 @@ func removePosting(kv KV, tok uint64, doc uint32) error {
 	return addCount(kv, tok, -1)
 }
 
-// encodePosting builds a posting; its score factors round up, so a score
-// computed from them bounds the exact one from above.
-func encodePosting(doc uint32, flags byte, group uint64, h *hot) [postingLen]byte {
-	var e [postingLen]byte
-	binary.BigEndian.PutUint32(e[:], doc)
-	e[4] = flags
-	binary.BigEndian.PutUint64(e[5:], group)
-	e[13] = unitUp(h.sal)
-	e[14] = unitUp(h.conf)
-	e[15] = h.ring&7 | h.auth<<3
-	binary.BigEndian.PutUint32(e[16:], minuteUp(h.created))
-	binary.BigEndian.PutUint16(e[20:], h.words)
+// encodeFactors builds a memory's factor entry; its score factors round
+// up, so a score computed from them bounds the exact one from above.
+func encodeFactors(flags byte, group uint64, h *hot) [factorLen]byte {
+	var e [factorLen]byte
+	e[0] = flags | fIndexed
+	binary.BigEndian.PutUint64(e[1:], group)
+	e[9] = unitUp(h.sal)
+	e[10] = unitUp(h.conf)
+	e[11] = h.ring&7 | h.auth<<3
+	binary.BigEndian.PutUint32(e[12:], minuteUp(h.created))
+	binary.BigEndian.PutUint16(e[16:], h.words)
 	return e
+}
+
+// setFactors stores doc's factor entry, or clears it (e nil).
+func setFactors(kv KV, doc uint32, e *[factorLen]byte) error {
+	if b, ok := kv.(*batch); ok {
+		b.setFactors(doc, e)
+		return nil
+	}
+	k := factorKey(doc)
+	v := withFactors(kv.Get(k), doc, e)
+	if len(v) == 0 {
+		return kv.Delete(k)
+	}
+	return kv.Put(k, v)
+}
+
+// hasFactors reports whether doc has a factor entry (it has postings).
+func hasFactors(kv KV, doc uint32) bool {
+	v, off := kv.Get(factorKey(doc)), factorOffset(doc)
+	return off+factorLen <= len(v) && v[off]&fIndexed != 0
+}
+
+// withFactors returns a copy of the factor block cur with doc's slot set
+// to e, or cleared (e nil). A block ends at its last indexed slot, so it
+// depends on the live memories only, not on history (a re-fold that never
+// indexed a since-deleted memory writes the same bytes).
+func withFactors(cur []byte, doc uint32, e *[factorLen]byte) []byte {
+	return putFactors(append(make([]byte, 0, max(len(cur), factorOffset(doc)+factorLen)), cur...), doc, e)
+}
+
+// putFactors is withFactors in place: v is the caller's own.
+func putFactors(v []byte, doc uint32, e *[factorLen]byte) []byte {
+	off := factorOffset(doc)
+	if n := off + factorLen; n > len(v) {
+		old := len(v)
+		v = slices.Grow(v, n-old)[:n]
+		clear(v[old:])
+	}
+	if e != nil {
+		copy(v[off:], e[:])
+	} else {
+		clear(v[off : off+factorLen])
+	}
+	for len(v) >= factorLen && v[len(v)-factorLen]&fIndexed == 0 {
+		v = v[:len(v)-factorLen]
+	}
+	return v
 }
 
 func unitUp(v float64) byte { return byte(min(math.Ceil(v*255+1e-9), 255)) }
@@ -716,19 +843,19 @@ func load(kv KV, id string) (uint32, hot, cold, bool, error) {
 	if !ok {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: missing hot record", id)
 	}
-	cv, err := parseCold(kv.Get(key(pCold, v)))
+	cv, err := parseCold(h.cold, &h)
 	if err != nil {
 		return 0, hot{}, cold{}, false, fmt.Errorf("recall: %s: %w", id, err)
 	}
 	return doc, h, cv.cold(), true, nil
 }
 
-func applySuperseded(kv KV, p *events.MemorySuperseded) error {
+func applySuperseded(kv KV, bodies Bodies, p *events.MemorySuperseded) error {
 	doc, h, c, ok, err := load(kv, p.MemoryID)
 	if err != nil || !ok || h.flags&fRedacted != 0 {
 		return err // unknown or redacted targets are left alone
 	}
-	if err := deindex(kv, doc, &h); err != nil {
+	if err := deindex(kv, bodies, doc, &h); err != nil {
 		return err
 	}
 	h.flags |= fSuperseded
@@ -736,12 +863,12 @@ func applySuperseded(kv KV, p *events.MemorySuperseded) error {
 	return putState(kv, docBytes(doc), &h, &c)
 }
 
-func applyForgotten(kv KV, p *events.MemoryForgotten, at string) error {
+func applyForgotten(kv KV, bodies Bodies, p *events.MemoryForgotten, at string) error {
 	doc, h, c, ok, err := load(kv, p.MemoryID)
 	if err != nil || !ok {
 		return err
 	}
-	if err := deindex(kv, doc, &h); err != nil {
+	if err := deindex(kv, bodies, doc, &h); err != nil {
 		return err
 	}
 	db := docBytes(doc)
@@ -767,7 +894,7 @@ func applyForgotten(kv KV, p *events.MemoryForgotten, at string) error {
 			}
 		}
 	}
-	for _, k := range [][]byte{key(pMem, []byte(p.MemoryID)), key(pHot, db), key(pCold, db)} {
+	for _, k := range [][]byte{key(pMem, []byte(p.MemoryID)), key(pHot, db)} {
 		if err := kv.Delete(k); err != nil {
 			return err
 		}

@@ -60,11 +60,15 @@ func Each(kv KV, bodies Bodies, fn func(rec memory.Record, st State) error) erro
 	if err := checkLayout(kv); err != nil {
 		return err
 	}
-	return kv.ForEach([]byte{pCold}, func(k, v []byte) error {
+	return kv.ForEach([]byte{pHot}, func(k, v []byte) error {
 		if len(k) != 5 {
 			return fmt.Errorf("recall: malformed key")
 		}
-		cv, err := parseCold(v)
+		h, ok := decodeHot(v)
+		if !ok {
+			return fmt.Errorf("recall: doc %d: malformed record", binary.BigEndian.Uint32(k[1:]))
+		}
+		cv, err := parseCold(h.cold, &h)
 		if err != nil {
 			return fmt.Errorf("recall: doc %d: %w", binary.BigEndian.Uint32(k[1:]), err)
 		}

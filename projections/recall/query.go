@@ -59,8 +59,9 @@ var errStop = errors.New("stop")
 type scratch struct {
 	pfx, key []byte // ForEach prefixes and Get keys: separate, a Get runs inside a walk
 	counts   map[uint64]uint32
-	seen     bitmap // docs already considered by a search
-	bits     bitmap // one posting list's docs
+	seen     bitmap   // docs already considered by a search
+	bits     bitmap   // one posting list's docs
+	facts    [][]byte // the factor blocks a search read, by doc >> factShift (aliasing the read transaction's pages)
 	cands    []posting
 	order    []int
 	heap     boundHeap
@@ -73,12 +74,8 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func (s *scratch) release() {
 	clear(s.counts)
+	clear(s.facts)
 	scratchPool.Put(s)
-}
-
-// startID is the id of a startup candidate.
-func (s *scratch) startID(e *startEntry) []byte {
-	return e.idIn(s.start.ids)
 }
 
 // prefix builds a ForEach prefix of p and tok.
@@ -93,7 +90,8 @@ func (s *scratch) docKey(p byte, doc uint32) []byte {
 	return s.key
 }
 
-// posting is a decoded posting entry: a candidate before ranking.
+// posting is a decoded posting with its memory's factor entry: a
+// candidate before ranking.
 type posting struct {
 	doc       uint32
 	flags     byte
@@ -109,10 +107,11 @@ type posting struct {
 	bound      float64
 }
 
-func decodePosting(v []byte) posting {
+// decodePosting decodes doc's factor entry f (factorLen bytes).
+func decodePosting(doc uint32, f []byte) posting {
 	return posting{
-		doc: binary.BigEndian.Uint32(v), flags: v[4], group: binary.BigEndian.Uint64(v[5:]),
-		sal: v[13], conf: v[14], ringAuth: v[15], minute: binary.BigEndian.Uint32(v[16:]), words: binary.BigEndian.Uint16(v[20:]),
+		doc: doc, flags: f[0], group: binary.BigEndian.Uint64(f[1:]),
+		sal: f[9], conf: f[10], ringAuth: f[11], minute: binary.BigEndian.Uint32(f[12:]), words: binary.BigEndian.Uint16(f[16:]),
 	}
 }
 
@@ -159,6 +158,26 @@ type searcher struct {
 	kv  KV
 	s   *scratch
 	f   *filter
+}
+
+// factors returns doc's factor entry, reading its block once per search
+// (q.s.facts has a slot for every block: search).
+func (q *searcher) factors(doc uint32) ([]byte, error) {
+	r := int(doc >> factShift)
+	if r >= len(q.s.facts) {
+		return nil, fmt.Errorf("recall: doc %d: beyond the index", doc)
+	}
+	fb := q.s.facts[r]
+	if fb == nil {
+		q.s.key = binary.BigEndian.AppendUint32(append(q.s.key[:0], pFact), uint32(r))
+		fb = q.kv.Get(q.s.key)
+		q.s.facts[r] = fb
+	}
+	off := factorOffset(doc)
+	if off+factorLen > len(fb) || fb[off]&fIndexed == 0 {
+		return nil, fmt.Errorf("recall: doc %d: posting without factors", doc)
+	}
+	return fb[off : off+factorLen], nil
 }
 
 func (q *searcher) count(tok uint64) uint32 {
@@ -251,18 +270,27 @@ func (q *searcher) search(pq *parsedQuery, next uint32) ([]posting, error) {
 	q.s.order = order
 	seen := grow(q.s.seen, next)
 	q.s.seen = seen
+	if n := int(next>>factShift) + 1; cap(q.s.facts) < n {
+		q.s.facts = make([][]byte, n)
+	} else {
+		q.s.facts = q.s.facts[:n]
+		clear(q.s.facts)
+	}
 	cands := q.s.cands[:0]
 	for _, ki := range order {
 		if len(cands) == queryCandidates {
 			break
 		}
-		err := q.eachPosting(pq.keys[ki].hash, func(e []byte) (bool, error) {
-			doc := binary.BigEndian.Uint32(e)
+		err := q.eachPosting(pq.keys[ki].hash, func(doc uint32) (bool, error) {
 			if seen.has(doc) {
 				return true, nil
 			}
 			seen.set(doc)
-			p := decodePosting(e)
+			fe, err := q.factors(doc)
+			if err != nil {
+				return false, err
+			}
+			p := decodePosting(doc, fe)
 			if !q.f.valueOK(&p) {
 				return true, nil
 			}
@@ -416,8 +444,7 @@ func (b bitmap) has(doc uint32) bool {
 
 // postingSet reads a token's postings into the bitmap b (empty, reused).
 func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
-	err := q.eachPosting(tok, func(e []byte) (bool, error) {
-		doc := binary.BigEndian.Uint32(e)
+	err := q.eachPosting(tok, func(doc uint32) (bool, error) {
 		i := int(doc >> 6)
 		if i >= len(b) {
 			n := len(b)
@@ -430,24 +457,28 @@ func (q *searcher) postingSet(b bitmap, tok uint64) (bitmap, error) {
 	return b, err
 }
 
-// eachPosting calls fn with a token's encoded postings (aliasing the
-// read transaction's pages), newest first, until fn returns false.
-func (q *searcher) eachPosting(tok uint64, fn func(e []byte) (bool, error)) error {
+// eachPosting calls fn with a token's postings' docs, newest first, until
+// fn returns false.
+func (q *searcher) eachPosting(tok uint64, fn func(doc uint32) (bool, error)) error {
 	seen := 0
 	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(k, v []byte) error {
 		if len(k) != blockKeyLen {
 			return nil // the token's count
 		}
-		if len(v)%postingLen != 0 {
+		if len(v) == 0 || len(v) > blockDocs {
 			return errors.New("recall: malformed posting block")
 		}
-		for i := 0; i < len(v); i += postingLen {
+		base := ^binary.BigEndian.Uint32(k[9:]) << blockShift
+		for _, o := range v {
 			if seen++; seen&1023 == 0 {
 				if err := q.ctx.Err(); err != nil {
 					return err
 				}
 			}
-			more, err := fn(v[i : i+postingLen])
+			if o >= blockDocs {
+				return errors.New("recall: malformed posting block")
+			}
+			more, err := fn(base | uint32(o))
 			if err != nil {
 				return err
 			}
@@ -480,13 +511,14 @@ func (q *searcher) inBlock(pb *probeBlock, doc uint32) bool {
 		pb.block, pb.rng, pb.read = q.kv.Get(q.s.key), r, true
 	}
 	// A block's postings are sorted by doc, descending: binary search.
-	lo, hi := 0, len(pb.block)/postingLen
+	o := slot(doc)
+	lo, hi := 0, len(pb.block)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		switch d := binary.BigEndian.Uint32(pb.block[m*postingLen:]); {
-		case d == doc:
+		switch d := pb.block[m]; {
+		case d == o:
 			return true
-		case d > doc:
+		case d > o:
 			lo = m + 1
 		default:
 			hi = m
@@ -770,7 +802,11 @@ func (q *searcher) confirmTop(bodies Bodies, top []ranked, confirm func(*coldVie
 	ok := true
 	for i := range top {
 		r := &top[i]
-		cv, err := parseCold(q.kv.Get(q.s.docKey(pCold, r.doc)))
+		h, err := q.hotOf(r.doc)
+		if err != nil {
+			return false, err
+		}
+		cv, err := parseCold(h.cold, &h)
 		if err != nil {
 			return false, fmt.Errorf("recall: doc %d: %w", r.doc, err)
 		}

@@ -504,3 +504,20 @@ func TestFoldIsDeterministicAndSurvivesDeletedBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestDeindexNeedsTheBody: a memory's postings are found from its body, so
+// superseding or forgetting an indexed memory whose body is already gone
+// fails (and changes nothing) rather than leave postings behind.
+func TestDeindexNeedsTheBody(t *testing.T) {
+	fx := newFixture(t)
+	a := fx.capture(mem{project: "proj", summary: "deploy with care"})
+	delete(fx.bodies, BodyDigest(fx.kv, a.ID))
+	before := len(fx.kv.m)
+	e := fx.f.Must(events.MemoryStream(a.ID), events.TypeMemorySuperseded, &events.MemorySuperseded{MemoryID: a.ID, SupersededBy: "mem_x"})
+	if err := Apply(fx.kv, fx.bodies, &e); err == nil || !strings.Contains(err.Error(), "body of an indexed memory is missing") {
+		t.Fatalf("supersede without the body: %v", err)
+	}
+	if len(fx.kv.m) != before {
+		t.Fatal("a failed deindex wrote")
+	}
+}

@@ -228,22 +228,51 @@ func (c *startupCase) check(t *testing.T) {
 	}
 }
 
-// candidates compares the candidates read with the full merge's.
+// candidates compares the candidates that startSources places (the
+// first limit entries of its lazy runs, and its exact entries) with the
+// full merge's.
 func (c *startupCase) candidates(t *testing.T, sc Scope, limitC int, at time.Time) {
 	t.Helper()
 	s := getScratch()
 	defer s.release()
 	f := filter{groups: sc.groups(), now: at.UnixMicro()}
 	q := &searcher{ctx: context.Background(), kv: c.fx.kv, s: s, f: &f}
-	got, err := q.startCandidates(limitC, at.UnixMicro())
+	runs, exact, err := q.startSources(limitC, at.UnixMicro())
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := slices.Clone(exact)
+	for _, run := range runs {
+		n := 0
+		err := q.kv.ForEach(run.prefix[:], func(k, v []byte) error {
+			if n == run.limit {
+				return errStop
+			}
+			n++
+			e, ok, err := s.start.entry(k, v, at.UnixMicro())
+			if !ok {
+				t.Fatalf("a lazy run holds an entry expired at %v", at)
+			}
+			got = append(got, e)
+			return err
+		})
+		if err != nil && err != errStop {
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(got, func(a, b startEntry) int {
+		if startBefore(&a, &b, s.start.ids) {
+			return -1
+		}
+		return 1
+	})
 	want, err := q.fullStartCandidates(limitC, at.UnixMicro())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.EqualFunc(got, want, func(a startEntry, b fullEntry) bool { return a.doc == b.doc && string(q.s.startID(&a)) == string(b.id) }) {
+	if !slices.EqualFunc(got, want, func(a startEntry, b fullEntry) bool {
+		return a.doc == b.doc && string(a.idIn(s.start.ids)) == string(b.id)
+	}) {
 		t.Fatalf("scope %+v cap %d now %v: %d candidates, want %d", sc, limitC, at, len(got), len(want))
 	}
 }
@@ -309,4 +338,78 @@ func FuzzStartupEarlyStop(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, n uint16) {
 		newStartupCase(t, seed, int(n%800)).check(t)
 	})
+}
+
+// startupFixture captures n memories of project proj made by make_, one
+// minute apart (the first the oldest).
+func startupFixture(t *testing.T, n int, make_ func(i int, r *memory.Record)) *fixture {
+	fx := newFixture(t)
+	for i := range n {
+		r := memory.NewRecord(fmt.Sprintf("mem_%05d", i), fmt.Sprintf("note %d", i), "lesson", now.Add(-time.Duration(n-i)*time.Minute))
+		r.Project = memory.Str("proj")
+		make_(i, &r)
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p, body := r.Split(events.OriginRemember, "nonce")
+		fx.bodies[p.BodySHA256] = body
+		fx.apply(events.MemoryStream(r.ID), events.TypeMemoryCaptured, &p)
+	}
+	return fx
+}
+
+// startupBoth ranks the startup brief of scope proj both ways, fails when
+// they differ, and returns the ranking and the entries it read.
+func startupBoth(t *testing.T, fx *fixture, limit int) ([]ranked, int) {
+	t.Helper()
+	c := &startupCase{fx: fx}
+	sc := Scope{Project: "proj"}
+	got, gotText := c.rank(t, sc, limit, now, false)
+	want, wantText := c.rank(t, sc, limit, now, true)
+	if !slices.EqualFunc(got, want, func(a, b ranked) bool {
+		return a.doc == b.doc && math.Float64bits(a.score) == math.Float64bits(b.score)
+	}) || gotText != wantText {
+		t.Fatalf("got %v\nwant %v", rankedIDs(got), rankedIDs(want))
+	}
+	s := getScratch()
+	defer s.release()
+	f := filter{groups: sc.groups(), now: now.UnixMicro()}
+	q := &searcher{ctx: context.Background(), kv: fx.kv, s: s, f: &f}
+	if _, err := q.startupRecall(fx.bodies, sc, limit, now); err != nil {
+		t.Fatal(err)
+	}
+	return got, s.start.read
+}
+
+// TestStartupRunBoundUsesItsLargestAuthority: in a run (one ring, salience
+// and confidence) the newest entries come first, but an older one with a
+// larger source authority scores higher; the walk must not stop before it.
+func TestStartupRunBoundUsesItsLargestAuthority(t *testing.T) {
+	fx := startupFixture(t, 20, func(i int, r *memory.Record) {
+		r.Source.Type = "manual"
+		if i == 0 {
+			r.Source.Type = "user"
+		}
+	})
+	top, _ := startupBoth(t, fx, 1)
+	if len(top) != 1 || string(top[0].id) != "mem_00000" {
+		t.Fatalf("top %v, want the oldest (source user)", rankedIDs(top))
+	}
+}
+
+// TestStartupReadsOnlyTheRunsItNeeds: 3,000 memories in 100 saliences, a
+// scar every 50th (the recall benchmark's shape): the brief reads its top
+// from the best run and stops, where a read of the candidates took 1,024
+// entries.
+func TestStartupReadsOnlyTheRunsItNeeds(t *testing.T) {
+	fx := startupFixture(t, 3000, func(i int, r *memory.Record) {
+		r.Salience = float64(i%100) / 100
+		if i%50 == 0 {
+			r.Ring = "scar"
+		}
+	})
+	top, read := startupBoth(t, fx, 8)
+	if len(top) != 8 || read > 16 {
+		t.Fatalf("%d results, %d entries read", len(top), read)
+	}
 }

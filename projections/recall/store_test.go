@@ -120,9 +120,12 @@ func act(tx *bolt.Tx, f *events.Factory, id string, k int) error {
 			}
 		}
 		e = f.Must(stream, events.TypeMemoryForgotten, &p)
-		if err := tx.DeleteBody(d); err != nil {
+		// As the forget command: the body goes after the fold, which
+		// tokenizes it to find the postings.
+		if _, err := tx.Append(stream, int64(tx.StreamVersion(stream)), e); err != nil {
 			return err
 		}
+		return tx.DeleteBody(d)
 	}
 	_, err := tx.Append(stream, int64(tx.StreamVersion(stream)), e)
 	return err
