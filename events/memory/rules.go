@@ -56,7 +56,9 @@ type Index interface {
 	// never captured or was deleted, redacted true for a tombstone.
 	Lookup(id string) (rec Record, redacted, found bool, err error)
 	// SameSummary returns the live memories (not superseded, redacted or
-	// deleted) indexed under a DuplicateKey, oldest first.
+	// deleted) indexed under a DuplicateKey, oldest first. It may also
+	// return memories of another key that shares the index's prefix of it:
+	// Duplicate compares what the key stands for.
 	SameSummary(key [32]byte) ([]string, error)
 }
 
