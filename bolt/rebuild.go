@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
@@ -234,33 +236,14 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 				done, swapped = true, true
 				return swapIn(tx, projs, head)
 			}
-			parent, cps, kvs, err := foldState(tx, projs, shadow)
+			var mu sync.Mutex
+			parent, cps, kvs, err := foldState(tx, projs, shadow, &mu)
 			if err != nil {
 				return err
 			}
-			bod := bodies{tx.Bucket(bucketBodies)}
-			c := tx.Bucket(bucketEvents).Cursor()
-			last := next - 1
-			n := 0
-			var scratch events.Envelope
-			var strs events.StringCache
-			for k, v := c.Seek(u64(next)); k != nil && n < limit; k, v = c.Next() {
-				if shadow && n%64 == 63 && s.overdue() {
-					break
-				}
-				pos := binary.BigEndian.Uint64(k)
-				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch, &strs); err != nil {
-					return &CorruptError{Path: s.path, Err: err}
-				}
-				last = pos
-				n++
-			}
-			for _, kv := range kvs {
-				if b, ok := kv.(fold.Batch); ok {
-					if err := b.Flush(); err != nil {
-						return err
-					}
-				}
+			last, n, err := s.foldChunk(&mu, tx, projs, kvs, cps, unbounded, next, limit, shadow)
+			if err != nil {
+				return err
 			}
 			if n == 0 && last < head {
 				return &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
@@ -304,7 +287,10 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 // foldState opens the buckets fold writes and the checkpoint of each
 // projection: the rebuild's shadow (parent is bucketRebuild) or the live
 // ones (parent nil).
-func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
+//
+// Every bbolt call of the KVs holds mu: the projections fold on goroutines
+// of their own (foldChunk).
+func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mutex) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
 	if shadow {
 		if parent = tx.Bucket(bucketRebuild); parent == nil {
 			return nil, nil, nil, errors.New("rebuild: its state was removed by another process")
@@ -325,7 +311,7 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		kvs[i] = &bucketKV{b: b, a: arena}
+		kvs[i] = &sharedKV{mu: mu, kv: &bucketKV{b: b, a: arena}}
 		if bp, ok := p.(fold.Batcher); ok {
 			kvs[i] = bp.Batch(kvs[i]) // flushed at the end of the chunk
 		}
@@ -333,38 +319,301 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 	return parent, cps, kvs, nil
 }
 
+// foldChunk folds the events from position next on, at most limit (fewer
+// when a shadow's slice is overdue), in the transaction tx, and flushes the
+// projections' batches; it returns the last position folded and how many
+// events it read. The events are read and decoded on this goroutine, once
+// for every projection, and each projection folds them in order on a
+// goroutine of its own: on two cores the recall index (the largest fold)
+// runs beside the others and the decoding. The projections share only the
+// transaction, whose every call holds mu (their KVs: sharedKV), so bbolt
+// sees one caller at a time; what a projection reads depends only on its
+// own bucket and the events, so the result is the sequential fold's.
+// Every goroutine has ended when foldChunk returns.
+func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection, kvs []fold.KV, from, to []uint64, next uint64, limit int, shadow bool) (last uint64, n int, err error) {
+	cf := startChunk(projs, kvs, from, to, sharedBodies{mu: mu, b: bodies{tx.Bucket(bucketBodies)}})
+	cf.path = s.path
+	defer func() {
+		if ferr := cf.finish(); err == nil {
+			err = ferr
+		}
+	}()
+	last = next - 1
+	c := tx.Bucket(bucketEvents).Cursor()
+	step := func(first bool) (k, v []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			return c.Seek(u64(next))
+		}
+		return c.Next()
+	}
+	var strs events.StringCache
+	for k, v := step(true); k != nil && n < limit && !cf.failed.Load(); k, v = step(false) {
+		if shadow && n%64 == 63 && s.overdue() {
+			break
+		}
+		pos := binary.BigEndian.Uint64(k)
+		e, ok, err := decodeFor(projs, from, to, pos, v, &strs)
+		if err != nil {
+			cf.fail(len(projs), pos, err)
+			break
+		}
+		if ok {
+			cf.feed(pos, e)
+		}
+		last = pos
+		n++
+	}
+	return last, n, nil
+}
+
+// foldEvent is one decoded event of a chunk, read by every projection's
+// goroutine and written by none.
+type foldEvent struct {
+	pos uint64
+	e   events.Envelope
+}
+
+// foldBatchLen is how many decoded events the projections receive at a
+// time, and foldAhead how many such batches the decoding may be ahead of
+// the slowest projection: the lag (and the memory it holds) is bounded.
+const (
+	foldBatchLen = 64
+	foldAhead    = 4
+)
+
+// chunk is one foldChunk's projections at work.
+type chunk struct {
+	projs    []fold.Projection
+	from, to []uint64
+	ins      []chan []foldEvent
+	batch    []foldEvent
+	wg       sync.WaitGroup
+	failed   atomic.Bool
+	mu       sync.Mutex // guards errs
+	errs     []chunkErr
+	finished bool
+	path     string // the ledger's, for a CorruptError
+}
+
+// chunkErr is a failure at an event position (^0: a flush), by projection
+// index (len(projs): the decoding of the event, whose folds it prevents).
+type chunkErr struct {
+	proj int
+	pos  uint64
+	err  error
+}
+
+func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies) *chunk {
+	c := &chunk{projs: projs, from: from, to: to, ins: make([]chan []foldEvent, len(projs))}
+	for i := range projs {
+		c.ins[i] = make(chan []foldEvent, foldAhead)
+		c.wg.Add(1)
+		go c.run(i, kvs[i], bod)
+	}
+	return c
+}
+
+// run folds into projection i every event it receives that it handles,
+// past its checkpoint, then flushes its batch. After a failure it only
+// drains its input, so the decoding never blocks on it.
+func (c *chunk) run(i int, kv fold.KV, bod fold.Bodies) {
+	defer c.wg.Done()
+	p := c.projs[i]
+	for b := range c.ins[i] {
+		for j := range b {
+			ev := &b[j]
+			if ev.pos <= c.from[i] || ev.pos > c.to[i] || !p.Handles(ev.e.Type) {
+				continue
+			}
+			if err := p.Apply(kv, bod, &ev.e); err != nil {
+				c.fail(i, ev.pos, fmt.Errorf("position %d: projection %s: %w", ev.pos, p.Name(), err))
+				for range c.ins[i] {
+				}
+				return
+			}
+		}
+	}
+	if b, ok := kv.(fold.Batch); ok {
+		if err := b.Flush(); err != nil {
+			c.fail(i, ^uint64(0), err)
+		}
+	}
+}
+
+func (c *chunk) fail(proj int, pos uint64, err error) {
+	c.mu.Lock()
+	c.errs = append(c.errs, chunkErr{proj, pos, err})
+	c.mu.Unlock()
+	c.failed.Store(true)
+}
+
+// feed hands e to the projections, a batch at a time.
+func (c *chunk) feed(pos uint64, e events.Envelope) {
+	if c.batch == nil {
+		c.batch = make([]foldEvent, 0, foldBatchLen)
+	}
+	c.batch = append(c.batch, foldEvent{pos, e})
+	if len(c.batch) == foldBatchLen {
+		c.send()
+	}
+}
+
+func (c *chunk) send() {
+	if len(c.batch) == 0 {
+		return
+	}
+	for _, in := range c.ins {
+		in <- c.batch
+	}
+	c.batch = nil // shared now: the next batch is a new one
+}
+
+// finish hands over the last batch, waits for every projection to fold and
+// flush, and returns the failure the sequential fold would have met first:
+// at the lowest position, of the first projection there. A decoding or
+// fold failure is the ledger's (a CorruptError), a flush's is returned as
+// it is.
+func (c *chunk) finish() error {
+	if c.finished {
+		return nil
+	}
+	c.finished = true
+	if !c.failed.Load() {
+		c.send()
+	}
+	for _, in := range c.ins {
+		close(in)
+	}
+	c.wg.Wait()
+	var first *chunkErr
+	for i := range c.errs {
+		e := &c.errs[i]
+		if first == nil || e.pos < first.pos || e.pos == first.pos && e.proj < first.proj {
+			first = e
+		}
+	}
+	switch {
+	case first == nil:
+		return nil
+	case first.pos == ^uint64(0):
+		return first.err
+	}
+	return &CorruptError{Path: c.path, Err: first.err}
+}
+
 // foldOne applies the stored event raw at pos to every projection i with
-// from[i] < pos <= to[i] that handles its type. The event is decoded at most
-// once, and only if some projection needs it.
+// from[i] < pos <= to[i] that handles its type (decodeFor). verify folds
+// with it, one event at a time.
 //
 // e is scratch space reused across calls (one allocation per fold, not per
 // event): a projection must not keep the envelope past Apply, which the
 // Payload aliasing the transaction's memory forbids anyway. strs shares
 // the envelopes' strings across the fold (events.DecodeStoredFold).
 func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache) error {
-	tb, ok := events.PeekTypeBytes(raw)
-	if !ok {
-		return fmt.Errorf("position %d: malformed envelope", pos)
+	var ok bool
+	var err error
+	if *e, ok, err = decodeFor(projs, from, to, pos, raw, strs); err != nil || !ok {
+		return err
 	}
-	typ, ok := events.TypeName(tb)
-	if !ok {
-		return fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
-	}
-	decoded := false
 	for i, p := range projs {
-		if pos <= from[i] || pos > to[i] || !p.Handles(typ) {
+		if pos <= from[i] || pos > to[i] || !p.Handles(e.Type) {
 			continue
-		}
-		if !decoded {
-			var err error
-			if *e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
-				return fmt.Errorf("position %d: %w", pos, err)
-			}
-			decoded = true
 		}
 		if err := p.Apply(kvs[i], bod, e); err != nil {
 			return fmt.Errorf("position %d: projection %s: %w", pos, p.Name(), err)
 		}
 	}
 	return nil
+}
+
+// decodeFor decodes the stored event raw at pos if a projection i with
+// from[i] < pos <= to[i] handles its type (ok false: none does, nothing
+// decoded), and its payload too when more than one does
+// (events.DecodeFoldPayload): the recall and duplicate indexes share one
+// decode of a memory's payload.
+func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, strs *events.StringCache) (e events.Envelope, ok bool, err error) {
+	tb, ok := events.PeekTypeBytes(raw)
+	if !ok {
+		return e, false, fmt.Errorf("position %d: malformed envelope", pos)
+	}
+	typ, ok := events.TypeName(tb)
+	if !ok {
+		return e, false, fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
+	}
+	n := 0
+	for i, p := range projs {
+		if pos > from[i] && pos <= to[i] && p.Handles(typ) {
+			n++
+		}
+	}
+	if n == 0 {
+		return e, false, nil
+	}
+	if e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
+		return e, false, fmt.Errorf("position %d: %w", pos, err)
+	}
+	if n > 1 {
+		if err := events.DecodeFoldPayload(&e); err != nil {
+			return e, false, fmt.Errorf("position %d: %w", pos, err)
+		}
+	}
+	return e, true, nil
+}
+
+// sharedKV is a bucketKV whose every bbolt call holds mu, the lock of the
+// transaction's callers (foldChunk). A value it returns stays valid while
+// its own projection does not write, as bbolt's do: the other goroutines
+// write other buckets.
+type sharedKV struct {
+	mu *sync.Mutex
+	kv *bucketKV
+}
+
+func (k *sharedKV) Get(key []byte) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Get(key)
+}
+
+func (k *sharedKV) Put(key, value []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Put(key, value)
+}
+
+func (k *sharedKV) Delete(key []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Delete(key)
+}
+
+// ForEach holds mu for each cursor step, not while fn runs (fn may Get).
+func (k *sharedKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	k.mu.Lock()
+	c := k.kv.b.Cursor()
+	key, v := c.Seek(prefix)
+	k.mu.Unlock()
+	for key != nil && hasPrefix(key, prefix) {
+		if err := fn(key, v); err != nil {
+			return err
+		}
+		k.mu.Lock()
+		key, v = c.Next()
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// sharedBodies is bodies for the projections' goroutines (sharedKV).
+type sharedBodies struct {
+	mu *sync.Mutex
+	b  bodies
+}
+
+func (b sharedBodies) Body(d string) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Body(d)
 }
