@@ -236,31 +236,9 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 				done, swapped = true, true
 				return swapIn(tx, projs, head)
 			}
-			var mu sync.Mutex
-			parent, cps, kvs, err := foldState(tx, projs, shadow, &mu)
+			last, err := s.foldTx(tx, projs, unbounded, head, next, limit, shadow)
 			if err != nil {
 				return err
-			}
-			last, n, err := s.foldChunk(&mu, tx, projs, kvs, cps, unbounded, next, limit, shadow)
-			if err != nil {
-				return err
-			}
-			if n == 0 && last < head {
-				return &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
-			}
-			for i, p := range projs {
-				if last <= cps[i] {
-					continue
-				}
-				var err error
-				if shadow {
-					err = parent.Put(rebuildCPKey(p), checkpoint(p.Version(), last))
-				} else {
-					err = tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last))
-				}
-				if err != nil {
-					return err
-				}
 			}
 			next = last + 1
 			done = !shadow && last >= head
@@ -282,6 +260,38 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 			}
 		}
 	}
+}
+
+// foldTx is one transaction of fold: the events from next on, at most
+// limit, folded into projs (foldChunk), and each projection's checkpoint
+// moved to the last of them.
+func (s *Store) foldTx(tx *bbolt.Tx, projs []fold.Projection, to []uint64, head, next uint64, limit int, shadow bool) (last uint64, err error) {
+	var mu sync.Mutex
+	parent, cps, kvs, err := foldState(tx, projs, shadow, &mu)
+	if err != nil {
+		return 0, err
+	}
+	last, n, err := s.foldChunk(&mu, tx, projs, kvs, cps, to, next, limit, shadow)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 && last < head {
+		return 0, &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
+	}
+	for i, p := range projs {
+		if last <= cps[i] {
+			continue
+		}
+		if shadow {
+			err = parent.Put(rebuildCPKey(p), checkpoint(p.Version(), last))
+		} else {
+			err = tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last))
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
 }
 
 // foldState opens the buckets fold writes and the checkpoint of each
