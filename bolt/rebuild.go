@@ -341,7 +341,7 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mute
 // own bucket and the events, so the result is the sequential fold's.
 // Every goroutine has ended when foldChunk returns.
 func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection, kvs []fold.KV, from, to []uint64, next uint64, limit int, shadow bool) (last uint64, n int, err error) {
-	cf := startChunk(projs, kvs, from, to, sharedBodies{mu: mu, b: bodies{tx.Bucket(bucketBodies)}})
+	cf := startChunk(projs, kvs, from, to, &sharedBodies{mu: mu, b: tx.Bucket(bucketBodies)})
 	cf.path = s.path
 	defer func() {
 		if ferr := cf.finish(); err == nil {
@@ -616,14 +616,17 @@ func (k *sharedKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
-// sharedBodies is bodies for the projections' goroutines (sharedKV).
+// sharedBodies is the bodies bucket for the projections' goroutines
+// (sharedKV), read with one cursor and key buffer (bodyReader): a bbolt
+// Get allocates a cursor per call.
 type sharedBodies struct {
 	mu *sync.Mutex
-	b  bodies
+	b  *bbolt.Bucket
+	r  bodyReader
 }
 
-func (b sharedBodies) Body(d string) []byte {
+func (b *sharedBodies) Body(d string) []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Body(d)
+	return b.r.get(b.b, d)
 }
