@@ -266,12 +266,15 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 // limit, folded into projs (foldChunk), and each projection's checkpoint
 // moved to the last of them.
 func (s *Store) foldTx(tx *bbolt.Tx, projs []fold.Projection, to []uint64, head, next uint64, limit int, shadow bool) (last uint64, err error) {
-	var mu sync.Mutex
-	parent, cps, kvs, err := foldState(tx, projs, shadow, &mu)
+	var mu *sync.Mutex // nil: every projection folds on this goroutine
+	if concurrentFold(projs) {
+		mu = new(sync.Mutex)
+	}
+	parent, cps, kvs, err := foldState(tx, projs, shadow, mu)
 	if err != nil {
 		return 0, err
 	}
-	last, n, err := s.foldChunk(&mu, tx, projs, kvs, cps, to, next, limit, shadow)
+	last, n, err := s.foldChunk(mu, tx, projs, kvs, cps, to, next, limit, shadow)
 	if err != nil {
 		return 0, err
 	}
@@ -294,12 +297,23 @@ func (s *Store) foldTx(tx *bbolt.Tx, projs []fold.Projection, to []uint64, head,
 	return last, nil
 }
 
+// concurrentFold reports whether foldChunk folds some of projs on
+// goroutines of their own: those that batch, beside at least one other.
+func concurrentFold(projs []fold.Projection) bool {
+	for _, p := range projs {
+		if _, ok := p.(fold.Batcher); ok {
+			return len(projs) > 1
+		}
+	}
+	return false
+}
+
 // foldState opens the buckets fold writes and the checkpoint of each
 // projection: the rebuild's shadow (parent is bucketRebuild) or the live
 // ones (parent nil).
 //
-// Every bbolt call of the KVs holds mu: the projections fold on goroutines
-// of their own (foldChunk).
+// Every bbolt call of the KVs holds mu, unless it is nil: the projections
+// fold on goroutines of their own (foldChunk).
 func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mutex) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
 	if shadow {
 		if parent = tx.Bucket(bucketRebuild); parent == nil {
@@ -321,7 +335,10 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mute
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		kvs[i] = &sharedKV{mu: mu, kv: &bucketKV{b: b, a: arena}}
+		kvs[i] = &bucketKV{b: b, a: arena}
+		if mu != nil {
+			kvs[i] = &sharedKV{mu: mu, kv: kvs[i].(*bucketKV)}
+		}
 		if bp, ok := p.(fold.Batcher); ok {
 			kvs[i] = bp.Batch(kvs[i]) // flushed at the end of the chunk
 		}
@@ -333,15 +350,18 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mute
 // when a shadow's slice is overdue), in the transaction tx, and flushes the
 // projections' batches; it returns the last position folded and how many
 // events it read. The events are read and decoded on this goroutine, once
-// for every projection, and each projection folds them in order on a
-// goroutine of its own: on two cores the recall index (the largest fold)
-// runs beside the others and the decoding. The projections share only the
-// transaction, whose every call holds mu (their KVs: sharedKV), so bbolt
-// sees one caller at a time; what a projection reads depends only on its
-// own bucket and the events, so the result is the sequential fold's.
-// Every goroutine has ended when foldChunk returns.
+// for every projection. With mu set, each projection that batches its
+// writes (fold.Batcher: a fold that writes many keys per event, as the
+// recall and duplicate indexes do) folds them in order on a goroutine of
+// its own, beside the decoding and the other folds: the machine has two
+// cores. The others fold here, where handing a cheap fold's events to
+// another goroutine would cost more than the fold. The projections share
+// only the transaction, whose every call then holds mu (their KVs:
+// sharedKV), so bbolt sees one caller at a time; what a projection reads
+// depends only on its own bucket and the events, so the result is the
+// sequential fold's. Every goroutine has ended when foldChunk returns.
 func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection, kvs []fold.KV, from, to []uint64, next uint64, limit int, shadow bool) (last uint64, n int, err error) {
-	cf := startChunk(projs, kvs, from, to, &sharedBodies{mu: mu, b: tx.Bucket(bucketBodies)})
+	cf := startChunk(projs, kvs, from, to, &foldBodies{mu: mu, b: tx.Bucket(bucketBodies)}, mu != nil)
 	cf.path = s.path
 	defer func() {
 		if ferr := cf.finish(); err == nil {
@@ -351,26 +371,29 @@ func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection,
 	last = next - 1
 	c := tx.Bucket(bucketEvents).Cursor()
 	step := func(first bool) (k, v []byte) {
-		mu.Lock()
-		defer mu.Unlock()
+		if mu != nil {
+			mu.Lock()
+			defer mu.Unlock()
+		}
 		if first {
 			return c.Seek(u64(next))
 		}
 		return c.Next()
 	}
 	var strs events.StringCache
+	want := make([]bool, len(projs))
 	for k, v := step(true); k != nil && n < limit && !cf.failed.Load(); k, v = step(false) {
 		if shadow && n%64 == 63 && s.overdue() {
 			break
 		}
 		pos := binary.BigEndian.Uint64(k)
-		e, ok, err := decodeFor(projs, from, to, pos, v, &strs)
+		e, ok, err := decodeFor(projs, from, to, pos, v, &strs, want)
 		if err != nil {
 			cf.fail(len(projs), pos, err)
 			break
 		}
-		if ok {
-			cf.feed(pos, e)
+		if ok && !cf.feed(pos, &e, want) {
+			break
 		}
 		last = pos
 		n++
@@ -378,27 +401,32 @@ func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection,
 	return last, n, nil
 }
 
-// foldEvent is one decoded event of a chunk, read by every projection's
-// goroutine and written by none.
+// foldEvent is one decoded event of a chunk, read by the projections'
+// goroutines and written by none.
 type foldEvent struct {
 	pos uint64
 	e   events.Envelope
 }
 
-// foldBatchLen is how many decoded events the projections receive at a
-// time, and foldAhead how many such batches the decoding may be ahead of
-// the slowest projection: the lag (and the memory it holds) is bounded.
+// foldBatchLen is how many decoded events the projections' goroutines
+// receive at a time, and foldAhead how many such batches the decoding may
+// be ahead of the slowest: the lag (and the memory it holds) is bounded.
+// The lag is also how far past an overdue slice's end the folds go: 384
+// events are about 12 ms of the recall index's fold.
 const (
-	foldBatchLen = 64
-	foldAhead    = 4
+	foldBatchLen = 128
+	foldAhead    = 2
 )
 
 // chunk is one foldChunk's projections at work.
 type chunk struct {
 	projs    []fold.Projection
+	kvs      []fold.KV
+	bod      fold.Bodies
 	from, to []uint64
-	ins      []chan []foldEvent
+	ins      []chan []foldEvent // nil for a projection folded inline
 	batch    []foldEvent
+	want     []bool // the goroutines that fold an event of batch
 	wg       sync.WaitGroup
 	failed   atomic.Bool
 	mu       sync.Mutex // guards errs
@@ -415,12 +443,17 @@ type chunkErr struct {
 	err  error
 }
 
-func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies) *chunk {
-	c := &chunk{projs: projs, from: from, to: to, ins: make([]chan []foldEvent, len(projs))}
+// startChunk starts a goroutine for each projection that batches, when
+// concurrent.
+func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, concurrent bool) *chunk {
+	c := &chunk{projs: projs, kvs: kvs, bod: bod, from: from, to: to, ins: make([]chan []foldEvent, len(projs)), want: make([]bool, len(projs))}
 	for i := range projs {
+		if _, ok := kvs[i].(fold.Batch); !ok || !concurrent {
+			continue
+		}
 		c.ins[i] = make(chan []foldEvent, foldAhead)
 		c.wg.Add(1)
-		go c.run(i, kvs[i], bod)
+		go c.run(i)
 	}
 	return c
 }
@@ -428,7 +461,7 @@ func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod f
 // run folds into projection i every event it receives that it handles,
 // past its checkpoint, then flushes its batch. After a failure it only
 // drains its input, so the decoding never blocks on it.
-func (c *chunk) run(i int, kv fold.KV, bod fold.Bodies) {
+func (c *chunk) run(i int) {
 	defer c.wg.Done()
 	p := c.projs[i]
 	for b := range c.ins[i] {
@@ -437,7 +470,7 @@ func (c *chunk) run(i int, kv fold.KV, bod fold.Bodies) {
 			if ev.pos <= c.from[i] || ev.pos > c.to[i] || !p.Handles(ev.e.Type) {
 				continue
 			}
-			if err := p.Apply(kv, bod, &ev.e); err != nil {
+			if err := p.Apply(c.kvs[i], c.bod, &ev.e); err != nil {
 				c.fail(i, ev.pos, fmt.Errorf("position %d: projection %s: %w", ev.pos, p.Name(), err))
 				for range c.ins[i] {
 				}
@@ -445,7 +478,11 @@ func (c *chunk) run(i int, kv fold.KV, bod fold.Bodies) {
 			}
 		}
 	}
-	if b, ok := kv.(fold.Batch); ok {
+	c.flush(i)
+}
+
+func (c *chunk) flush(i int) {
+	if b, ok := c.kvs[i].(fold.Batch); ok {
 		if err := b.Flush(); err != nil {
 			c.fail(i, ^uint64(0), err)
 		}
@@ -459,44 +496,9 @@ func (c *chunk) fail(proj int, pos uint64, err error) {
 	c.failed.Store(true)
 }
 
-// feed hands e to the projections, a batch at a time.
-func (c *chunk) feed(pos uint64, e events.Envelope) {
-	if c.batch == nil {
-		c.batch = make([]foldEvent, 0, foldBatchLen)
-	}
-	c.batch = append(c.batch, foldEvent{pos, e})
-	if len(c.batch) == foldBatchLen {
-		c.send()
-	}
-}
-
-func (c *chunk) send() {
-	if len(c.batch) == 0 {
-		return
-	}
-	for _, in := range c.ins {
-		in <- c.batch
-	}
-	c.batch = nil // shared now: the next batch is a new one
-}
-
-// finish hands over the last batch, waits for every projection to fold and
-// flush, and returns the failure the sequential fold would have met first:
-// at the lowest position, of the first projection there. A decoding or
-// fold failure is the ledger's (a CorruptError), a flush's is returned as
-// it is.
-func (c *chunk) finish() error {
-	if c.finished {
-		return nil
-	}
-	c.finished = true
-	if !c.failed.Load() {
-		c.send()
-	}
-	for _, in := range c.ins {
-		close(in)
-	}
-	c.wg.Wait()
+// first is the failure at the lowest position, of the first projection
+// there; nil if none.
+func (c *chunk) first() *chunkErr {
 	var first *chunkErr
 	for i := range c.errs {
 		e := &c.errs[i]
@@ -504,6 +506,79 @@ func (c *chunk) finish() error {
 			first = e
 		}
 	}
+	return first
+}
+
+// feed folds e into the projections want marks, those folded inline now
+// and the others through the batch, and clears want. false: an inline
+// fold failed.
+func (c *chunk) feed(pos uint64, e *events.Envelope, want []bool) bool {
+	queued := false
+	for i, w := range want {
+		switch {
+		case !w:
+			continue
+		case c.ins[i] != nil:
+			c.want[i], queued = true, true
+		default:
+			if err := c.projs[i].Apply(c.kvs[i], c.bod, e); err != nil {
+				c.fail(i, pos, fmt.Errorf("position %d: projection %s: %w", pos, c.projs[i].Name(), err))
+				return false
+			}
+		}
+	}
+	clear(want)
+	if !queued {
+		return true
+	}
+	if c.batch == nil {
+		c.batch = make([]foldEvent, 0, foldBatchLen)
+	}
+	c.batch = append(c.batch, foldEvent{pos, *e})
+	if len(c.batch) == foldBatchLen {
+		c.send()
+	}
+	return true
+}
+
+func (c *chunk) send() {
+	if len(c.batch) == 0 {
+		return
+	}
+	for i, in := range c.ins {
+		if c.want[i] { // the others are not woken for nothing
+			in <- c.batch
+		}
+	}
+	clear(c.want)
+	c.batch = nil // shared now: the next batch is a new one
+}
+
+// finish hands over the last batch, waits for every goroutine to fold and
+// flush, flushes the inline batches, and returns the failure the
+// sequential fold would have met first: at the lowest position, of the
+// first projection there. A decoding or fold failure is the ledger's (a
+// CorruptError), a flush's is returned as it is.
+func (c *chunk) finish() error {
+	if c.finished {
+		return nil
+	}
+	c.finished = true
+	// Even after a failure: its events come before the failure's, and a
+	// projection's goroutine may fail earlier still.
+	c.send()
+	for _, in := range c.ins {
+		if in != nil {
+			close(in)
+		}
+	}
+	c.wg.Wait()
+	for i, in := range c.ins {
+		if in == nil && !c.failed.Load() {
+			c.flush(i)
+		}
+	}
+	first := c.first()
 	switch {
 	case first == nil:
 		return nil
@@ -524,7 +599,7 @@ func (c *chunk) finish() error {
 func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache) error {
 	var ok bool
 	var err error
-	if *e, ok, err = decodeFor(projs, from, to, pos, raw, strs); err != nil || !ok {
+	if *e, ok, err = decodeFor(projs, from, to, pos, raw, strs, nil); err != nil || !ok {
 		return err
 	}
 	for i, p := range projs {
@@ -542,8 +617,9 @@ func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold
 // from[i] < pos <= to[i] handles its type (ok false: none does, nothing
 // decoded), and its payload too when more than one does
 // (events.DecodeFoldPayload): the recall and duplicate indexes share one
-// decode of a memory's payload.
-func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, strs *events.StringCache) (e events.Envelope, ok bool, err error) {
+// decode of a memory's payload. It sets want[i] for each such projection
+// (want may be nil).
+func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, strs *events.StringCache, want []bool) (e events.Envelope, ok bool, err error) {
 	tb, ok := events.PeekTypeBytes(raw)
 	if !ok {
 		return e, false, fmt.Errorf("position %d: malformed envelope", pos)
@@ -556,6 +632,9 @@ func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byt
 	for i, p := range projs {
 		if pos > from[i] && pos <= to[i] && p.Handles(typ) {
 			n++
+			if want != nil {
+				want[i] = true
+			}
 		}
 	}
 	if n == 0 {
@@ -616,17 +695,19 @@ func (k *sharedKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
-// sharedBodies is the bodies bucket for the projections' goroutines
-// (sharedKV), read with one cursor and key buffer (bodyReader): a bbolt
-// Get allocates a cursor per call.
-type sharedBodies struct {
+// foldBodies is the bodies bucket for a fold, read with one cursor and key
+// buffer (bodyReader: a bbolt Get allocates a cursor per call), holding mu
+// (unless nil) as sharedKV does.
+type foldBodies struct {
 	mu *sync.Mutex
 	b  *bbolt.Bucket
 	r  bodyReader
 }
 
-func (b *sharedBodies) Body(d string) []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (b *foldBodies) Body(d string) []byte {
+	if b.mu != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	return b.r.get(b.b, d)
 }

@@ -371,11 +371,18 @@ func (p failAt) Apply(kv fold.KV, _ fold.Bodies, e *events.Envelope) error {
 	return kv.Put([]byte("last"), binary.BigEndian.AppendUint64(nil, e.Position))
 }
 
+// batchedFailAt is failAt as a fold.Batcher: folded on a goroutine of its
+// own by a rebuild.
+type batchedFailAt struct{ failAt }
+
+func (batchedFailAt) Batch(kv fold.KV) fold.Batch { return fold.NewOverlay(kv) }
+
 // TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine: projections that
-// fail at different positions, folded concurrently, give the error the
-// sequential fold meets first (the lowest position, whichever projection
-// comes first by name), as a CorruptError; the live projections and the
-// ledger are unchanged, and no goroutine of the fold outlives it.
+// fail at different positions, folded concurrently (batched ones on their
+// own goroutines, the others inline), give the error the sequential fold
+// meets first (the lowest position, whichever projection and goroutine
+// failed first), as a CorruptError; the live projections and the ledger
+// are unchanged, and no goroutine of the fold outlives it.
 func TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine(t *testing.T) {
 	f := newFactory()
 	st, path := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
@@ -385,8 +392,9 @@ func TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine(t *testing.T) {
 	st.Close()
 	damaged[path] = true // the failing projections cannot be verified
 	for _, order := range [][]fold.Projection{
-		{failAt{"a_late", 250}, testProjection(), failAt{"b_early", 130}},
-		{failAt{"a_early", 130}, testProjection(), failAt{"b_late", 250}},
+		{batchedFailAt{failAt{"a_late", 250}}, testProjection(), failAt{"b_early", 130}},
+		{batchedFailAt{failAt{"a_early", 130}}, testProjection(), failAt{"b_late", 250}},
+		{batchedFailAt{failAt{"a_late", 250}}, batchedFailAt{failAt{"b_early", 130}}},
 	} {
 		st, err := Open(path, Options{Rebuilding: true, Projections: order})
 		if err != nil {
