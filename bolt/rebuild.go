@@ -381,13 +381,14 @@ func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection,
 		return c.Next()
 	}
 	var strs events.StringCache
+	var e events.Envelope // scratch, as in foldOne: the batches hold copies
 	want := make([]bool, len(projs))
 	for k, v := step(true); k != nil && n < limit && !cf.failed.Load(); k, v = step(false) {
 		if shadow && n%64 == 63 && s.overdue() {
 			break
 		}
 		pos := binary.BigEndian.Uint64(k)
-		e, ok, err := decodeFor(projs, from, to, pos, v, &strs, want)
+		ok, err := decodeFor(projs, from, to, pos, v, &e, &strs, want)
 		if err != nil {
 			cf.fail(len(projs), pos, err)
 			break
@@ -597,9 +598,7 @@ func (c *chunk) finish() error {
 // Payload aliasing the transaction's memory forbids anyway. strs shares
 // the envelopes' strings across the fold (events.DecodeStoredFold).
 func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache) error {
-	var ok bool
-	var err error
-	if *e, ok, err = decodeFor(projs, from, to, pos, raw, strs, nil); err != nil || !ok {
+	if ok, err := decodeFor(projs, from, to, pos, raw, e, strs, nil); err != nil || !ok {
 		return err
 	}
 	for i, p := range projs {
@@ -613,20 +612,20 @@ func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold
 	return nil
 }
 
-// decodeFor decodes the stored event raw at pos if a projection i with
-// from[i] < pos <= to[i] handles its type (ok false: none does, nothing
-// decoded), and its payload too when more than one does
+// decodeFor decodes the stored event raw at pos into e if a projection i
+// with from[i] < pos <= to[i] handles its type (ok false: none does,
+// nothing decoded), and its payload too when more than one does
 // (events.DecodeFoldPayload): the recall and duplicate indexes share one
 // decode of a memory's payload. It sets want[i] for each such projection
 // (want may be nil).
-func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, strs *events.StringCache, want []bool) (e events.Envelope, ok bool, err error) {
+func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache, want []bool) (ok bool, err error) {
 	tb, ok := events.PeekTypeBytes(raw)
 	if !ok {
-		return e, false, fmt.Errorf("position %d: malformed envelope", pos)
+		return false, fmt.Errorf("position %d: malformed envelope", pos)
 	}
 	typ, ok := events.TypeName(tb)
 	if !ok {
-		return e, false, fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
+		return false, fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
 	}
 	n := 0
 	for i, p := range projs {
@@ -638,17 +637,17 @@ func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byt
 		}
 	}
 	if n == 0 {
-		return e, false, nil
+		return false, nil
 	}
-	if e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
-		return e, false, fmt.Errorf("position %d: %w", pos, err)
+	if *e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
+		return false, fmt.Errorf("position %d: %w", pos, err)
 	}
 	if n > 1 {
-		if err := events.DecodeFoldPayload(&e); err != nil {
-			return e, false, fmt.Errorf("position %d: %w", pos, err)
+		if err := events.DecodeFoldPayload(e); err != nil {
+			return false, fmt.Errorf("position %d: %w", pos, err)
 		}
 	}
-	return e, true, nil
+	return true, nil
 }
 
 // sharedKV is a bucketKV whose every bbolt call holds mu, the lock of the
