@@ -371,11 +371,21 @@ func (p failAt) Apply(kv fold.KV, _ fold.Bodies, e *events.Envelope) error {
 	return kv.Put([]byte("last"), binary.BigEndian.AppendUint64(nil, e.Position))
 }
 
-// batchedFailAt is failAt as a fold.Batcher: folded on a goroutine of its
-// own by a rebuild.
+// batchedFailAt is failAt as a fold.Batcher, folded on a goroutine of its
+// own by a rebuild, that writes many keys per event as batching folds do:
+// slower than the decoding, so the decoding waits on its input.
 type batchedFailAt struct{ failAt }
 
 func (batchedFailAt) Batch(kv fold.KV) fold.Batch { return fold.NewOverlay(kv) }
+
+func (p batchedFailAt) Apply(kv fold.KV, b fold.Bodies, e *events.Envelope) error {
+	for i := range 64 {
+		if err := kv.Put(fmt.Appendf(nil, "k%d/%d", e.Position%97, i), []byte("v")); err != nil {
+			return err
+		}
+	}
+	return p.failAt.Apply(kv, b, e)
+}
 
 // TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine: projections that
 // fail at different positions, folded concurrently (batched ones on their
@@ -386,15 +396,21 @@ func (batchedFailAt) Batch(kv fold.KV) fold.Batch { return fold.NewOverlay(kv) }
 func TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine(t *testing.T) {
 	f := newFactory()
 	st, path := openTest(t, Options{Projections: []fold.Projection{testProjection()}})
-	for i := range 300 {
+	// Far more events after the first failure than the channels hold: a
+	// goroutine that failed must still drain its input for the decoding to
+	// reach the end of the chunk.
+	for i := range 1500 {
 		mustAppend(t, st, "run/a", AnyVersion, f.run("a", i))
 	}
 	st.Close()
 	damaged[path] = true // the failing projections cannot be verified
 	for _, order := range [][]fold.Projection{
-		{batchedFailAt{failAt{"a_late", 250}}, testProjection(), failAt{"b_early", 130}},
-		{batchedFailAt{failAt{"a_early", 130}}, testProjection(), failAt{"b_late", 250}},
-		{batchedFailAt{failAt{"a_late", 250}}, batchedFailAt{failAt{"b_early", 130}}},
+		// 860 is in the middle of the third batch of the second chunk
+		// (501-1500): the decoding is then waiting to hand the failing
+		// goroutine more.
+		{batchedFailAt{failAt{"a_late", 1150}}, testProjection(), failAt{"b_early", 860}},
+		{batchedFailAt{failAt{"a_early", 860}}, testProjection(), failAt{"b_late", 1150}},
+		{batchedFailAt{failAt{"a_late", 1150}}, batchedFailAt{failAt{"b_early", 860}}},
 	} {
 		st, err := Open(path, Options{Rebuilding: true, Projections: order})
 		if err != nil {
@@ -403,8 +419,8 @@ func TestRebuildReportsTheFirstFailureAndLeavesNoGoroutine(t *testing.T) {
 		before := projectionBytes(t, st, "test_counts")
 		_, err = st.Rebuild(bg, nil)
 		var ce *CorruptError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "position 130: projection") || !strings.Contains(err.Error(), "refused at 130") {
-			t.Errorf("rebuild: %v, want the failure at position 130", err)
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "position 860: projection") || !strings.Contains(err.Error(), "refused at 860") {
+			t.Errorf("rebuild: %v, want the failure at position 860", err)
 		}
 		if blocked := blockedFolds(); blocked != "" {
 			t.Errorf("a fold goroutine outlived the failed rebuild:\n%s", blocked)
