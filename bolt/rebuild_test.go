@@ -310,8 +310,9 @@ func actOnMemory(tx *Tx, ef *events.Factory, ids, digests []string, n int) error
 // the rebuild: every registered projection, folded inline by the appends
 // (the Factory's checked payloads, batched per transaction), is byte for
 // byte what Rebuild folds from the stored events (decoded once for all
-// projections, each projection on its own goroutine), in chunks of the
-// default size and in slices of 64 events.
+// projections, the batching ones on goroutines of their own), in chunks of
+// the default size and in slices of 64 events, those cancelled after three
+// slices (no goroutine left, the live projections unchanged) and resumed.
 func TestRebuildIsTheInlineFoldOfEveryProjection(t *testing.T) {
 	projs := projections.All()
 	for name, opts := range map[string]Options{
@@ -325,6 +326,25 @@ func TestRebuildIsTheInlineFoldOfEveryProjection(t *testing.T) {
 			for _, p := range projs {
 				if len(inline[p.Name()]) == 0 && p.Name() != "manifest" {
 					t.Errorf("the history left projection %s empty: nothing to compare", p.Name())
+				}
+			}
+			if opts.SliceBudget > 0 {
+				// Cancelled after three slices, then resumed.
+				ctx, cancel := context.WithCancel(bg)
+				slices := 0
+				_, err := st.Rebuild(ctx, func(uint64, uint64) {
+					if slices++; slices == 3 {
+						cancel()
+					}
+				})
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancelled rebuild: %v", err)
+				}
+				if blocked := blockedFolds(); blocked != "" {
+					t.Fatalf("a fold goroutine outlived the cancelled rebuild:\n%s", blocked)
+				}
+				if got := allProjectionBytes(t, st, projs); !maps.EqualFunc(got, inline, maps.Equal) {
+					t.Fatal("a cancelled rebuild changed the live projections")
 				}
 			}
 			if _, err := st.Rebuild(bg, nil); err != nil {
