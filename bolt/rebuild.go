@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
@@ -12,13 +14,17 @@ import (
 )
 
 // foldChunk is how many events one rebuild transaction folds: large enough
-// to amortize the commit, small enough to bound memory and to stop promptly
-// on cancellation. A crash between chunks leaves a consistent checkpoint.
+// to amortize the commit (each rewrites every leaf its keys landed in: at
+// 20,000 a rebuild of 100k memories writes half the bytes it wrote at
+// 5,000, for 1-7 % less CPU), small enough to bound memory (a batching fold
+// holds its chunk's writes: +30-60 MB there) and to stop promptly on
+// cancellation. A crash between chunks leaves a consistent checkpoint.
 // bbolt splits nodes only at commit, so a transaction that inserts many
-// keys into a fresh bucket is quadratic: the recall index (a few keys per
-// memory) took 39 s to rebuild 30,000 memories at 50,000 events per chunk
-// and 3 s at 5,000.
-const foldChunk = 5_000
+// keys at random places into a fresh bucket is quadratic: before the
+// recall index batched (fold.Batcher: its keys now land in order), it took
+// 39 s to rebuild 30,000 memories at 50,000 events per chunk and 3 s at
+// 5,000.
+const foldChunk = 20_000
 
 // firstFoldChunk is the size of a fold's first chunk; each next one doubles
 // up to foldChunk. The first transaction into an empty projection bucket
@@ -234,50 +240,9 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 				done, swapped = true, true
 				return swapIn(tx, projs, head)
 			}
-			parent, cps, kvs, err := foldState(tx, projs, shadow)
+			last, err := s.foldTx(tx, projs, unbounded, head, next, limit, shadow)
 			if err != nil {
 				return err
-			}
-			bod := bodies{tx.Bucket(bucketBodies)}
-			c := tx.Bucket(bucketEvents).Cursor()
-			last := next - 1
-			n := 0
-			var scratch events.Envelope
-			var strs events.StringCache
-			for k, v := c.Seek(u64(next)); k != nil && n < limit; k, v = c.Next() {
-				if shadow && n%64 == 63 && s.overdue() {
-					break
-				}
-				pos := binary.BigEndian.Uint64(k)
-				if err := foldOne(projs, kvs, cps, unbounded, bod, pos, v, &scratch, &strs); err != nil {
-					return &CorruptError{Path: s.path, Err: err}
-				}
-				last = pos
-				n++
-			}
-			for _, kv := range kvs {
-				if b, ok := kv.(fold.Batch); ok {
-					if err := b.Flush(); err != nil {
-						return err
-					}
-				}
-			}
-			if n == 0 && last < head {
-				return &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
-			}
-			for i, p := range projs {
-				if last <= cps[i] {
-					continue
-				}
-				var err error
-				if shadow {
-					err = parent.Put(rebuildCPKey(p), checkpoint(p.Version(), last))
-				} else {
-					err = tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last))
-				}
-				if err != nil {
-					return err
-				}
 			}
 			next = last + 1
 			done = !shadow && last >= head
@@ -301,10 +266,59 @@ func (s *Store) fold(ctx context.Context, projs []fold.Projection, from uint64, 
 	}
 }
 
+// foldTx is one transaction of fold: the events from next on, at most
+// limit, folded into projs (foldChunk), and each projection's checkpoint
+// moved to the last of them.
+func (s *Store) foldTx(tx *bbolt.Tx, projs []fold.Projection, to []uint64, head, next uint64, limit int, shadow bool) (last uint64, err error) {
+	var mu *sync.Mutex // nil: every projection folds on this goroutine
+	if concurrentFold(projs) {
+		mu = new(sync.Mutex)
+	}
+	parent, cps, kvs, err := foldState(tx, projs, shadow, mu)
+	if err != nil {
+		return 0, err
+	}
+	last, n, err := s.foldChunk(mu, tx, projs, kvs, cps, to, next, limit, shadow)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 && last < head {
+		return 0, &CorruptError{Path: s.path, Err: fmt.Errorf("sequence is %d but no event follows position %d", head, last)}
+	}
+	for i, p := range projs {
+		if last <= cps[i] {
+			continue
+		}
+		if shadow {
+			err = parent.Put(rebuildCPKey(p), checkpoint(p.Version(), last))
+		} else {
+			err = tx.Bucket(bucketProjCP).Put([]byte(p.Name()), checkpoint(p.Version(), last))
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
+}
+
+// concurrentFold reports whether foldChunk folds some of projs on
+// goroutines of their own: those that batch, beside at least one other.
+func concurrentFold(projs []fold.Projection) bool {
+	for _, p := range projs {
+		if _, ok := p.(fold.Batcher); ok {
+			return len(projs) > 1
+		}
+	}
+	return false
+}
+
 // foldState opens the buckets fold writes and the checkpoint of each
 // projection: the rebuild's shadow (parent is bucketRebuild) or the live
 // ones (parent nil).
-func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
+//
+// Every bbolt call of the KVs holds mu, unless it is nil: the projections
+// fold on goroutines of their own (foldChunk).
+func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool, mu *sync.Mutex) (parent *bbolt.Bucket, cps []uint64, kvs []fold.KV, err error) {
 	if shadow {
 		if parent = tx.Bucket(bucketRebuild); parent == nil {
 			return nil, nil, nil, errors.New("rebuild: its state was removed by another process")
@@ -326,6 +340,9 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 			return nil, nil, nil, err
 		}
 		kvs[i] = &bucketKV{b: b, a: arena}
+		if mu != nil {
+			kvs[i] = &sharedKV{mu: mu, kv: kvs[i].(*bucketKV)}
+		}
 		if bp, ok := p.(fold.Batcher); ok {
 			kvs[i] = bp.Batch(kvs[i]) // flushed at the end of the chunk
 		}
@@ -333,38 +350,367 @@ func foldState(tx *bbolt.Tx, projs []fold.Projection, shadow bool) (parent *bbol
 	return parent, cps, kvs, nil
 }
 
+// foldChunk folds the events from position next on, at most limit (fewer
+// when a shadow's slice is overdue), in the transaction tx, and flushes the
+// projections' batches; it returns the last position folded and how many
+// events it read. The events are read and decoded on this goroutine, once
+// for every projection. With mu set, each projection that batches its
+// writes (fold.Batcher: a fold that writes many keys per event, as the
+// recall and duplicate indexes do) folds them in order on a goroutine of
+// its own, beside the decoding and the other folds: the machine has two
+// cores. The others fold here, where handing a cheap fold's events to
+// another goroutine would cost more than the fold. The projections share
+// only the transaction, whose every call then holds mu (their KVs:
+// sharedKV), so bbolt sees one caller at a time; what a projection reads
+// depends only on its own bucket and the events, so the result is the
+// sequential fold's. Every goroutine has ended when foldChunk returns.
+func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection, kvs []fold.KV, from, to []uint64, next uint64, limit int, shadow bool) (last uint64, n int, err error) {
+	cf := startChunk(projs, kvs, from, to, &foldBodies{mu: mu, b: tx.Bucket(bucketBodies)}, mu != nil)
+	cf.path = s.path
+	defer func() {
+		if ferr := cf.finish(); err == nil {
+			err = ferr
+		}
+	}()
+	last = next - 1
+	c := tx.Bucket(bucketEvents).Cursor()
+	step := func(first bool) (k, v []byte) {
+		if mu != nil {
+			mu.Lock()
+			defer mu.Unlock()
+		}
+		if first {
+			return c.Seek(u64(next))
+		}
+		return c.Next()
+	}
+	var strs events.StringCache
+	var e events.Envelope // scratch, as in foldOne: the batches hold copies
+	want := make([]bool, len(projs))
+	for k, v := step(true); k != nil && n < limit && !cf.failed.Load(); k, v = step(false) {
+		if shadow && n%64 == 63 && s.overdue() {
+			break
+		}
+		pos := binary.BigEndian.Uint64(k)
+		ok, err := decodeFor(projs, from, to, pos, v, &e, &strs, want)
+		if err != nil {
+			cf.fail(len(projs), pos, err)
+			break
+		}
+		if ok && !cf.feed(pos, &e, want) {
+			break
+		}
+		last = pos
+		n++
+	}
+	return last, n, nil
+}
+
+// foldEvent is one decoded event of a chunk, read by the projections'
+// goroutines and written by none.
+type foldEvent struct {
+	pos uint64
+	e   events.Envelope
+}
+
+// foldBatchLen is how many decoded events the projections' goroutines
+// receive at a time, and foldAhead how many such batches the decoding may
+// be ahead of the slowest: the lag (and the memory it holds) is bounded.
+// The lag is also how far past an overdue slice's end the folds go: 384
+// events are about 12 ms of the recall index's fold.
+const (
+	foldBatchLen = 128
+	foldAhead    = 2
+)
+
+// chunk is one foldChunk's projections at work.
+type chunk struct {
+	projs    []fold.Projection
+	kvs      []fold.KV
+	bod      fold.Bodies
+	from, to []uint64
+	ins      []chan []foldEvent // nil for a projection folded inline
+	batch    []foldEvent
+	want     []bool // the goroutines that fold an event of batch
+	wg       sync.WaitGroup
+	failed   atomic.Bool
+	mu       sync.Mutex // guards errs
+	errs     []chunkErr
+	finished bool
+	path     string // the ledger's, for a CorruptError
+}
+
+// chunkErr is a failure at an event position (^0: a flush), by projection
+// index (len(projs): the decoding of the event, whose folds it prevents).
+type chunkErr struct {
+	proj int
+	pos  uint64
+	err  error
+}
+
+// startChunk starts a goroutine for each projection that batches, when
+// concurrent.
+func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, concurrent bool) *chunk {
+	c := &chunk{projs: projs, kvs: kvs, bod: bod, from: from, to: to, ins: make([]chan []foldEvent, len(projs)), want: make([]bool, len(projs))}
+	for i := range projs {
+		if _, ok := kvs[i].(fold.Batch); !ok || !concurrent {
+			continue
+		}
+		c.ins[i] = make(chan []foldEvent, foldAhead)
+		c.wg.Add(1)
+		go c.run(i)
+	}
+	return c
+}
+
+// run folds into projection i every event it receives that it handles,
+// past its checkpoint, then flushes its batch. After a failure it only
+// drains its input, so the decoding never blocks on it.
+func (c *chunk) run(i int) {
+	defer c.wg.Done()
+	p := c.projs[i]
+	for b := range c.ins[i] {
+		for j := range b {
+			ev := &b[j]
+			if ev.pos <= c.from[i] || ev.pos > c.to[i] || !p.Handles(ev.e.Type) {
+				continue
+			}
+			if err := p.Apply(c.kvs[i], c.bod, &ev.e); err != nil {
+				c.fail(i, ev.pos, fmt.Errorf("position %d: projection %s: %w", ev.pos, p.Name(), err))
+				for range c.ins[i] {
+				}
+				return
+			}
+		}
+	}
+	c.flush(i)
+}
+
+func (c *chunk) flush(i int) {
+	if b, ok := c.kvs[i].(fold.Batch); ok {
+		if err := b.Flush(); err != nil {
+			c.fail(i, ^uint64(0), err)
+		}
+	}
+}
+
+func (c *chunk) fail(proj int, pos uint64, err error) {
+	c.mu.Lock()
+	c.errs = append(c.errs, chunkErr{proj, pos, err})
+	c.mu.Unlock()
+	c.failed.Store(true)
+}
+
+// first is the failure at the lowest position, of the first projection
+// there; nil if none.
+func (c *chunk) first() *chunkErr {
+	var first *chunkErr
+	for i := range c.errs {
+		e := &c.errs[i]
+		if first == nil || e.pos < first.pos || e.pos == first.pos && e.proj < first.proj {
+			first = e
+		}
+	}
+	return first
+}
+
+// feed folds e into the projections want marks, those folded inline now
+// and the others through the batch, and clears want. false: an inline
+// fold failed.
+func (c *chunk) feed(pos uint64, e *events.Envelope, want []bool) bool {
+	queued := false
+	for i, w := range want {
+		switch {
+		case !w:
+			continue
+		case c.ins[i] != nil:
+			c.want[i], queued = true, true
+		default:
+			if err := c.projs[i].Apply(c.kvs[i], c.bod, e); err != nil {
+				c.fail(i, pos, fmt.Errorf("position %d: projection %s: %w", pos, c.projs[i].Name(), err))
+				return false
+			}
+		}
+	}
+	clear(want)
+	if !queued {
+		return true
+	}
+	if c.batch == nil {
+		c.batch = make([]foldEvent, 0, foldBatchLen)
+	}
+	c.batch = append(c.batch, foldEvent{pos, *e})
+	if len(c.batch) == foldBatchLen {
+		c.send()
+	}
+	return true
+}
+
+func (c *chunk) send() {
+	if len(c.batch) == 0 {
+		return
+	}
+	for i, in := range c.ins {
+		if c.want[i] { // the others are not woken for nothing
+			in <- c.batch
+		}
+	}
+	clear(c.want)
+	c.batch = nil // shared now: the next batch is a new one
+}
+
+// finish hands over the last batch, waits for every goroutine to fold and
+// flush, flushes the inline batches, and returns the failure the
+// sequential fold would have met first: at the lowest position, of the
+// first projection there. A decoding or fold failure is the ledger's (a
+// CorruptError), a flush's is returned as it is.
+func (c *chunk) finish() error {
+	if c.finished {
+		return nil
+	}
+	c.finished = true
+	// Even after a failure: its events come before the failure's, and a
+	// projection's goroutine may fail earlier still.
+	c.send()
+	for _, in := range c.ins {
+		if in != nil {
+			close(in)
+		}
+	}
+	c.wg.Wait()
+	for i, in := range c.ins {
+		if in == nil && !c.failed.Load() {
+			c.flush(i)
+		}
+	}
+	first := c.first()
+	switch {
+	case first == nil:
+		return nil
+	case first.pos == ^uint64(0):
+		return first.err
+	}
+	return &CorruptError{Path: c.path, Err: first.err}
+}
+
 // foldOne applies the stored event raw at pos to every projection i with
-// from[i] < pos <= to[i] that handles its type. The event is decoded at most
-// once, and only if some projection needs it.
+// from[i] < pos <= to[i] that handles its type (decodeFor). verify folds
+// with it, one event at a time.
 //
 // e is scratch space reused across calls (one allocation per fold, not per
 // event): a projection must not keep the envelope past Apply, which the
 // Payload aliasing the transaction's memory forbids anyway. strs shares
 // the envelopes' strings across the fold (events.DecodeStoredFold).
 func foldOne(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod fold.Bodies, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache) error {
-	tb, ok := events.PeekTypeBytes(raw)
-	if !ok {
-		return fmt.Errorf("position %d: malformed envelope", pos)
+	if ok, err := decodeFor(projs, from, to, pos, raw, e, strs, nil); err != nil || !ok {
+		return err
 	}
-	typ, ok := events.TypeName(tb)
-	if !ok {
-		return fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
-	}
-	decoded := false
 	for i, p := range projs {
-		if pos <= from[i] || pos > to[i] || !p.Handles(typ) {
+		if pos <= from[i] || pos > to[i] || !p.Handles(e.Type) {
 			continue
-		}
-		if !decoded {
-			var err error
-			if *e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
-				return fmt.Errorf("position %d: %w", pos, err)
-			}
-			decoded = true
 		}
 		if err := p.Apply(kvs[i], bod, e); err != nil {
 			return fmt.Errorf("position %d: projection %s: %w", pos, p.Name(), err)
 		}
 	}
 	return nil
+}
+
+// decodeFor decodes the stored event raw at pos into e if a projection i
+// with from[i] < pos <= to[i] handles its type (ok false: none does,
+// nothing decoded), and its payload too when more than one does
+// (events.DecodeFoldPayload): the recall and duplicate indexes share one
+// decode of a memory's payload. It sets want[i] for each such projection
+// (want may be nil).
+func decodeFor(projs []fold.Projection, from, to []uint64, pos uint64, raw []byte, e *events.Envelope, strs *events.StringCache, want []bool) (ok bool, err error) {
+	tb, ok := events.PeekTypeBytes(raw)
+	if !ok {
+		return false, fmt.Errorf("position %d: malformed envelope", pos)
+	}
+	typ, ok := events.TypeName(tb)
+	if !ok {
+		return false, fmt.Errorf("position %d: %w", pos, &events.UnknownTypeError{Type: string(tb)})
+	}
+	n := 0
+	for i, p := range projs {
+		if pos > from[i] && pos <= to[i] && p.Handles(typ) {
+			n++
+			if want != nil {
+				want[i] = true
+			}
+		}
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if *e, err = events.DecodeStoredFold(raw, typ, strs); err != nil {
+		return false, fmt.Errorf("position %d: %w", pos, err)
+	}
+	if n > 1 {
+		if err := events.DecodeFoldPayload(e); err != nil {
+			return false, fmt.Errorf("position %d: %w", pos, err)
+		}
+	}
+	return true, nil
+}
+
+// sharedKV is a bucketKV whose every bbolt call holds mu, the lock of the
+// transaction's callers (foldChunk). A value it returns stays valid while
+// its own projection does not write, as bbolt's do: the other goroutines
+// write other buckets.
+type sharedKV struct {
+	mu *sync.Mutex
+	kv *bucketKV
+}
+
+func (k *sharedKV) Get(key []byte) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Get(key)
+}
+
+func (k *sharedKV) Put(key, value []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Put(key, value)
+}
+
+func (k *sharedKV) Delete(key []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kv.Delete(key)
+}
+
+// ForEach holds mu for each cursor step, not while fn runs (fn may Get).
+func (k *sharedKV) ForEach(prefix []byte, fn func(k, v []byte) error) error {
+	k.mu.Lock()
+	c := k.kv.b.Cursor()
+	key, v := c.Seek(prefix)
+	k.mu.Unlock()
+	for key != nil && hasPrefix(key, prefix) {
+		if err := fn(key, v); err != nil {
+			return err
+		}
+		k.mu.Lock()
+		key, v = c.Next()
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// foldBodies is the bodies bucket for a fold, read with one cursor and key
+// buffer (bodyReader: a bbolt Get allocates a cursor per call), holding mu
+// (unless nil) as sharedKV does.
+type foldBodies struct {
+	mu *sync.Mutex
+	b  *bbolt.Bucket
+	r  bodyReader
+}
+
+func (b *foldBodies) Body(d string) []byte {
+	if b.mu != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	return b.r.get(b.b, d)
 }

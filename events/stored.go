@@ -85,6 +85,25 @@ func DecodeStoredFold(b []byte, typ string, c *StringCache) (Envelope, error) {
 	return e, nil
 }
 
+// DecodeFoldPayload decodes e's payload (DecodePayload: strictly, with
+// its checks) and keeps the value on e, where VerifiedPayload finds it, so
+// that the several folds of one stored event (the recall and duplicate
+// indexes each read a memory's payload) share one decode, as they share
+// the value Factory.New checked on append. It carries no seal: CarriesSeal
+// and CarriedStored stay false for e.
+func DecodeFoldPayload(e *Envelope) error {
+	v, err := DecodePayload(e)
+	if err != nil {
+		return err
+	}
+	// Version 0: no chain values, like a Factory's envelope before append.
+	e.verified = &verifiedEnvelope{
+		e:       Envelope{Stream: e.Stream, Type: e.Type, SchemaVersion: e.SchemaVersion, Payload: e.Payload},
+		payload: v,
+	}
+	return nil
+}
+
 // StringCache hands out one shared string per distinct byte sequence, up
 // to a bound (past it, each call allocates as string(b) would). The zero
 // value is ready to use; it lives as long as one fold.

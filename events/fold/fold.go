@@ -13,7 +13,8 @@ import (
 
 // KV is a projection's private key/value space. Values returned by Get and
 // passed to ForEach are valid only until the next write and must not be
-// modified; copy what you keep.
+// modified; copy what you keep. Put and Delete keep neither their key nor
+// their value: the caller may reuse them.
 type KV interface {
 	Get(key []byte) []byte
 	Put(key, value []byte) error
@@ -197,25 +198,31 @@ func (o *Overlay) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 	return emit(nil)
 }
 
-// Flush implements Batch.
+// Flush implements Batch. A KV keeps neither the key nor the value it is
+// given (bbolt copies the key; the store's KV copies the value): one key
+// buffer serves every write.
 func (o *Overlay) Flush() error {
 	keys := make([]string, 0, len(o.held))
 	for k := range o.held {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var kb []byte
 	for _, k := range keys {
 		h := o.held[k]
+		kb = append(kb[:0], k...)
 		var err error
 		if h.deleted {
-			err = o.kv.Delete([]byte(k))
+			err = o.kv.Delete(kb)
 		} else {
-			err = o.kv.Put([]byte(k), h.v)
+			err = o.kv.Put(kb, h.v)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	o.held = make(map[string]held, len(o.held))
+	// Emptied, its map kept: a key written again gets a new value buffer,
+	// so those handed to the KV are never written again.
+	clear(o.held)
 	return nil
 }

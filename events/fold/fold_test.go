@@ -96,3 +96,36 @@ func TestOverlayReadsItsWritesAndFlushesEachKeyOnceInOrder(t *testing.T) {
 		t.Fatalf("a second flush wrote %v (%v)", base.writes, err)
 	}
 }
+
+// discardKV accepts every write and holds nothing.
+type discardKV struct{}
+
+func (discardKV) Get([]byte) []byte                             { return nil }
+func (discardKV) Put(_, _ []byte) error                         { return nil }
+func (discardKV) Delete([]byte) error                           { return nil }
+func (discardKV) ForEach([]byte, func(k, v []byte) error) error { return nil }
+
+// BenchmarkOverlay is a rebuild chunk's pattern: 20,000 keys in random
+// order (digests, token blocks), a third of them written three times, then
+// the flush; twice, as a batch that stays usable.
+func BenchmarkOverlay(b *testing.B) {
+	keys := make([][]byte, 20_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "k%08x", uint32(i)*2654435761)
+	}
+	val := make([]byte, 40)
+	for b.Loop() {
+		o := NewOverlay(discardKV{})
+		for range 2 {
+			for i, k := range keys {
+				for range 1 + 2*(i%3/2) {
+					_ = o.Get(k)
+					_ = o.Put(k, val)
+				}
+			}
+			if err := o.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
