@@ -132,42 +132,34 @@ func (b *batch) Flush() error {
 	return b.Overlay.Flush()
 }
 
+// putOrDelete puts v at k, or deletes k when v is empty.
+func (b *batch) putOrDelete(k, v []byte) error {
+	if len(v) == 0 {
+		return b.Overlay.Delete(k)
+	}
+	return b.Overlay.Put(k, v)
+}
+
 // settle moves the touched blocks and counters into the overlay as plain
 // keys: an emptied one is a deletion, as in the per-event fold.
 func (b *batch) settle() error {
 	for id, bl := range b.blocks {
 		k := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{pPost}, id.tok), id.rng)
-		var err error
-		if len(bl.v) == 0 {
-			err = b.Overlay.Delete(k)
-		} else {
-			err = b.Overlay.Put(k, bl.v)
-		}
-		if err != nil {
+		if err := b.putOrDelete(k, bl.v); err != nil {
 			return err
 		}
 	}
 	for tok, n := range b.counts {
-		k := binary.BigEndian.AppendUint64([]byte{pCount}, tok)
-		var err error
-		if n == 0 {
-			err = b.Overlay.Delete(k)
-		} else {
-			err = b.Overlay.Put(k, binary.BigEndian.AppendUint32(nil, n))
+		var v []byte
+		if n != 0 {
+			v = binary.BigEndian.AppendUint32(nil, n)
 		}
-		if err != nil {
+		if err := b.putOrDelete(binary.BigEndian.AppendUint64([]byte{pCount}, tok), v); err != nil {
 			return err
 		}
 	}
 	for rng, bl := range b.factors {
-		k := binary.BigEndian.AppendUint32([]byte{pFact}, rng)
-		var err error
-		if len(bl.v) == 0 {
-			err = b.Overlay.Delete(k)
-		} else {
-			err = b.Overlay.Put(k, bl.v)
-		}
-		if err != nil {
+		if err := b.putOrDelete(binary.BigEndian.AppendUint32([]byte{pFact}, rng), bl.v); err != nil {
 			return err
 		}
 	}
