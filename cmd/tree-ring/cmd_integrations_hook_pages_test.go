@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tree-ring/tree-ring/bolt"
+	"github.com/tree-ring/tree-ring/projections"
 )
 
 // ledgerPages snapshots where the project's ledger trees lie.
@@ -36,7 +37,7 @@ func (p *hp) seed(n int) {
 		p.t.Fatal(err)
 	}
 	p.ok("", "import", f)
-	seedReceiptsAt(p.t, p.dir, n, p.now, p.deps().NewID)
+	seedReceiptsAt(p.t, p.dir, n, p.now, p.deps().NewID, projections.All())
 }
 
 // formatPages is a page count per bucket, total first ("" is bbolt's root
