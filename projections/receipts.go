@@ -258,8 +258,9 @@ func putEntry(kv KV, e receipt.Entry) error {
 func workerEntry(kv KV, harness, worker, receiptID string) (receipt.Entry, bool, error) {
 	var found receipt.Entry
 	ok := false
+	suffix := []byte("/" + receiptID)
 	err := kv.ForEach([]byte(workerPrefix(harness, worker)), func(k, v []byte) error {
-		if !bytes.HasSuffix(k, []byte("/"+receiptID)) {
+		if !bytes.HasSuffix(k, suffix) {
 			return nil
 		}
 		e, err := entryOf(k, v)
@@ -412,8 +413,9 @@ func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
 	var found receipt.Entry
 	ok := false
+	suffix := []byte("/" + receiptID)
 	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
-		if !bytes.HasSuffix(k, []byte("/"+receiptID)) {
+		if !bytes.HasSuffix(k, suffix) {
 			return nil
 		}
 		e, err := entryAtAge(kv, k, v)
