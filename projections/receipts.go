@@ -23,19 +23,19 @@ import (
 //
 // Keys (all ASCII, '/'-separated):
 //
-//	i/<receipt_id>                                   entry JSON
-//	e/<harness>/<worker>/<recorded_at>/<receipt_id>  empty (a worker's receipts in age order)
-//	t/<recorded_at>/<receipt_id>                     empty (age order, every harness)
+//	e/<harness>/<worker>/<recorded_at>/<receipt_id>  entry (JSON, without what the key holds)
+//	t/<recorded_at>/<receipt_id>                     <harness>/<worker> (age order, every harness)
 //	u/<harness>                                      proof JSON
 //	a/<receipt_id>                                   a receipt file found at adoption (never removed)
 //
-// Layout 3 keeps the entries once, by id, and the two orders as bare keys:
-// a hook scans its worker's e/ keys (at most 100) on every delivery, and
-// bare keys fit some 30 to a page where entries fitted six. A worker's
-// count is the number of its e/ keys (layout 2 kept it in n/, one more
-// page written per hook). The proofs sort right after the age keys (they
-// were h/): a new receipt's age key and its harness's proof, both written
-// by every delivery, share the last page.
+// Layout 4 keeps each entry in its worker's age order, where a hook reads
+// them and where retention drops its worker's oldest, and no by-id key: a
+// receipt id is random, so layout 3's i/<receipt_id> put every new entry
+// (and every pruned one) on a leaf of its own, with its branches, in each
+// hook's commit. A delivery now writes its worker's newest e/ key, its t/
+// key and its harness's proof, which sort together at the end (u/ follows
+// t/). A prune names its harness and worker; an id looked up without them
+// (ReceiptByID, Indexed) is a scan of the age index.
 const ReceiptsName = "receipts"
 
 // proves reports whether the entry is a proof (fsm replay's rule).
@@ -64,10 +64,10 @@ func init() { register(receiptsProjection{}) }
 
 func (receiptsProjection) Name() string { return ReceiptsName }
 
-// Version 3: layout 3 (entries once by id, above), and receipt.adopted
-// proves nothing while harness.proof_revoked voids the proofs before it
-// (issue 24).
-func (receiptsProjection) Version() int { return 3 }
+// Version 4: layout 4 (entries in their worker's order, above). Since
+// version 3 receipt.adopted proves nothing while harness.proof_revoked
+// voids the proofs before it (issue 24).
+func (receiptsProjection) Version() int { return 4 }
 
 // Handles every event of the harness streams: moving events void proofs,
 // and every event advances the stream's clock.
@@ -130,7 +130,7 @@ func foldReceipt(kv KV, proof *ReceiptProof, id, at string, e *events.Envelope, 
 	case *events.ReceiptForeign:
 		return markForeign(kv, pl.ReceiptID)
 	case *events.ReceiptPruned:
-		if err := dropEntry(kv, pl.ReceiptID); err != nil {
+		if err := dropEntry(kv, pl.HarnessID, pl.WorkerKeyFingerprint, pl.ReceiptID); err != nil {
 			return err
 		}
 		if pl.ReceiptID == proof.NewestID {
@@ -163,8 +163,8 @@ func (p *ReceiptProof) prove(at, id string) {
 // receipt leaves no such proof newer than itself.)
 func (p *ReceiptProof) recompute(kv KV, harness string) error {
 	p.NewestAt, p.NewestID = "", ""
-	return kv.ForEach([]byte("e/"+harness+"/"), func(k, _ []byte) error {
-		e, err := entryAt(kv, k)
+	return kv.ForEach([]byte("e/"+harness+"/"), func(k, v []byte) error {
+		e, err := entryOf(k, v)
 		if err != nil {
 			return err
 		}
@@ -191,52 +191,96 @@ func laterThan(a, b string) bool {
 	return err1 == nil && err2 == nil && ta.After(tb)
 }
 
-func entryKey(e receipt.Entry) string {
-	return "e/" + e.HarnessID + "/" + e.Worker + "/" + e.RecordedAt + "/" + e.ReceiptID
+func workerPrefix(harness, worker string) string { return "e/" + harness + "/" + worker + "/" }
+
+func entryKey(e receipt.Entry) []byte {
+	return []byte(workerPrefix(e.HarnessID, e.Worker) + e.RecordedAt + "/" + e.ReceiptID)
 }
 
-func ageKey(e receipt.Entry) string { return "t/" + e.RecordedAt + "/" + e.ReceiptID }
-
-func idKey(receiptID string) []byte { return []byte("i/" + receiptID) }
+func ageKey(e receipt.Entry) []byte { return []byte("t/" + e.RecordedAt + "/" + e.ReceiptID) }
 
 func proofKey(harness string) []byte { return []byte("u/" + harness) }
 
-// entryAt is the entry an e/ or t/ key names (its last component is the
-// receipt id).
-func entryAt(kv KV, k []byte) (receipt.Entry, error) {
-	id := string(k[bytes.LastIndexByte(k, '/')+1:])
-	e, ok, err := ReceiptByID(kv, id)
-	if err == nil && !ok {
-		err = fmt.Errorf("receipt index: key %s names a missing entry", k)
-	}
-	return e, err
+// storedEntry is an entry's value: the fields its e/ key does not hold.
+type storedEntry struct {
+	Path     string `json:"path,omitempty"`
+	SHA256   string `json:"sha256"`
+	State    string `json:"state"`
+	Status   string `json:"status"`
+	Position uint64 `json:"position"`
+	Adopted  bool   `json:"adopted,omitempty"`
 }
 
-// putEntry indexes a receipt. The fold is total: an id or worker that
-// cannot be a key component (no writer of ours produces one; receipt files
-// are named receipt-<uuid>) is not indexed, and a receipt id recorded again
-// replaces its earlier entry.
+// entryOf decodes the entry at e/ key k with value v. The key is split
+// from the right: a harness id is the rest.
+func entryOf(k, v []byte) (receipt.Entry, error) {
+	parts := strings.Split(string(k[len("e/"):]), "/")
+	if len(parts) < 4 {
+		return receipt.Entry{}, fmt.Errorf("receipt index: malformed key %s", k)
+	}
+	n := len(parts)
+	s, err := decodeJSON[storedEntry](v)
+	if err != nil {
+		return receipt.Entry{}, fmt.Errorf("receipt index entry %s: %w", parts[n-1], err)
+	}
+	return receipt.Entry{
+		ReceiptID: parts[n-1], HarnessID: strings.Join(parts[:n-3], "/"), Worker: parts[n-3], RecordedAt: parts[n-2],
+		Path: s.Path, SHA256: s.SHA256, State: s.State, Status: s.Status, Position: s.Position, Adopted: s.Adopted,
+	}, nil
+}
+
+// putEntry indexes a receipt. The fold is total: an id, worker or time
+// that cannot be a key component (no writer of ours produces one; receipt
+// files are named receipt-<uuid>) is not indexed, and a receipt id
+// recorded again for its worker replaces the earlier entry. (An id is its
+// file's, and a file holds its worker: adopting a file the index holds
+// records the same worker again.)
 func putEntry(kv KV, e receipt.Entry) error {
-	if e.ReceiptID == "" || strings.Contains(e.ReceiptID, "/") || strings.Contains(e.Worker, "/") {
+	if e.ReceiptID == "" || strings.ContainsRune(e.ReceiptID+e.Worker+e.RecordedAt, '/') {
 		return nil
 	}
-	if err := dropEntry(kv, e.ReceiptID); err != nil {
+	if old, ok, err := workerEntry(kv, e.HarnessID, e.Worker, e.ReceiptID); err != nil {
+		return err
+	} else if ok {
+		if err := deleteEntry(kv, old); err != nil {
+			return err
+		}
+	}
+	if err := putJSON(kv, entryKey(e), storedEntry{Path: e.Path, SHA256: e.SHA256, State: e.State, Status: e.Status,
+		Position: e.Position, Adopted: e.Adopted}); err != nil {
 		return err
 	}
-	if err := putJSON(kv, idKey(e.ReceiptID), e); err != nil {
+	return kv.Put(ageKey(e), []byte(e.HarnessID+"/"+e.Worker))
+}
+
+// workerEntry finds receipt id among harness/worker's entries (at most the
+// retention limit of keys).
+func workerEntry(kv KV, harness, worker, receiptID string) (receipt.Entry, bool, error) {
+	var found receipt.Entry
+	ok := false
+	suffix := []byte("/" + receiptID)
+	err := kv.ForEach([]byte(workerPrefix(harness, worker)), func(k, v []byte) error {
+		if !bytes.HasSuffix(k, suffix) {
+			return nil
+		}
+		e, err := entryOf(k, v)
+		found, ok = e, err == nil
+		if err == nil {
+			err = errStopScan
+		}
 		return err
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
 	}
-	if err := kv.Put([]byte(entryKey(e)), nil); err != nil {
-		return err
-	}
-	return kv.Put([]byte(ageKey(e)), nil)
+	return found, ok, err
 }
 
 // WorkerReceiptCount is the number of retained receipts of a harness/worker:
 // its e/ keys, at most the retention limit.
 func WorkerReceiptCount(kv KV, harness, worker string) int {
 	n := 0
-	_ = kv.ForEach([]byte("e/"+harness+"/"+worker+"/"), func(_, _ []byte) error { n++; return nil })
+	_ = kv.ForEach([]byte(workerPrefix(harness, worker)), func(_, _ []byte) error { n++; return nil })
 	return n
 }
 
@@ -248,13 +292,16 @@ func markForeign(kv KV, receiptID string) error {
 	return kv.Put([]byte("a/"+receiptID), []byte{1})
 }
 
+// Foreign reports whether a receipt file was another writer's, found at
+// adoption (receipt.adopted, receipt.foreign): the ledger did not create
+// it and so never removes it.
+func Foreign(kv KV, receiptID string) bool { return kv.Get([]byte("a/"+receiptID)) != nil }
+
 // Kept reports whether the receipt file of an id must stay on disk although
-// the index may not retain it: it is retained, or another writer's file
-// found at adoption (receipt.adopted, receipt.foreign), which the ledger
-// did not create and so never removes.
-func Kept(kv KV, receiptID string) bool {
-	return Indexed(kv, receiptID) || kv.Get([]byte("a/"+receiptID)) != nil
-}
+// the index may not retain it: it is retained, or Foreign. (A scan of the
+// age index; a hook checks its worker's directory with WorkerReceiptIDs
+// and Foreign.)
+func Kept(kv KV, receiptID string) bool { return Indexed(kv, receiptID) || Foreign(kv, receiptID) }
 
 // WorkerReceiptIDs is the set of receipt ids harness/worker retains, read
 // from the index's keys alone (e/<harness>/<worker>/<recorded_at>/<id>):
@@ -262,7 +309,7 @@ func Kept(kv KV, receiptID string) bool {
 // a caller checks a whole directory of receipt files.
 func WorkerReceiptIDs(kv KV, harness, worker string) (map[string]bool, error) {
 	ids := map[string]bool{}
-	err := kv.ForEach([]byte("e/"+harness+"/"+worker+"/"), func(k, _ []byte) error {
+	err := kv.ForEach([]byte(workerPrefix(harness, worker)), func(k, _ []byte) error {
 		if i := bytes.LastIndexByte(k, '/'); i >= 0 {
 			ids[string(k[i+1:])] = true
 		}
@@ -271,22 +318,33 @@ func WorkerReceiptIDs(kv KV, harness, worker string) (map[string]bool, error) {
 	return ids, err
 }
 
-// Indexed reports whether a receipt id is retained.
-func Indexed(kv KV, receiptID string) bool { return kv.Get(idKey(receiptID)) != nil }
+// Indexed reports whether a receipt id is retained (a scan of the age
+// index).
+func Indexed(kv KV, receiptID string) bool {
+	_, ok, _ := ReceiptByID(kv, receiptID)
+	return ok
+}
 
-// dropEntry removes a receipt from the index; an unknown id is a no-op (the
-// event records retention, and the receipt may predate the index).
-func dropEntry(kv KV, receiptID string) error {
-	e, ok, err := ReceiptByID(kv, receiptID)
+// dropEntry removes a receipt from the index: found among its worker's
+// entries, as every prune of ours names them, else by id anywhere. An
+// unknown id is a no-op (the event records retention, and the receipt may
+// predate the index).
+func dropEntry(kv KV, harness, worker, receiptID string) error {
+	e, ok, err := workerEntry(kv, harness, worker, receiptID)
+	if err == nil && !ok {
+		e, ok, err = ReceiptByID(kv, receiptID)
+	}
 	if err != nil || !ok {
 		return err
 	}
-	for _, key := range []string{entryKey(e), ageKey(e), "i/" + receiptID} {
-		if err := kv.Delete([]byte(key)); err != nil {
-			return err
-		}
+	return deleteEntry(kv, e)
+}
+
+func deleteEntry(kv KV, e receipt.Entry) error {
+	if err := kv.Delete(entryKey(e)); err != nil {
+		return err
 	}
-	return nil
+	return kv.Delete(ageKey(e))
 }
 
 // ReceiptProofOf returns harness id's proof summary (zero when none).
@@ -318,7 +376,7 @@ func HarnessReceipts(kv KV, harness string) ([]receipt.Entry, error) {
 // WorkerReceipts returns the retained receipts of one harness/worker,
 // oldest first (recorded_at, then receipt id).
 func WorkerReceipts(kv KV, harness, worker string) ([]receipt.Entry, error) {
-	return entries(kv, "e/"+harness+"/"+worker+"/", -1)
+	return entries(kv, workerPrefix(harness, worker), -1)
 }
 
 // OldestWorkerReceipts returns at most n of the oldest retained receipts
@@ -328,13 +386,13 @@ func OldestWorkerReceipts(kv KV, harness, worker string, n int) ([]receipt.Entry
 	if n == 0 {
 		return nil, nil
 	}
-	return entries(kv, "e/"+harness+"/"+worker+"/", n)
+	return entries(kv, workerPrefix(harness, worker), n)
 }
 
 func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 	var out []receipt.Entry
-	err := kv.ForEach([]byte(prefix), func(k, _ []byte) error {
-		e, err := entryAt(kv, k)
+	err := kv.ForEach([]byte(prefix), func(k, v []byte) error {
+		e, err := entryOf(k, v)
 		if err != nil {
 			return err
 		}
@@ -350,17 +408,39 @@ func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 	return out, err
 }
 
-// ReceiptByID returns a retained receipt by id.
+// ReceiptByID returns a retained receipt by id: a scan of the age index,
+// for callers that know no worker (status, audits, tests).
 func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
-	raw := kv.Get(idKey(receiptID))
+	var found receipt.Entry
+	ok := false
+	suffix := []byte("/" + receiptID)
+	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
+		if !bytes.HasSuffix(k, suffix) {
+			return nil
+		}
+		e, err := entryAtAge(kv, k, v)
+		found, ok = e, err == nil
+		if err == nil {
+			err = errStopScan
+		}
+		return err
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	return found, ok, err
+}
+
+// entryAtAge is the entry a t/<recorded_at>/<receipt_id> key with value
+// <harness>/<worker> names.
+func entryAtAge(kv KV, k, v []byte) (receipt.Entry, error) {
+	ek := append([]byte("e/"), v...)
+	ek = append(append(ek, '/'), k[len("t/"):]...)
+	raw := kv.Get(ek)
 	if raw == nil {
-		return receipt.Entry{}, false, nil
+		return receipt.Entry{}, fmt.Errorf("receipt index: key %s names a missing entry", k)
 	}
-	e, err := decodeJSON[receipt.Entry](raw)
-	if err != nil {
-		return e, false, fmt.Errorf("receipt index entry: %w", err)
-	}
-	return e, true, nil
+	return entryOf(ek, raw)
 }
 
 var errStopScan = errors.New("stop")
@@ -370,11 +450,11 @@ var errStopScan = errors.New("stop")
 // reads the age index only as far as cutoff.
 func ReceiptsRecordedBy(kv KV, cutoff string) ([]receipt.Entry, error) {
 	var out []receipt.Entry
-	err := kv.ForEach([]byte("t/"), func(k, _ []byte) error {
+	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
 		if ts, _, _ := strings.Cut(string(k[2:]), "/"); ts > cutoff {
 			return errStopScan
 		}
-		e, err := entryAt(kv, k)
+		e, err := entryAtAge(kv, k, v)
 		if err != nil {
 			return err
 		}

@@ -312,3 +312,33 @@ func TestHarnessFoldsHandle(t *testing.T) {
 		}
 	}
 }
+
+// A receipt.pruned is found by its worker's entries; one that names
+// another worker (no writer of ours emits it) still drops the receipt by
+// id, as replay does, and the proof it carried with it.
+func TestReceiptPrunedOfAnotherWorker(t *testing.T) {
+	l := newLedger(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	l.publish("codex")
+	l.preflight("codex", "a")
+	l.now = l.now.Add(time.Minute)
+	pr, err := l.factory("codex").New(events.HarnessStream("codex"), events.TypeReceiptPruned, &events.ReceiptPruned{
+		HarnessID: "codex", WorkerKeyFingerprint: strings.Repeat("b", 64), ReceiptID: "receipt-00000001", Reason: "retention"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.append(pr)
+	rkv := l.kv[ReceiptsName]
+	if _, ok, _ := ReceiptByID(rkv, "receipt-00000001"); ok {
+		t.Error("the pruned receipt is still indexed")
+	}
+	if rs, _ := AllReceipts(rkv); len(rs) != 0 {
+		t.Errorf("%d receipts retained, want none", len(rs))
+	}
+	replayed, err := fsm.Replay(l.envs, l.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.state("codex"); len(replayed) != 1 || got != replayed[0].State || got != fsm.ConfiguredAwaitingProof {
+		t.Errorf("index says %s, replay %+v", got, replayed)
+	}
+}

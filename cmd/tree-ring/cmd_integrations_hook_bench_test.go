@@ -174,18 +174,19 @@ func memoriesJSONL(dir string, n int, now time.Time) []byte {
 // seedReceipts records n receipts (100 workers of 100 codex subagents, the
 // retention limit, all fresh) exactly as a preflight does: the receipt
 // file, preflight.succeeded and receipt.recorded, through the ledger's
-// append path with every projection folded.
-func seedReceipts(b testing.TB, dir string, n int) {
+// append path with projs folded (every projection; none for a build of
+// another projection layout, which then refolds them: BenchmarkABHook).
+func seedReceipts(b testing.TB, dir string, n int, projs []projections.Projection) {
 	b.Helper()
 	start := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
-	seedReceiptsAt(b, dir, n, start, func() ulid.ULID { return ulid.MustNew(ulid.Timestamp(start), ulid.DefaultEntropy()) })
+	seedReceiptsAt(b, dir, n, start, func() ulid.ULID { return ulid.MustNew(ulid.Timestamp(start), ulid.DefaultEntropy()) }, projs)
 }
 
 // seedReceiptsAt is seedReceipts with the receipts recorded from start on,
 // their events' ids from newID.
-func seedReceiptsAt(b testing.TB, dir string, n int, start time.Time, newID func() ulid.ULID) {
+func seedReceiptsAt(b testing.TB, dir string, n int, start time.Time, newID func() ulid.ULID, projs []projections.Projection) {
 	b.Helper()
-	st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{Projections: projections.All()})
+	st, err := bolt.OpenRoot(filepath.Join(dir, ".tree-ring"), bolt.Options{Projections: projs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func BenchmarkHookSessionStart(b *testing.B) {
 		seedMemories(b, bin, dir, n)
 	}
 	if n := benchCount("TREE_RING_BENCH_RECEIPTS"); n > 0 {
-		seedReceipts(b, dir, n)
+		seedReceipts(b, dir, n, projections.All())
 	}
 	install := func(prog string) string {
 		p := benchProjectDir(b, "bench project")

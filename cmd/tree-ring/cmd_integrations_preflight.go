@@ -450,13 +450,14 @@ func (t deliveryTx) Retained(harness, workerFP string) (func(string) bool, bool,
 		return nil, false, nil
 	}
 	rkv := t.tx.Projection(projections.ReceiptsName)
-	// The worker's retained ids in one scan; a file outside them (a
-	// stray, or another worker's) is looked up as before.
+	// The worker's retained ids in one scan. A file outside them stays
+	// only if it is another writer's (found at adoption): a file of ours
+	// in this directory is this worker's (both are the agent profile's).
 	mine, err := projections.WorkerReceiptIDs(rkv, harness, workerFP)
 	if err != nil {
 		return nil, false, err
 	}
-	return func(id string) bool { return mine[id] || projections.Kept(rkv, id) }, true, nil
+	return func(id string) bool { return mine[id] || projections.Foreign(rkv, id) }, true, nil
 }
 
 func (t deliveryTx) StartRun() error       { return t.run.StartIn(t.tx) }
