@@ -61,16 +61,16 @@ func TestAdoptedReceipts(t *testing.T) {
 	if err != nil || !ok || !e.Adopted || e.Path == "" {
 		t.Fatalf("adopted entry %+v %v %v", e, ok, err)
 	}
-	if Indexed(rkv, foreign) || !Kept(rkv, foreign) || !Kept(rkv, adopted) {
+	if indexed(rkv, foreign) || !kept(rkv, foreign) || !kept(rkv, adopted) {
 		t.Fatal("foreign receipt: want kept, not indexed")
 	}
 	l.append(f.Must(events.HarnessStream("claude-code"), events.TypeReceiptPruned, &events.ReceiptPruned{
 		HarnessID: "claude-code", WorkerKeyFingerprint: w, ReceiptID: adopted, Reason: "expired",
 	}))
-	if Indexed(rkv, adopted) || !Kept(rkv, adopted) {
+	if indexed(rkv, adopted) || !kept(rkv, adopted) {
 		t.Fatal("a pruned adopted receipt's file must stay kept")
 	}
-	if Kept(rkv, "receipt-2da08b4c-3e5f-4071-a0c1-2e3f4a5b6c7d") {
+	if kept(rkv, "receipt-2da08b4c-3e5f-4071-a0c1-2e3f4a5b6c7d") {
 		t.Fatal("an unknown receipt is kept")
 	}
 }
@@ -108,3 +108,13 @@ func TestRevokedProofAgreesWithReplay(t *testing.T) {
 		}
 	}
 }
+
+// indexed reports whether the index retains a receipt id.
+func indexed(kv KV, receiptID string) bool {
+	_, ok, _ := ReceiptByID(kv, receiptID)
+	return ok
+}
+
+// kept reports whether a receipt file must stay on disk: retained, or
+// another writer's (Foreign).
+func kept(kv KV, receiptID string) bool { return indexed(kv, receiptID) || Foreign(kv, receiptID) }

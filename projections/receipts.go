@@ -35,7 +35,7 @@ import (
 // hook's commit. A delivery now writes its worker's newest e/ key, its t/
 // key and its harness's proof, which sort together at the end (u/ follows
 // t/). A prune names its harness and worker; an id looked up without them
-// (ReceiptByID, Indexed) is a scan of the age index.
+// (ReceiptByID) is a scan of the age index.
 const ReceiptsName = "receipts"
 
 // proves reports whether the entry is a proof (fsm replay's rule).
@@ -297,12 +297,6 @@ func markForeign(kv KV, receiptID string) error {
 // it and so never removes it.
 func Foreign(kv KV, receiptID string) bool { return kv.Get([]byte("a/"+receiptID)) != nil }
 
-// Kept reports whether the receipt file of an id must stay on disk although
-// the index may not retain it: it is retained, or Foreign. (A scan of the
-// age index; a hook checks its worker's directory with WorkerReceiptIDs
-// and Foreign.)
-func Kept(kv KV, receiptID string) bool { return Indexed(kv, receiptID) || Foreign(kv, receiptID) }
-
 // WorkerReceiptIDs is the set of receipt ids harness/worker retains, read
 // from the index's keys alone (e/<harness>/<worker>/<recorded_at>/<id>):
 // one scan of at most the retention limit instead of a lookup per id when
@@ -316,13 +310,6 @@ func WorkerReceiptIDs(kv KV, harness, worker string) (map[string]bool, error) {
 		return nil
 	})
 	return ids, err
-}
-
-// Indexed reports whether a receipt id is retained (a scan of the age
-// index).
-func Indexed(kv KV, receiptID string) bool {
-	_, ok, _ := ReceiptByID(kv, receiptID)
-	return ok
 }
 
 // dropEntry removes a receipt from the index: found among its worker's
