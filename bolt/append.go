@@ -39,6 +39,7 @@ type Tx struct {
 	// bodyReader serves Body; its cursor repositions from the root on
 	// every read, so it sees bodies put earlier in the tx.
 	bodyReader bodyReader
+	last       lastBody
 	head       string // chain head within this tx
 	// newHeads holds the stream heads this tx moved; they are written once
 	// at commit (a stream appended to many times is written once).
@@ -400,7 +401,7 @@ func (t *Tx) apply(e *events.Envelope) error {
 			}
 			t.liveKV[i] = kv
 		}
-		if err := p.Apply(kv, bodies{t.bodies}, f); err != nil {
+		if err := p.Apply(kv, (*txBodies)(t), f); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name(), err)
 		}
 	}
@@ -433,21 +434,23 @@ func (t *Tx) HasID(id [16]byte) bool {
 }
 
 // PutBody stores text in the content-addressed bodies bucket and returns its
-// SHA-256 (lowercase hex). Storing the same text twice is a no-op.
+// SHA-256 (lowercase hex). Storing the same text twice stores the same bytes
+// under the same key again: one seek (bbolt's Put) instead of a Get first.
 func (t *Tx) PutBody(text []byte) (string, error) {
 	if t.err != nil {
 		return "", t.err
 	}
 	sum := sha256.Sum256(text)
-	d := hex.EncodeToString(sum[:])
-	if t.bodies.Get([]byte(d)) != nil {
-		return d, nil
-	}
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
 	t.wrote = true
-	if err := t.bodies.Put([]byte(d), append([]byte(nil), text...)); err != nil {
-		t.err = fmt.Errorf("put body %s: %w", d[:12], err)
+	v := t.arena.copy(text)
+	if err := t.bodies.Put(t.arena.copy(hx[:]), v); err != nil {
+		t.err = fmt.Errorf("put body %s: %w", hx[:12], err)
 		return "", t.err
 	}
+	d := string(hx[:])
+	t.last = lastBody{digest: d, text: v}
 	return d, nil
 }
 
@@ -463,6 +466,9 @@ func (t *Tx) DeleteBody(digest string) error {
 		return nil
 	}
 	t.wrote = true
+	if digest == t.last.digest {
+		t.last = lastBody{}
+	}
 	if err := t.bodies.Delete([]byte(digest)); err != nil {
 		t.err = fmt.Errorf("delete body %.12s: %w", digest, err)
 		return t.err
@@ -472,7 +478,25 @@ func (t *Tx) DeleteBody(digest string) error {
 }
 
 // Body returns a stored body (nil when absent), valid during the tx.
-func (t *Tx) Body(digest string) []byte { return t.bodyReader.get(t.bodies, digest) }
+func (t *Tx) Body(digest string) []byte {
+	if t.last.text != nil && digest == t.last.digest {
+		return t.last.text
+	}
+	return t.bodyReader.get(t.bodies, digest)
+}
+
+// lastBody is the body the transaction put last: the folds of the event
+// that references it (the recall and duplicate indexes) read it from here
+// instead of seeking the key just written.
+type lastBody struct {
+	digest string
+	text   []byte
+}
+
+// txBodies is the folds' view of the bodies (fold.Bodies): Tx.Body.
+type txBodies Tx
+
+func (b *txBodies) Body(digest string) []byte { return (*Tx)(b).Body(digest) }
 
 // Projection gives read access to a projection's state in this transaction,
 // including events appended earlier in it. Writes return an error: only

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tree-ring/tree-ring/events"
 	"github.com/tree-ring/tree-ring/events/fold"
+	"github.com/tree-ring/tree-ring/events/memory"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -429,4 +431,128 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
 	t.Logf("appends: %d goroutines x %d appends, positions 1..%d each exactly once, verify passed", workers, each, len(all))
+}
+
+// bodyFold reads the body of every memory.captured it folds, counting the
+// bbolt cursors (seeks) the read opened.
+type bodyFold struct {
+	cursors func() int64
+	read    []string
+	opened  int64
+}
+
+func (p *bodyFold) Name() string          { return "test_bodies" }
+func (p *bodyFold) Version() int          { return 1 }
+func (p *bodyFold) Handles(t string) bool { return t == events.TypeMemoryCaptured }
+func (p *bodyFold) Apply(_ fold.KV, b fold.Bodies, e *events.Envelope) error {
+	c, err := events.Payload[events.MemoryCaptured](e)
+	if err != nil {
+		return err
+	}
+	before := p.cursors()
+	p.read = append(p.read, string(b.Body(c.BodySHA256)))
+	p.opened += p.cursors() - before
+	return nil
+}
+
+// The folds of a memory read the body the transaction has just put without
+// a seek; an older body, and one deleted in the tx, still read as stored.
+func TestFoldsReadTheBodyJustPutWithoutASeek(t *testing.T) {
+	p := &bodyFold{}
+	st, _ := openTest(t, Options{Projections: []fold.Projection{p}})
+	ef := newFactory().events()
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var put []string
+	capture := func(tx *Tx, n int, body string) (string, error) {
+		id := fmt.Sprintf("mem_body_%03d", n)
+		r := memory.NewRecord(id, body, "lesson", base)
+		c, text := r.Split(events.OriginImport, fmt.Sprintf("%032x", n))
+		put = append(put, string(text))
+		d, err := tx.PutBody(text)
+		if err != nil {
+			return "", err
+		}
+		stream := events.MemoryStream(id)
+		_, err = tx.Append(stream, 0, ef.Must(stream, events.TypeMemoryCaptured, &c))
+		return d, err
+	}
+	err := st.Update(bg, func(tx *Tx) error {
+		p.cursors = func() int64 { s := tx.tx.Stats(); return s.GetCursorCount() }
+		for n, body := range []string{"first note", "second note", "third note"} {
+			if _, err := capture(tx, n, body); err != nil {
+				return err
+			}
+		}
+		if p.opened != 0 {
+			t.Errorf("the folds opened %d cursors reading the bodies just put", p.opened)
+		}
+		// A body put before the last one is read from the bucket.
+		old, err := tx.PutBody([]byte("an older body"))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.PutBody([]byte("the newest body")); err != nil {
+			return err
+		}
+		if string(tx.Body(old)) != "an older body" {
+			t.Errorf("older body read %q", tx.Body(old))
+		}
+		last, err := tx.PutBody([]byte("deleted in its tx"))
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBody(last); err != nil {
+			return err
+		}
+		if b := tx.Body(last); b != nil {
+			t.Errorf("a body deleted in its tx reads %q", b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(put) != 3 || !slices.Equal(p.read, put) {
+		t.Errorf("folds read %q, want %q", p.read, put)
+	}
+}
+
+// PutBody seeks its key once (bbolt's Put), and putting a stored body again
+// keeps it, one key.
+func TestPutBodySeeksOnce(t *testing.T) {
+	st, _ := openTest(t, Options{})
+	var d string
+	err := st.Update(bg, func(tx *Tx) error {
+		cursors := func() int64 { s := tx.tx.Stats(); return s.GetCursorCount() }
+		before := cursors()
+		var err error
+		if d, err = tx.PutBody([]byte("remember this")); err != nil {
+			return err
+		}
+		if n := cursors() - before; n != 1 {
+			t.Errorf("PutBody of a new body opened %d cursors, want 1", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(bg, func(tx *Tx) error {
+		if _, err := tx.PutBody([]byte("remember this")); err != nil {
+			return err
+		}
+		if n := tx.bodies.Stats().KeyN; n != 1 {
+			t.Errorf("%d bodies stored, want 1", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st.View(func(r *Reader) error {
+		if string(r.Body(d)) != "remember this" {
+			t.Errorf("body after a second put: %q", r.Body(d))
+		}
+		return nil
+	})
 }
