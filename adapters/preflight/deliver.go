@@ -82,7 +82,7 @@ func Deliver(ctx context.Context, st Store, d Delivery) (printed bool, err error
 	if err != nil {
 		if wrote && !st.MayBeVisible(err) {
 			// Nothing was committed: the file must not outlive it.
-			_, _ = d.Root.RemoveFile(plan.Receipt.Path())
+			_, _ = d.Root.RemoveFile(plan.File)
 		}
 		return printed, err
 	}
@@ -92,7 +92,7 @@ func Deliver(ctx context.Context, st Store, d Delivery) (printed bool, err error
 	for _, p := range plan.Removals {
 		_, _ = d.Root.RemoveFile(p)
 	}
-	for _, dir := range EmptiedDirs(plan.Removals, path.Dir(plan.Receipt.Path())) {
+	for _, dir := range EmptiedDirs(plan.Removals, path.Dir(plan.File)) {
 		_, _ = d.Root.RemoveEmptyDir(dir)
 	}
 	return true, nil
@@ -143,7 +143,7 @@ func applyPlan(tx Tx, root *adapters.ProjectRoot, plan *Plan) (wrote bool, err e
 	}
 	// Strays in this worker's directory, against the index as of this
 	// transaction (prunes applied).
-	dir := receipt.WorkerDir(rc.HarnessID, rc.Session.AgentProfile)
+	dir := path.Dir(plan.File) // receipt.WorkerDir
 	if names, _, err := root.ListDir(dir, MaxWorkerFiles); err == nil {
 		retained, ok, err := tx.Retained(rc.HarnessID, rc.WorkerKeyFingerprint)
 		if err != nil {
@@ -153,7 +153,7 @@ func applyPlan(tx Tx, root *adapters.ProjectRoot, plan *Plan) (wrote bool, err e
 			plan.Removals = append(plan.Removals, Strays(dir, names, retained, rc.ReceiptID)...)
 		}
 	}
-	if err := root.CreateFile(rc.Path(), plan.Body, FilePerm, DirPerm); err != nil {
+	if err := root.CreateFile(plan.File, plan.Body, FilePerm, DirPerm); err != nil {
 		var de *adapters.DurabilityError
 		return errors.As(err, &de), fmt.Errorf("write the receipt: %w", err)
 	}

@@ -96,7 +96,8 @@ type Append struct {
 type Plan struct {
 	Appends  []Append // ordered by stream name
 	Receipt  receipt.Receipt
-	Body     []byte   // the receipt file's bytes, at Receipt.Path()
+	Body     []byte   // the receipt file's bytes, at File
+	File     string   // Receipt.Path(), hashed once (the worker's directory is its parent)
 	Context  string   // the rendered recall the caller prints
 	Removals []string // project-relative files of the pruned receipts
 }
@@ -154,7 +155,7 @@ func Decide(l Ledger, j Job, d Deps) (Plan, error) {
 		DurationMS:              max(0, d.Now().Sub(d.Start).Milliseconds()),
 		Status:                  receipt.StatusSuccess, RecordedAt: receipt.FormatTime(now),
 	}
-	p := Plan{Receipt: rc, Body: rc.Encode(), Context: brief.Text}
+	p := Plan{Receipt: rc, Body: rc.Encode(), File: rc.Path(), Context: brief.Text}
 	if err := b.record(stream, p, from, brief.Hint); err != nil {
 		return Plan{}, err
 	}
@@ -231,7 +232,7 @@ func (b *builder) record(stream string, p Plan, from fsm.State, hint string) err
 	if err := b.add(stream, events.TypePreflightSucceeded, succeeded); err != nil {
 		return err
 	}
-	recorded := rc.Recorded(hex.EncodeToString(sum[:]), rc.Path())
+	recorded := rc.Recorded(hex.EncodeToString(sum[:]), p.File)
 	return b.add(stream, events.TypeReceiptRecorded, &recorded)
 }
 

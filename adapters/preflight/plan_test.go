@@ -201,7 +201,7 @@ func TestDecideProves(t *testing.T) {
 			}
 			rr, _ := events.Payload[events.ReceiptRecorded](&evs[len(evs)-1])
 			sum := sha256.Sum256(p.Body)
-			if rr.SHA256 != hex.EncodeToString(sum[:]) || rr.Path != p.Receipt.Path() || rr.ReceiptID != p.Receipt.ReceiptID {
+			if rr.SHA256 != hex.EncodeToString(sum[:]) || rr.Path != p.Receipt.Path() || p.File != rr.Path || rr.ReceiptID != p.Receipt.ReceiptID {
 				t.Errorf("receipt.recorded %+v does not state the receipt file", rr)
 			}
 			if back, err := receipt.Decode(p.Body); err != nil || back != p.Receipt {

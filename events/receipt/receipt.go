@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tree-ring/tree-ring/events"
@@ -214,9 +215,12 @@ func normalizedSession(s Session) bool {
 	return (SafeIdent(s.AgentProfile) || SubagentProfile(s.AgentProfile)) && SafeIdent(s.WorkflowID) && SafeIdent(s.SessionID)
 }
 
-// fileKeys and sessionKeys are the receipt file's members, in order: every
-// one is required.
-var fileKeys, sessionKeys = memberNames(reflect.TypeFor[Receipt]()), memberNames(reflect.TypeFor[Session]())
+// memberKeys returns the receipt file's members and the session's, in
+// order: every one is required. Only Decode needs them, so a process that
+// writes a receipt (every hook) does not reflect over the types at start-up.
+var memberKeys = sync.OnceValues(func() (file, session []string) {
+	return memberNames(reflect.TypeFor[Receipt]()), memberNames(reflect.TypeFor[Session]())
+})
 
 func memberNames(t reflect.Type) []string {
 	names := make([]string, t.NumField())
@@ -230,6 +234,7 @@ func memberNames(t reflect.Type) []string {
 // session's) that data, a document that decodes as a Receipt, lacks or
 // holds as null; "" when none.
 func absent(data []byte) string {
+	fileKeys, sessionKeys := memberKeys()
 	var top map[string]json.RawMessage
 	if strictjson.Unmarshal(data, &top) != nil {
 		return fileKeys[0]
