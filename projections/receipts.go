@@ -256,14 +256,20 @@ func putEntry(kv KV, e receipt.Entry) error {
 // workerEntry finds receipt id among harness/worker's entries (at most the
 // retention limit of keys).
 func workerEntry(kv KV, harness, worker, receiptID string) (receipt.Entry, bool, error) {
+	return findEntry(kv, []byte(workerPrefix(harness, worker)), receiptID, entryOf)
+}
+
+// findEntry scans the keys under prefix for the first that ends in
+// /receiptID and decodes its entry.
+func findEntry(kv KV, prefix []byte, receiptID string, decode func(k, v []byte) (receipt.Entry, error)) (receipt.Entry, bool, error) {
 	var found receipt.Entry
 	ok := false
 	suffix := []byte("/" + receiptID)
-	err := kv.ForEach([]byte(workerPrefix(harness, worker)), func(k, v []byte) error {
+	err := kv.ForEach(prefix, func(k, v []byte) error {
 		if !bytes.HasSuffix(k, suffix) {
 			return nil
 		}
-		e, err := entryOf(k, v)
+		e, err := decode(k, v)
 		found, ok = e, err == nil
 		if err == nil {
 			err = errStopScan
@@ -398,24 +404,7 @@ func entries(kv KV, prefix string, limit int) ([]receipt.Entry, error) {
 // ReceiptByID returns a retained receipt by id: a scan of the age index,
 // for callers that know no worker (status, audits, tests).
 func ReceiptByID(kv KV, receiptID string) (receipt.Entry, bool, error) {
-	var found receipt.Entry
-	ok := false
-	suffix := []byte("/" + receiptID)
-	err := kv.ForEach([]byte("t/"), func(k, v []byte) error {
-		if !bytes.HasSuffix(k, suffix) {
-			return nil
-		}
-		e, err := entryAtAge(kv, k, v)
-		found, ok = e, err == nil
-		if err == nil {
-			err = errStopScan
-		}
-		return err
-	})
-	if errors.Is(err, errStopScan) {
-		err = nil
-	}
-	return found, ok, err
+	return findEntry(kv, []byte("t/"), receiptID, func(k, v []byte) (receipt.Entry, error) { return entryAtAge(kv, k, v) })
 }
 
 // entryAtAge is the entry a t/<recorded_at>/<receipt_id> key with value
