@@ -53,10 +53,7 @@ func writeMemoryBenchExport(b *testing.B, path string, n int) {
 // time (user + system) per memory, the steadier figure on a shared machine.
 // TREE_RING_BENCH_MEMORIES=N runs only N memories (the growth row: 1000000).
 func BenchmarkImport(b *testing.B) {
-	sizes := []int{10_000, 100_000}
-	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
-		sizes = []int{n}
-	}
+	sizes := memoryBenchSizes(10_000, 100_000)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
@@ -89,10 +86,7 @@ func BenchmarkImport(b *testing.B) {
 // is the second core's share. TREE_RING_BENCH_MEMORIES as for
 // BenchmarkImport.
 func BenchmarkImportRead(b *testing.B) {
-	sizes := []int{10_000, 100_000}
-	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
-		sizes = []int{n}
-	}
+	sizes := memoryBenchSizes(10_000, 100_000)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			file := filepath.Join(b.TempDir(), "export.jsonl")
@@ -116,4 +110,13 @@ func BenchmarkImportRead(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/memory")
 		})
 	}
+}
+
+// memoryBenchSizes is the memory counts a benchmark runs: TREE_RING_BENCH_MEMORIES
+// alone when set (the growth row: 1000000), else defaults.
+func memoryBenchSizes(defaults ...int) []int {
+	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
+		return []int{n}
+	}
+	return defaults
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,10 +67,7 @@ func writeSizeBenchExport(b *testing.B, path string, n int) {
 // or TREE_RING_BENCH_MEMORIES=N. TREE_RING_BENCH_COMPACT=1 then runs
 // `ledger compact` and reports the compacted ledger too.
 func BenchmarkLedgerSize(b *testing.B) {
-	sizes := []int{20_000, 100_000}
-	if n, err := strconv.Atoi(os.Getenv("TREE_RING_BENCH_MEMORIES")); err == nil && n > 0 {
-		sizes = []int{n}
-	}
+	sizes := memoryBenchSizes(20_000, 100_000)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
