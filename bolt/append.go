@@ -673,13 +673,4 @@ func (r *bodyReader) get(b *bbolt.Bucket, digest string) []byte {
 	return seekExact(r.c, r.key)
 }
 
-type bodies struct{ b *bbolt.Bucket }
-
-func (b bodies) Body(d string) []byte {
-	if b.b == nil {
-		return nil
-	}
-	return b.b.Get([]byte(d))
-}
-
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }

@@ -84,7 +84,7 @@ func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyRe
 			kvs[i] = mems[i]
 		}
 		from := make([]uint64, len(s.projs))
-		bod := bodies{tx.Bucket(bucketBodies)}
+		bod := &foldBodies{b: tx.Bucket(bucketBodies)}
 		prev := events.GenesisHash
 		type streamState struct{ version, position uint64 }
 		seen := map[string]*streamState{}
