@@ -55,6 +55,8 @@ type Tx struct {
 	scrub   bool            // a body was deleted: scrub free pages after commit
 	key     [8]byte         // scratch for an events key
 	canon   []byte          // scratch for the canonical bytes a seal hashes
+	enc     []byte          // scratch for an envelope's stored form, before packing
+	unpack  eventBuf        // a stored envelope read back (storedRef)
 	folded  events.Envelope // scratch: the envelope the folds get (apply)
 	// arena backs the stored envelopes and projection values put in this
 	// tx (bbolt keeps the slices until commit).
@@ -124,7 +126,13 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 				return err
 			}
 		}
-		return btx.Bucket(bucketMeta).Put(keyChainHead, []byte(t.head))
+		m := btx.Bucket(bucketMeta)
+		if string(m.Get(keyFormat)) != FormatVersion { // a format-2 ledger's first packed value
+			if err := m.Put(keyFormat, []byte(FormatVersion)); err != nil {
+				return err
+			}
+		}
+		return m.Put(keyChainHead, []byte(t.head))
 	})
 	if err == errNothingWritten {
 		return nil
@@ -200,9 +208,9 @@ func (t *Tx) Append(stream string, expected int64, evs ...events.Envelope) ([]ui
 			}
 			continue
 		}
-		stored, err := events.DecodeStoredRef(t.events.Get(u64(p)))
+		stored, err := t.storedRef(p, t.events.Get(u64(p)))
 		if err != nil {
-			return nil, &CorruptError{Path: t.s.path, Err: fmt.Errorf("position %d: %w", p, err)}
+			return nil, err
 		}
 		if !events.SameContent(&stored, e) {
 			return nil, &IDConflictError{ID: e.ID.String(), Position: p}
@@ -341,23 +349,23 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
 	// An imported event whose chain values stay what they were in its
 	// ledger carries a hash DecodeEnvelope verified: not hashed twice,
-	// and its input line, when that is its stored form, put as it is.
+	// and its input line, when that is its stored form, packed as it is.
 	enc, carried := e.CarriedStored(version, pos, t.head)
 	if !carried {
 		// One that moved is sealed and encoded from its line.
-		if enc, t.canon = t.arena.reseal(e, version, pos, t.head, t.canon); enc == nil {
+		var ok bool
+		if enc, t.canon, ok = e.ResealStored(version, pos, t.head, t.canon, t.enc[:0]); !ok {
 			e.Version, e.Position = version, pos
 			t.canon = e.SealWith(t.head, t.canon)
+			enc = e.AppendEncode(t.enc[:0])
 		}
-	}
-	if enc == nil {
-		enc = t.arena.encode(e)
+		t.enc = enc[:0]
 	}
 	if len(enc) > events.MaxEnvelopeBytes {
 		return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", e.Stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 	}
 	binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
-	if err := t.events.Put(t.key[:], enc); err != nil {
+	if err := t.events.Put(t.key[:], t.arena.pack(enc)); err != nil {
 		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
 	}
 	if err := t.apply(e); err != nil {
@@ -365,6 +373,11 @@ func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
 	}
 	t.head = e.Hash
 	return nil
+}
+
+// storedRef is storedRef with the tx's buffer.
+func (t *Tx) storedRef(pos uint64, v []byte) (events.Envelope, error) {
+	return storedRef(t.s.path, &t.unpack, pos, v)
 }
 
 // apply folds e into every projection that handles its type. The folds
@@ -583,13 +596,14 @@ func (a *valueArena) room(n int) (start int, ok bool) {
 	return len(a.slab), true
 }
 
-// encode appends e's stored form to the arena and returns it.
-func (a *valueArena) encode(e *events.Envelope) []byte {
-	start, ok := a.room(e.EncodedSizeBound())
+// pack appends the packed form of the stored envelope enc to the arena
+// and returns it (packEvent: at most one byte longer than enc).
+func (a *valueArena) pack(enc []byte) []byte {
+	start, ok := a.room(len(enc) + 1)
 	if !ok {
-		return e.Encode()
+		return packEvent(nil, enc)
 	}
-	a.slab = e.AppendEncode(a.slab)
+	a.slab = packEvent(a.slab, enc)
 	return a.slab[start:len(a.slab):len(a.slab)]
 }
 

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -216,9 +217,9 @@ func (t *Tx) skipLanded(p *importPlanned, from int) error {
 	}
 	c := t.events.Cursor()
 	for k, v := c.Seek(u64(p.seen + 1)); k != nil; k, v = c.Next() {
-		stored, err := events.DecodeStoredRef(v)
+		stored, err := t.storedRef(binary.BigEndian.Uint64(k), v)
 		if err != nil {
-			return &CorruptError{Path: t.s.path, Err: err}
+			return err
 		}
 		i, ok := p.places.first(p.envs, stored.ID)
 		if !ok || i < from || p.skip[i] {
@@ -365,6 +366,7 @@ func (s *Store) importPlan(envs []events.Envelope, last func(tx *bbolt.Tx, skip 
 func (s *Store) planFrom(tx *bbolt.Tx, p *importPlanned, from int) (int, error) {
 	ids := idIndex{b: tx.Bucket(bucketIDBlocks)}
 	evb := tx.Bucket(bucketEvents)
+	var buf eventBuf
 	envs := p.envs
 	for i := from; i < len(envs); i++ {
 		if (i-from)%1024 == 1023 && s.overdue() {
@@ -388,9 +390,9 @@ func (s *Store) planFrom(tx *bbolt.Tx, p *importPlanned, from int) (int, error) 
 		if !ok {
 			continue
 		}
-		stored, err := events.DecodeStoredRef(evb.Get(u64(pos)))
+		stored, err := storedRef(s.path, &buf, pos, evb.Get(u64(pos)))
 		if err != nil {
-			return 0, &CorruptError{Path: s.path, Err: err}
+			return 0, err
 		}
 		if !events.SameContent(&stored, e) {
 			return 0, &ImportError{Index: i, Err: &IDConflictError{ID: e.ID.String(), Position: stored.Position}}
@@ -406,25 +408,4 @@ func IsConflict(err error) bool {
 	var b *BatchConflictError
 	var in *InputConflictError
 	return errors.As(err, &c) || errors.As(err, &b) || errors.As(err, &in)
-}
-
-// reseal is encode for an imported envelope that moves to other chain
-// values (events.Envelope.ResealStored): it seals e at version, position
-// and prev and appends its stored form to the arena; nil (e unchanged)
-// when e was not read from its stored form.
-func (a *valueArena) reseal(e *events.Envelope, version, position uint64, prev string, scratch []byte) ([]byte, []byte) {
-	n := e.EncodedSizeBound()
-	start, inSlab := a.room(n)
-	dst := a.slab
-	if !inSlab {
-		dst = make([]byte, 0, n)
-	}
-	out, scratch, ok := e.ResealStored(version, position, prev, scratch, dst)
-	if !ok {
-		return nil, scratch
-	}
-	if inSlab {
-		a.slab = out
-	}
-	return out[start:len(out):len(out)], scratch
 }

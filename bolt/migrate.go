@@ -87,12 +87,17 @@ func migrateStep(tx *bbolt.Tx, chunk int) (bool, error) {
 	versions := map[string]uint64{}
 	c := evb.Cursor()
 	n := 0
+	var buf eventBuf
 	for k, v := c.Seek(u64(last + 1)); k != nil && n < chunk; k, v = c.Next() {
 		pos := binary.BigEndian.Uint64(k)
 		if len(k) != 8 || pos != last+1 {
 			return false, fmt.Errorf("%w: events: key %x follows position %d", errBlock, k, last)
 		}
-		e, err := events.DecodeStoredRef(v)
+		raw, err := buf.bytes(v)
+		if err != nil {
+			return false, fmt.Errorf("%w: position %d: %v", errBlock, pos, err)
+		}
+		e, err := events.DecodeStoredRef(raw)
 		if err != nil {
 			return false, fmt.Errorf("%w: position %d: %v", errBlock, pos, err)
 		}

@@ -32,6 +32,9 @@ func toFormat1(t *testing.T, path string) {
 		if err != nil {
 			return err
 		}
+		if err := unpackAll(tx); err != nil { // format 1 stored the JSON
+			return err
+		}
 		err = tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
 			e, err := events.DecodeStoredRef(v)
 			if err != nil {
@@ -52,6 +55,22 @@ func toFormat1(t *testing.T, path string) {
 		}
 		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatV1))
 	})
+}
+
+// unpackAll stores every event value of tx's ledger as its JSON, as
+// formats 1 and 2 did.
+func unpackAll(tx *bbolt.Tx) error {
+	b := tx.Bucket(bucketEvents)
+	var keys, vals [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		raw, err := unpackEvent(nil, v)
+		keys, vals = append(keys, append([]byte(nil), k...)), append(vals, append([]byte(nil), raw...))
+		return err
+	})
+	for i := 0; err == nil && i < len(keys); i++ {
+		err = b.Put(keys[i], vals[i])
+	}
+	return err
 }
 
 // ledgerFacts is what a raw look at a closed ledger finds about its format.
@@ -184,12 +203,12 @@ func TestMigrateFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if commits != 3 { // positions 71..140, 141..210, then 211..265 and the switch to format 2
+	if commits != 3 { // positions 71..140, 141..210, then 211..265 and the switch to format 3 (its indexes are format 2's)
 		t.Errorf("migration took %d commits, want 3", commits)
 	}
 	// Ids in blocks of 32: the 165 local ones (5 full, 5), the 100
 	// imported ones before them (32, 13, then 55 appended: 32, 32, 4).
-	if got := formatFacts(st.db); got != "format=2 stream_blocks=11 id_blocks=10" {
+	if got := formatFacts(st.db); got != "format="+FormatVersion+" stream_blocks=11 id_blocks=10" {
 		t.Errorf("after migration: %s", got)
 	}
 	if got := readAll(t, st); !sameEvents(got, want) {
@@ -233,7 +252,7 @@ func migrateChild(path string) {
 // TestCrashDuringMigration kills a process migrating a format-1 ledger
 // with SIGKILL at random moments. After every kill the ledger is either
 // still format 1 with its old indexes whole (a read-only open refuses it
-// with *FormatMigrationError) or format 2; the next write open finishes
+// with *FormatMigrationError) or format 3; the next write open finishes
 // the migration, and the result verifies and holds the same events.
 func TestCrashDuringMigration(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -266,7 +285,7 @@ func TestCrashDuringMigration(t *testing.T) {
 	midway := 0
 	for round := 0; ; round++ {
 		facts := ledgerFacts(t, path)
-		if strings.HasPrefix(facts, "format=2") {
+		if strings.HasPrefix(facts, "format="+FormatVersion) {
 			break
 		}
 		if !strings.Contains(facts, fmt.Sprintf(" streams=%d ids=%d", n, n)) {

@@ -21,6 +21,7 @@ type Reader struct {
 	tx     *bbolt.Tx
 	bodies *bbolt.Bucket // opened on the first Body
 	br     bodyReader
+	unpack eventBuf
 }
 
 // View runs fn on a read-only snapshot.
@@ -57,9 +58,9 @@ func (r *Reader) Event(pos uint64) (events.Envelope, bool, error) {
 	if v == nil {
 		return events.Envelope{}, false, nil
 	}
-	e, err := events.DecodeStored(v)
+	e, err := stored(r.s.path, &r.unpack, pos, v)
 	if err != nil {
-		return events.Envelope{}, false, &CorruptError{Path: r.s.path, Err: fmt.Errorf("position %d: %w", pos, err)}
+		return events.Envelope{}, false, err
 	}
 	return e, true, nil
 }
@@ -75,6 +76,7 @@ func (s *Store) Head() (pos uint64, hash string, err error) {
 // during the call. It stops early when fn returns an error or ctx is done.
 func (s *Store) ScanRaw(ctx context.Context, after uint64, fn func(pos uint64, raw []byte) error) error {
 	next := after + 1
+	var buf eventBuf
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -84,7 +86,11 @@ func (s *Store) ScanRaw(ctx context.Context, after uint64, fn func(pos uint64, r
 			c := tx.Bucket(bucketEvents).Cursor()
 			for k, v := c.Seek(u64(next)); k != nil && n < readChunk; k, v = c.Next() {
 				pos := binary.BigEndian.Uint64(k)
-				if err := fn(pos, v); err != nil {
+				raw, err := buf.bytes(v)
+				if err != nil {
+					return &CorruptError{Path: s.path, Err: fmt.Errorf("position %d: %w", pos, err)}
+				}
+				if err := fn(pos, raw); err != nil {
 					return err
 				}
 				next = pos + 1
@@ -113,13 +119,14 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, fn func(e *events.Env
 func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, fn func(e *events.Envelope) error) error {
 	return s.view(func(tx *bbolt.Tx) error {
 		evb := tx.Bucket(bucketEvents)
+		var buf eventBuf
 		err := forStream(tx.Bucket(bucketStreamBlocks), stream, after, func(_, pos uint64) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			e, err := events.DecodeStored(evb.Get(u64(pos)))
+			e, err := stored(s.path, &buf, pos, evb.Get(u64(pos)))
 			if err != nil {
-				return &CorruptError{Path: s.path, Err: fmt.Errorf("position %d: %w", pos, err)}
+				return err
 			}
 			return fn(&e)
 		})

@@ -386,13 +386,19 @@ func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection,
 	}
 	var strs events.StringCache
 	var e events.Envelope // scratch, as in foldOne: the batches hold copies
+	var slab eventSlab    // their payloads: an unpacked value outlives its step
 	want := make([]bool, len(projs))
 	for k, v := step(true); k != nil && n < limit && !cf.failed.Load(); k, v = step(false) {
 		if shadow && n%64 == 63 && s.overdue() {
 			break
 		}
 		pos := binary.BigEndian.Uint64(k)
-		ok, err := decodeFor(projs, from, to, pos, v, &e, &strs, want)
+		raw, err := slab.bytes(v)
+		if err != nil {
+			cf.fail(len(projs), pos, fmt.Errorf("position %d: %w", pos, err))
+			break
+		}
+		ok, err := decodeFor(projs, from, to, pos, raw, &e, &strs, want)
 		if err != nil {
 			cf.fail(len(projs), pos, err)
 			break

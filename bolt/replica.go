@@ -87,7 +87,7 @@ func (t *Tx) Replicate(raw []byte) (ReplicaOutcome, error) {
 	head := t.events.Sequence()
 	switch {
 	case e.Position <= head:
-		if bytes.Equal(t.events.Get(u64(e.Position)), raw) {
+		if have, err := t.unpack.bytes(t.events.Get(u64(e.Position))); err == nil && bytes.Equal(have, raw) {
 			return ReplicaDuplicate, nil
 		}
 		return 0, &ReplicaError{Kind: ReplicaConflict, Position: e.Position, Detail: "differs from the event the replica holds at this position"}
@@ -124,7 +124,7 @@ func (t *Tx) writeReplica(e *events.Envelope, raw []byte, h head) error {
 	if pos != e.Position {
 		return fmt.Errorf("replicate position %d: the events sequence gave %d", e.Position, pos)
 	}
-	if err := t.events.Put(u64(pos), append([]byte(nil), raw...)); err != nil {
+	if err := t.events.Put(u64(pos), t.arena.pack(raw)); err != nil {
 		return fmt.Errorf("replicate position %d: %w", pos, err)
 	}
 	if err := t.pending.add(e.Stream, e.Version, e.ID, pos); err != nil {

@@ -37,8 +37,15 @@ const LedgerFile = "ledger.db"
 
 // FormatVersion is written to meta.format when a ledger is created. Format
 // 2 indexes streams and ids in blocks (index.go); a write open with
-// Options.Migrate migrates a format-1 ledger (migrate.go).
-const FormatVersion = "2"
+// Options.Migrate migrates a format-1 ledger (migrate.go). Format 3 packs
+// event values (pack.go): it reads every format-2 value as it is, so a
+// format-2 ledger becomes format 3 with the first commit that appends an
+// event, and a build that reads only format 2 then refuses it instead of
+// misreading a packed value.
+const FormatVersion = "3"
+
+// formatV2 is the format a format-3 build reads and upgrades in place.
+const formatV2 = "2"
 
 // AnyVersion disables the expected-version check of Append.
 const AnyVersion int64 = -1
@@ -440,7 +447,7 @@ func checkLayout(path string, tx *bbolt.Tx) error {
 	}
 	if f := string(m.Get(keyFormat)); f == formatV1 {
 		return &FormatMigrationError{Path: path, Found: f}
-	} else if f != FormatVersion {
+	} else if f != FormatVersion && f != formatV2 {
 		return &CorruptError{Path: path, Err: fmt.Errorf("unsupported format %q (this build reads %q)", f, FormatVersion)}
 	}
 	for _, b := range allBuckets {

@@ -91,6 +91,7 @@ func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyRe
 		var want uint64 = 1
 		var scratch events.Envelope
 		var strs events.StringCache
+		var buf eventBuf // e and the folds read an event before the next
 		c := evb.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if want%4096 == 0 {
@@ -106,11 +107,15 @@ func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyRe
 			if pos != want {
 				return &VerifyError{Position: want, Detail: fmt.Sprintf("gap: next stored position is %d", pos)}
 			}
-			e, err := events.DecodeStoredRef(v)
+			raw, err := buf.bytes(v)
 			if err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
-			if !bytes.Equal(e.Encode(), v) {
+			e, err := events.DecodeStoredRef(raw)
+			if err != nil {
+				return &VerifyError{Position: pos, Detail: err.Error()}
+			}
+			if !bytes.Equal(e.Encode(), raw) {
 				return &VerifyError{Position: pos, Detail: "stored bytes are not in canonical form"}
 			}
 			if e.Position != pos {
@@ -145,7 +150,7 @@ func (s *Store) VerifyProgress(ctx context.Context, progress Progress) (VerifyRe
 			} else if !ok || ip != pos {
 				return &VerifyError{Position: pos, Detail: fmt.Sprintf("ids index for %s does not point here", e.ID)}
 			}
-			if err := foldOne(s.projs, kvs, from, upto, bod, pos, v, &scratch, &strs); err != nil {
+			if err := foldOne(s.projs, kvs, from, upto, bod, pos, raw, &scratch, &strs); err != nil {
 				return &VerifyError{Position: pos, Detail: err.Error()}
 			}
 			prev = e.Hash

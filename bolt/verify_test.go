@@ -46,11 +46,15 @@ func verifyClosed(t *testing.T, path string, projs []fold.Projection) error {
 }
 
 // flipByte changes one byte of the stored envelope at pos, at the first
-// occurrence of marker.
+// occurrence of marker, and stores it packed again.
 func flipByte(marker string, pos uint64) func(tx *bbolt.Tx) error {
 	return func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketEvents)
-		v := append([]byte(nil), b.Get(u64(pos))...)
+		v, err := unpackEvent(nil, b.Get(u64(pos)))
+		if err != nil {
+			return err
+		}
+		v = append([]byte(nil), v...)
 		i := bytes.Index(v, []byte(marker))
 		if i < 0 {
 			return errors.New("marker not found: " + marker)
@@ -61,7 +65,7 @@ func flipByte(marker string, pos uint64) func(tx *bbolt.Tx) error {
 		} else {
 			v[i] = '1'
 		}
-		return b.Put(u64(pos), v)
+		return b.Put(u64(pos), packEvent(nil, v))
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -10,19 +11,39 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/tree-ring/tree-ring/adapters"
+	"github.com/tree-ring/tree-ring/bolt"
 	"github.com/tree-ring/tree-ring/events"
 )
 
-// downgradeToFormat1 rewrites a closed ledger's indexes as a format-1
-// build keeps them (one streams key and one ids key per event), as an
-// older tree-ring leaves a project.
+// downgradeToFormat1 rewrites a closed ledger's values and indexes as a
+// format-1 build keeps them (each envelope's JSON; one streams key and
+// one ids key per event), as an older tree-ring leaves a project.
 func downgradeToFormat1(t *testing.T, path string) {
 	t.Helper()
+	var stored [][]byte // in position order, as the store reads them
+	st, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.ScanRaw(context.Background(), 0, func(_ uint64, raw []byte) error {
+		stored = append(stored, append([]byte(nil), raw...))
+		return nil
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
+		evb := tx.Bucket([]byte("events"))
+		for i, raw := range stored {
+			if err := evb.Put(binary.BigEndian.AppendUint64(nil, uint64(i+1)), raw); err != nil {
+				return err
+			}
+		}
 		streams, err := tx.CreateBucket([]byte("streams"))
 		if err != nil {
 			return err
