@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -166,6 +167,13 @@ func packEvent(dst, enc []byte) []byte {
 // stringEnd returns the index just past the JSON string that starts at
 // b[i] == '"' (false: it does not end).
 func stringEnd(b []byte, i int) (int, bool) {
+	j := bytes.IndexByte(b[i+1:], '"')
+	if j < 0 {
+		return 0, false
+	}
+	if bytes.IndexByte(b[i+1:i+1+j], '\\') < 0 { // no escape: the first quote ends it
+		return i + 2 + j, true
+	}
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
@@ -353,7 +361,8 @@ func unpackTime(dst, v []byte, i int) ([]byte, int, bool) {
 	if nd%2 == 1 && digits[nb-1]&15 != 0 { // the padding: one packed form per text
 		return dst, i, false
 	}
-	k := 0
+	var t [2 + len(timeLayout) + 10 + 2]byte // the quoted text, at most
+	n, k := 0, 0
 	digit := func() byte {
 		b := digits[k/2]
 		if k%2 == 0 {
@@ -362,21 +371,24 @@ func unpackTime(dst, v []byte, i int) ([]byte, int, bool) {
 		k++
 		return '0' + b&15
 	}
-	dst = append(dst, '"')
+	t[n], n = '"', 1
 	for j := 0; j < len(timeLayout); j++ {
-		if timeLayout[j] == 'd' {
-			dst = append(dst, digit())
+		if c := timeLayout[j]; c == 'd' {
+			t[n] = digit()
 		} else {
-			dst = append(dst, timeLayout[j])
+			t[n] = c
 		}
+		n++
 	}
 	if nfrac > 0 {
-		dst = append(dst, '.')
+		t[n], n = '.', n+1
 		for range nfrac {
-			dst = append(dst, digit())
+			t[n], n = digit(), n+1
 		}
 	}
-	return append(dst, 'Z', '"'), i + nb, true
+	t[n], t[n+1] = 'Z', '"'
+	dst = append(dst, t[:n+2]...)
+	return dst, i + nb, true
 }
 
 // eventBuf unpacks event values into one buffer it reuses: a result is

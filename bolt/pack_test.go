@@ -206,3 +206,24 @@ func readRaw(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkPackEvent: packing and unpacking a memory's envelope, the cost
+// format 3 adds to every append and every read of an event.
+func BenchmarkPackEvent(b *testing.B) {
+	enc := []byte(memoryEnvelope)
+	p := packEvent(nil, enc)
+	b.Run("pack", func(b *testing.B) {
+		b.SetBytes(int64(len(enc)))
+		var dst []byte
+		for b.Loop() {
+			dst = packEvent(dst[:0], enc)
+		}
+	})
+	b.Run("unpack", func(b *testing.B) {
+		b.SetBytes(int64(len(enc)))
+		var dst []byte
+		for b.Loop() {
+			dst, _ = unpackEvent(dst[:0], p)
+		}
+	})
+}
