@@ -716,11 +716,6 @@ func putStat(kv KV, k []byte, v int64) error {
 	return kv.Put(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
 }
 
-// count reads a token's posting count.
-func count(kv KV, tok uint64) uint32 {
-	return countOf(kv.Get(key(pCount, u64b(tok))))
-}
-
 // countOf is the posting count in a count key's value (0: no key).
 func countOf(v []byte) uint32 {
 	if len(v) < 4 {
