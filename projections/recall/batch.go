@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/tree-ring/tree-ring/events/fold"
 )
 
 // Batch returns the KV that a transaction's (or a rebuild chunk's) memory
 // events are folded into. The fold reads and rewrites a posting block and
-// a counter per token of every memory, and its factor block; the batch
+// a count key per token of every memory, and its factor block; the batch
 // holds them in memory, by token and block, and writes each touched key
 // once, in key order, when the store flushes it before the commit, with
 // every other key the fold wrote (fold.Overlay). That replaces a bbolt
@@ -20,14 +21,20 @@ import (
 // The bytes it leaves are those of the per-event fold over the plain KV
 // (TestBatchFoldSameBytes). Like the transaction, not for concurrent use.
 func Batch(kv KV) fold.Batch {
-	return &batch{Overlay: fold.NewOverlay(kv), blocks: map[blockID]*block{}, counts: map[uint64]uint32{}, factors: map[uint32]*block{}}
+	return &batch{Overlay: fold.NewOverlay(kv), base: kv, blocks: map[blockID]*block{}, toks: map[uint64]*tokState{},
+		factors: map[uint32]*block{}, held: map[uint64][]uint32{}}
 }
 
 type batch struct {
 	*fold.Overlay
-	blocks  map[blockID]*block // touched posting blocks, by token and range
-	counts  map[uint64]uint32  // touched posting counts, by token
-	factors map[uint32]*block  // touched factor blocks, by doc >> factShift
+	base    KV                   // the Overlay's KV
+	blocks  map[blockID]*block   // touched posting blocks, by token and range
+	toks    map[uint64]*tokState // touched count keys, by token
+	factors map[uint32]*block    // touched factor blocks, by doc >> factShift
+	// held lists the ranges of the blocks a ForEach put in the Overlay
+	// since the last Flush, by token: the blocks that are in neither
+	// blocks nor base when a token's postings go inline again.
+	held map[uint64][]uint32
 }
 
 type blockID struct {
@@ -36,6 +43,26 @@ type blockID struct {
 }
 
 type block struct{ v []byte }
+
+// tokState is a touched token: its posting count and, while that is at
+// most inlineMax, its postings (newest first); else its postings are in
+// blocks.
+type tokState struct {
+	n      uint32
+	inline []uint32
+	ranges []uint32 // the ranges of its entries in blocks
+}
+
+// value is the token's count key value (nil: no key).
+func (t *tokState) value() []byte {
+	switch {
+	case t.n == 0:
+		return nil
+	case t.n <= inlineMax:
+		return inlineValue(t.inline)
+	}
+	return binary.BigEndian.AppendUint32(nil, t.n)
+}
 
 const (
 	blockKeyLen  = 13 // 't' token(8) ^range(4)
@@ -75,11 +102,8 @@ func (b *batch) Get(key []byte) []byte {
 			return bl.v
 		}
 	case kindCount:
-		if n, ok := b.counts[id.tok]; ok {
-			if n == 0 {
-				return nil
-			}
-			return binary.BigEndian.AppendUint32(nil, n)
+		if t, ok := b.toks[id.tok]; ok {
+			return t.value()
 		}
 	case kindFactor:
 		if bl, ok := b.factors[id.rng]; ok {
@@ -110,7 +134,7 @@ func (b *batch) forget(key []byte) {
 	case kindBlock:
 		delete(b.blocks, id)
 	case kindCount:
-		delete(b.counts, id.tok)
+		delete(b.toks, id.tok)
 	case kindFactor:
 		delete(b.factors, id.rng)
 	}
@@ -118,7 +142,7 @@ func (b *batch) forget(key []byte) {
 
 // ForEach implements KV (queries inside a write transaction).
 func (b *batch) ForEach(prefix []byte, fn func(k, v []byte) error) error {
-	if err := b.settle(); err != nil {
+	if err := b.settle(true); err != nil {
 		return err
 	}
 	return b.Overlay.ForEach(prefix, fn)
@@ -126,9 +150,10 @@ func (b *batch) ForEach(prefix []byte, fn func(k, v []byte) error) error {
 
 // Flush implements fold.Batch.
 func (b *batch) Flush() error {
-	if err := b.settle(); err != nil {
+	if err := b.settle(false); err != nil {
 		return err
 	}
+	clear(b.held)
 	return b.Overlay.Flush()
 }
 
@@ -141,20 +166,20 @@ func (b *batch) putOrDelete(k, v []byte) error {
 }
 
 // settle moves the touched blocks and counters into the overlay as plain
-// keys: an emptied one is a deletion, as in the per-event fold.
-func (b *batch) settle() error {
+// keys: an emptied one is a deletion, as in the per-event fold. Before a
+// flush (hold false) the blocks' ranges need no record.
+func (b *batch) settle(hold bool) error {
 	for id, bl := range b.blocks {
 		k := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{pPost}, id.tok), id.rng)
 		if err := b.putOrDelete(k, bl.v); err != nil {
 			return err
 		}
-	}
-	for tok, n := range b.counts {
-		var v []byte
-		if n != 0 {
-			v = binary.BigEndian.AppendUint32(nil, n)
+		if hold {
+			b.held[id.tok] = append(b.held[id.tok], id.rng)
 		}
-		if err := b.putOrDelete(binary.BigEndian.AppendUint64([]byte{pCount}, tok), v); err != nil {
+	}
+	for tok, t := range b.toks {
+		if err := b.putOrDelete(binary.BigEndian.AppendUint64([]byte{pCount}, tok), t.value()); err != nil {
 			return err
 		}
 	}
@@ -164,50 +189,129 @@ func (b *batch) settle() error {
 		}
 	}
 	clear(b.blocks)
-	clear(b.counts)
+	clear(b.toks)
 	clear(b.factors)
 	return nil
 }
 
-// block returns the touched block of (tok, doc), read from the KV on the
+// tok returns the touched state of tok, read from the KV on the first
+// touch.
+func (b *batch) tok(tok uint64) (*tokState, error) {
+	if t, ok := b.toks[tok]; ok {
+		return t, nil
+	}
+	v := b.Overlay.Get(key(pCount, u64b(tok)))
+	t := &tokState{n: countOf(v)}
+	if t.n <= inlineMax {
+		var err error
+		if t.inline, err = inlineDocs(nil, v); err != nil {
+			return nil, err
+		}
+	}
+	b.toks[tok] = t
+	return t, nil
+}
+
+// block returns the touched block of tok at rng, read from the KV on the
 // first touch.
-func (b *batch) block(tok uint64, doc uint32) *block {
-	id := blockID{tok, ^(doc >> blockShift)}
+func (b *batch) block(tok uint64, t *tokState, rng uint32) *block {
+	id := blockID{tok, rng}
 	bl, ok := b.blocks[id]
 	if !ok {
-		bl = &block{v: append([]byte(nil), b.Overlay.Get(blockKey(tok, doc))...)}
+		k := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte{pPost}, tok), rng)
+		bl = &block{v: bytes.Clone(b.Overlay.Get(k))}
 		b.blocks[id] = bl
+		t.ranges = append(t.ranges, rng)
 	}
 	return bl
 }
 
-// count returns the touched count of tok, read from the KV on the first
-// touch.
-func (b *batch) count(tok uint64) uint32 {
-	if n, ok := b.counts[tok]; ok {
-		return n
+// addPosting is addPosting on the batch: doc is the newest posting.
+func (b *batch) addPosting(tok uint64, doc uint32) error {
+	t, err := b.tok(tok)
+	if err != nil {
+		return err
 	}
-	return count(b.Overlay, tok)
+	if t.n < inlineMax {
+		t.inline = slices.Insert(t.inline, 0, doc)
+		t.n++
+		return nil
+	}
+	if t.n == inlineMax {
+		for i := len(t.inline) - 1; i >= 0; i-- { // oldest first: each goes first in its block
+			b.blockPosting(tok, t, t.inline[i])
+		}
+		t.inline = t.inline[:0]
+	}
+	b.blockPosting(tok, t, doc)
+	t.n++
+	return nil
 }
 
-// addPosting is addPosting on the batch: doc's posting goes first.
-func (b *batch) addPosting(tok uint64, doc uint32) {
-	bl := b.block(tok, doc)
+// blockPosting puts doc first in its block of tok.
+func (b *batch) blockPosting(tok uint64, t *tokState, doc uint32) {
+	bl := b.block(tok, t, ^(doc >> blockShift))
 	bl.v = append(bl.v, 0)
 	copy(bl.v[1:], bl.v[:len(bl.v)-1])
 	bl.v[0] = slot(doc)
-	b.counts[tok] = b.count(tok) + 1
 }
 
 // removePosting is removePosting on the batch.
 func (b *batch) removePosting(tok uint64, doc uint32) error {
-	bl := b.block(tok, doc)
+	t, err := b.tok(tok)
+	if err != nil {
+		return err
+	}
+	if t.n <= inlineMax {
+		i := slices.Index(t.inline, doc)
+		if i < 0 {
+			return fmt.Errorf("recall: posting of doc %d missing from its token", doc)
+		}
+		t.inline = slices.Delete(t.inline, i, i+1)
+		t.n--
+		return nil
+	}
+	bl := b.block(tok, t, ^(doc >> blockShift))
 	i := bytes.IndexByte(bl.v, slot(doc))
 	if i < 0 {
 		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
 	}
 	bl.v = append(bl.v[:i], bl.v[i+1:]...)
-	b.counts[tok] = b.count(tok) - 1
+	if t.n--; t.n == inlineMax {
+		return b.unblock(tok, t)
+	}
+	return nil
+}
+
+// unblock moves a token's postings from its blocks inline (it is down to
+// inlineMax), emptying the blocks (a deletion when settled). Its blocks
+// are those touched in the batch, those a ForEach put in the Overlay and
+// those in the KV under it: a prefix walk of the KV, not of the Overlay,
+// which would visit every key the batch holds.
+func (b *batch) unblock(tok uint64, t *tokState) error {
+	rs := append(append([]uint32(nil), t.ranges...), b.held[tok]...)
+	err := b.base.ForEach(key(pPost, u64b(tok)), func(k, _ []byte) error {
+		if len(k) == blockKeyLen {
+			rs = append(rs, binary.BigEndian.Uint32(k[9:]))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(rs) // key order: newest range first
+	docs := t.inline[:0]
+	for _, rng := range slices.Compact(rs) {
+		bl := b.block(tok, t, rng)
+		for _, o := range bl.v {
+			docs = append(docs, ^rng<<blockShift|uint32(o))
+		}
+		bl.v = bl.v[:0]
+	}
+	if len(docs) != inlineMax {
+		return fmt.Errorf("recall: a token counts %d postings and has %d", t.n, len(docs))
+	}
+	t.inline = docs
 	return nil
 }
 

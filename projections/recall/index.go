@@ -18,13 +18,21 @@
 //	'#' "live", '#' "words"       -> memories with postings (8), the sum of their word counts (8): BM25's N and average length
 //	'm' id                        -> doc
 //	'd' doc                       -> hot record (fixed layout, id: see hot), then the cold record (the rest of the payload and the state: see cold.go)
-//	't' token(8)                  -> posting count(4)
-//	't' token(8) ^range(4)        -> posting block: the token's postings of docs range*64 … range*64+63, newest first
+//	't' token(8)                  -> posting count(4), then, while the count is at most inlineMax (16), the postings: doc(4) each, newest first
+//	't' token(8) ^range(4)        -> posting block (count above inlineMax): the token's postings of docs range*64 … range*64+63, newest first
 //	'f' doc>>10 (4)               -> factor block: the static score factors of the 1,024 docs' indexed memories (see factorLen)
 //
 // A token's count sorts just before its blocks, so it shares a leaf with
 // the newest of them: a capture's rare tokens (most of a memory's new
-// keys, at random places) rewrite one page each, not two.
+// keys, at random places) rewrite one page each, not two. Most tokens are
+// rare (a few postings in as many ranges): theirs are in the count key
+// and they have no blocks, one key instead of one plus one per range
+// (bbolt adds 16 bytes to each; layout 5 spent 30 bytes on a 1-byte
+// posting). The form is a function of the count alone: a capture that
+// takes a token past inlineMax moves its postings to blocks, a removal
+// that brings it back moves them inline again, so an index does not
+// depend on history (a re-fold that never indexed a since-deleted body
+// writes the same keys).
 //
 // A token is a word's hash or a stem's (stemHash: a word whose stem
 // differs from it is also posted under its stem, the sub-word match).
@@ -72,7 +80,9 @@
 //
 // The fold is deterministic (no clock: expiry and recency are evaluated by
 // the queries against the `now` they are given) and uses only Get, Put and
-// Delete, so a verify re-fold into memory costs what the live fold costs.
+// Delete, but for one prefix walk of a token's blocks when a removal
+// brings it back to inlineMax postings, so a verify re-fold into memory
+// costs what the live fold costs.
 package recall
 
 import (
@@ -105,8 +115,8 @@ const Name = "recall"
 // Version changes whenever the fold or the key layout changes (2: binary
 // cold records; 3: stem postings, word counts, no text signature; 4: a
 // token's count beside its blocks; 5: one-byte postings, factors once
-// per memory).
-const Version = 5
+// per memory; 6: a rare token's postings inline in its count key).
+const Version = 6
 
 // Handles reports whether the fold uses events of type t.
 func Handles(t string) bool {
@@ -129,6 +139,7 @@ const (
 	blockShift = 6 // a block holds the postings of 64 consecutive docs
 	blockDocs  = 1 << blockShift
 	pCount     = pPost // 't' token(8), shorter than a block key
+	inlineMax  = 16    // a token with at most this many postings keeps them in its count key
 	factorLen  = 18    // flags(1) group(8) sal(1) conf(1) ring|auth(1) minute(4) words(2)
 	factShift  = 10    // a factor block holds the entries of 1,024 consecutive docs
 )
@@ -705,46 +716,103 @@ func putStat(kv KV, k []byte, v int64) error {
 	return kv.Put(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
 }
 
-// count reads a token's posting count.
-func count(kv KV, tok uint64) uint32 {
-	if v := kv.Get(key(pCount, u64b(tok))); len(v) == 4 {
-		return binary.BigEndian.Uint32(v)
+// countOf is the posting count in a count key's value (0: no key).
+func countOf(v []byte) uint32 {
+	if len(v) < 4 {
+		return 0
 	}
-	return 0
+	return binary.BigEndian.Uint32(v)
 }
 
-func addCount(kv KV, tok uint64, d int) error {
-	k := key(pCount, u64b(tok))
-	n := int64(count(kv, tok)) + int64(d)
-	if n <= 0 {
-		return kv.Delete(k)
+// inlineValue is the count key's value of a token with docs (newest
+// first) inline: count(4) then the docs.
+func inlineValue(docs []uint32) []byte {
+	v := binary.BigEndian.AppendUint32(make([]byte, 0, 4+4*len(docs)), uint32(len(docs)))
+	for _, d := range docs {
+		v = binary.BigEndian.AppendUint32(v, d)
 	}
-	return kv.Put(k, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(n)))
+	return v
 }
 
-// addPosting puts doc first in its block: docs only grow, so it is the
-// newest posting of the token.
+// inlineDocs appends the docs of an inline count value to docs.
+func inlineDocs(docs []uint32, v []byte) ([]uint32, error) {
+	if len(v) == 0 {
+		return docs, nil
+	}
+	n := countOf(v)
+	if n == 0 || n > inlineMax || len(v) != 4+4*int(n) {
+		return docs, errors.New("recall: malformed inline postings")
+	}
+	for i := 4; i < len(v); i += 4 {
+		docs = append(docs, binary.BigEndian.Uint32(v[i:]))
+	}
+	return docs, nil
+}
+
+// addPosting adds doc as the token's newest posting (docs only grow): in
+// its count key while the token has at most inlineMax, else first in its
+// block, the inline ones moved to their blocks first.
 func addPosting(kv KV, tok uint64, doc uint32) error {
 	if b, ok := kv.(*batch); ok {
-		b.addPosting(tok, doc)
-		return nil
+		return b.addPosting(tok, doc)
 	}
+	ck := key(pCount, u64b(tok))
+	cur := kv.Get(ck)
+	n := countOf(cur)
+	if n <= inlineMax {
+		docs, err := inlineDocs([]uint32{doc}, cur)
+		if err != nil {
+			return err
+		}
+		if n < inlineMax {
+			return kv.Put(ck, inlineValue(docs))
+		}
+		for i := len(docs) - 1; i >= 0; i-- { // oldest first: each goes first in its block
+			if err := putBlockPosting(kv, tok, docs[i]); err != nil {
+				return err
+			}
+		}
+	} else if err := putBlockPosting(kv, tok, doc); err != nil {
+		return err
+	}
+	return kv.Put(ck, binary.BigEndian.AppendUint32(make([]byte, 0, 4), n+1))
+}
+
+// putBlockPosting puts doc first in its block of the token.
+func putBlockPosting(kv KV, tok uint64, doc uint32) error {
 	bk := blockKey(tok, doc)
 	cur := kv.Get(bk)
 	v := make([]byte, 0, 1+len(cur))
-	if err := kv.Put(bk, append(append(v, slot(doc)), cur...)); err != nil {
-		return err
-	}
-	return addCount(kv, tok, 1)
+	return kv.Put(bk, append(append(v, slot(doc)), cur...))
 }
 
-// removePosting drops doc from its block of the token.
+// removePosting drops doc from the token's postings. A token left with
+// inlineMax postings gets them inline again, its blocks deleted: the form
+// is a function of the count, as in a re-fold that never indexed the
+// removed memory.
 func removePosting(kv KV, tok uint64, doc uint32) error {
 	if b, ok := kv.(*batch); ok {
 		return b.removePosting(tok, doc)
 	}
+	ck := key(pCount, u64b(tok))
+	cur := kv.Get(ck)
+	n := countOf(cur)
+	if n <= inlineMax {
+		docs, err := inlineDocs(nil, cur)
+		if err != nil {
+			return err
+		}
+		i := slices.Index(docs, doc)
+		if i < 0 {
+			return fmt.Errorf("recall: posting of doc %d missing from its token", doc)
+		}
+		if n == 1 {
+			return kv.Delete(ck)
+		}
+		return kv.Put(ck, inlineValue(slices.Delete(docs, i, i+1)))
+	}
 	bk := blockKey(tok, doc)
-	cur := kv.Get(bk)
+	cur = kv.Get(bk)
 	i := bytes.IndexByte(cur, slot(doc))
 	if i < 0 {
 		return fmt.Errorf("recall: posting of doc %d missing from its block", doc)
@@ -759,7 +827,36 @@ func removePosting(kv KV, tok uint64, doc uint32) error {
 	if err != nil {
 		return err
 	}
-	return addCount(kv, tok, -1)
+	if n-1 > inlineMax {
+		return kv.Put(ck, binary.BigEndian.AppendUint32(make([]byte, 0, 4), n-1))
+	}
+	docs, blocks, err := blockedPostings(kv, tok)
+	if err != nil {
+		return err
+	}
+	for _, k := range blocks {
+		if err := kv.Delete(k); err != nil {
+			return err
+		}
+	}
+	return kv.Put(ck, inlineValue(docs))
+}
+
+// blockedPostings reads a blocked token's postings, newest first, and the
+// keys of its blocks.
+func blockedPostings(kv KV, tok uint64) (docs []uint32, blocks [][]byte, err error) {
+	err = kv.ForEach(key(pPost, u64b(tok)), func(k, v []byte) error {
+		if len(k) != blockKeyLen {
+			return nil // the token's count
+		}
+		base := ^binary.BigEndian.Uint32(k[9:]) << blockShift
+		for _, o := range v {
+			docs = append(docs, base|uint32(o))
+		}
+		blocks = append(blocks, bytes.Clone(k))
+		return nil
+	})
+	return docs, blocks, err
 }
 
 // encodeFactors builds a memory's factor entry; its score factors round

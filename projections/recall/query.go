@@ -184,10 +184,7 @@ func (q *searcher) count(tok uint64) uint32 {
 	if n, ok := q.s.counts[tok]; ok {
 		return n
 	}
-	n := uint32(0)
-	if v := q.kv.Get(q.s.prefix(pCount, tok)); len(v) == 4 {
-		n = binary.BigEndian.Uint32(v)
-	}
+	n := countOf(q.kv.Get(q.s.prefix(pCount, tok)))
 	q.s.counts[tok] = n
 	return n
 }
@@ -364,7 +361,7 @@ func (q *searcher) matchKeys(pq *parsedQuery, cands []posting, blocks int, sub b
 		if k.sub != sub || skip&(1<<k.tok) != 0 {
 			continue
 		}
-		useSet := int(k.df) <= blocks<<blockShift
+		useSet := k.df <= inlineMax || int(k.df) <= blocks<<blockShift // an inline token has no blocks to probe
 		if useSet {
 			b, err := q.postingSet(q.s.bits[:0], k.hash)
 			if err != nil {
@@ -463,7 +460,7 @@ func (q *searcher) eachPosting(tok uint64, fn func(doc uint32) (bool, error)) er
 	seen := 0
 	err := q.kv.ForEach(q.s.prefix(pPost, tok), func(k, v []byte) error {
 		if len(k) != blockKeyLen {
-			return nil // the token's count
+			return q.eachInline(v, fn) // the token's count, and its postings while it has no blocks
 		}
 		if len(v) == 0 || len(v) > blockDocs {
 			return errors.New("recall: malformed posting block")
@@ -492,6 +489,28 @@ func (q *searcher) eachPosting(tok uint64, fn func(doc uint32) (bool, error)) er
 		return nil
 	}
 	return err
+}
+
+// eachInline calls fn with the postings of a count key's value v, if
+// they are inline, until fn returns false (errStop).
+func (q *searcher) eachInline(v []byte, fn func(doc uint32) (bool, error)) error {
+	n := countOf(v)
+	if n > inlineMax {
+		return nil
+	}
+	if len(v) != 4+4*int(n) {
+		return errors.New("recall: malformed inline postings")
+	}
+	for i := 4; i < len(v); i += 4 {
+		more, err := fn(binary.BigEndian.Uint32(v[i:]))
+		if err != nil {
+			return err
+		}
+		if !more {
+			return errStop
+		}
+	}
+	return nil
 }
 
 // probeBlock is a token checked in its posting blocks, with the last
