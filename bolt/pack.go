@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/oklog/ulid/v2"
 
@@ -95,8 +96,13 @@ var packWords = [...]string{
 	`"gemini-cli"`, `"opencode"`, `"agent-zero"`, `"pi"`, `""`, `"user"`, `"automatic-capture"`,
 }
 
-// packIndex maps a word to its index in packWords.
-var packIndex = func() map[string]int {
+// packIndex maps a word to its index in packWords. Built on the first
+// pack, not at start-up: a command that only reads never needs it (the
+// map is about 0.07 M instructions, 5 % of `tree-ring version`).
+var packIndex = sync.OnceValue(func() map[string]int {
+	if len(packWords) > packShort+256 {
+		panic("bolt: too many packWords")
+	}
 	m := make(map[string]int, len(packWords))
 	for i, w := range packWords {
 		if _, dup := m[w]; dup {
@@ -105,13 +111,7 @@ var packIndex = func() map[string]int {
 		m[w] = i
 	}
 	return m
-}()
-
-func init() {
-	if len(packWords) > packShort+256 {
-		panic("bolt: too many packWords")
-	}
-}
+})
 
 // packEvent appends the packed form of the stored envelope enc to dst. A
 // value it cannot pack (a byte below 0x20) is appended as it is; so is one
@@ -120,6 +120,7 @@ func packEvent(dst, enc []byte) []byte {
 	if len(enc) == 0 || enc[0] != '{' {
 		return append(dst, enc...)
 	}
+	words := packIndex()
 	start := len(dst)
 	dst = append(dst, packedTag)
 	for i := 0; i < len(enc); {
@@ -143,12 +144,12 @@ func packEvent(dst, enc []byte) []byte {
 		}
 		s := enc[i:end]
 		if end < len(enc) && enc[end] == ':' {
-			if w, ok := packIndex[string(enc[i:end+1])]; ok {
+			if w, ok := words[string(enc[i:end+1])]; ok {
 				dst = appendWord(dst, w)
 				i = end + 1
 				continue
 			}
-		} else if d, ok := packValue(dst, s); ok {
+		} else if d, ok := packValue(dst, s, words); ok {
 			dst = d
 			i = end
 			continue
@@ -193,7 +194,7 @@ func appendWord(dst []byte, w int) []byte {
 }
 
 // packValue appends the code of the quoted string s, when it has one.
-func packValue(dst, s []byte) ([]byte, bool) {
+func packValue(dst, s []byte, words map[string]int) ([]byte, bool) {
 	switch n := len(s); {
 	case n == 66:
 		var h [32]byte
@@ -215,7 +216,7 @@ func packValue(dst, s []byte) ([]byte, bool) {
 		return d, true
 	}
 	if len(s) <= 40 {
-		if w, ok := packIndex[string(s)]; ok {
+		if w, ok := words[string(s)]; ok {
 			return appendWord(dst, w), true
 		}
 	}
