@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +28,9 @@ type CompactReport struct {
 // the file loses its free pages, its growth reserve and the half-empty
 // pages of keys inserted at random places. Every key and value is copied
 // as it is: the hash chain, the bodies and the projections are the same
-// bytes. The copy is written beside the ledger, verified as `audit verify`
+// bytes; only the event values a format-2 build stored as JSON are packed
+// (repackEvents, then the copy is compacted once more), and read back the
+// same. The copy is written beside the ledger, verified as `audit verify`
 // verifies (Verify, with this Store's projections), then renamed over
 // ledger.db while this Store holds the lock; a failure before the rename
 // leaves the ledger untouched. The Store then works on the new file.
@@ -94,8 +97,17 @@ func (s *Store) compactCopy(ctx context.Context, rep *CompactReport) (string, er
 	// each grows the file to its pages only, not by bbolt's 16 MiB.
 	dst.AllocSize = dst.Info().PageSize
 	err = s.guard(func() error { return bbolt.Compact(dst, s.db, compactTxBytes) })
+	repacked := 0
+	if err == nil {
+		repacked, err = repackEvents(dst)
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && repacked > 0 {
+		// The values packed in place left their pages part empty: compact
+		// the copy once more (only a ledger that format 2 wrote).
+		tmp, err = recompact(tmp)
 	}
 	if err != nil {
 		return tmp, fmt.Errorf("compact: nothing changed: %w", err)
@@ -112,4 +124,83 @@ func (s *Store) compactCopy(ctx context.Context, rep *CompactReport) (string, er
 		return tmp, fmt.Errorf("compact: the copy failed verification, nothing changed: %w", err)
 	}
 	return tmp, nil
+}
+
+// repackChunk bounds one transaction of repackEvents.
+const repackChunk = 20_000
+
+// repackEvents packs, in db (a compacted copy), every event value a
+// format-2 build stored as JSON, and marks the copy format 3; it returns
+// how many it packed. The stored envelopes read back the same.
+func repackEvents(db *bbolt.DB) (int, error) {
+	total := 0
+	next := uint64(1)
+	for {
+		n, done := 0, false
+		err := db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketEvents)
+			var keys, vals [][]byte
+			c := b.Cursor()
+			k, v := c.Seek(u64(next))
+			for ; k != nil && len(keys) < repackChunk; k, v = c.Next() {
+				if len(v) > 0 && v[0] == '{' {
+					if p := packEvent(nil, v); p[0] == packedTag {
+						keys, vals = append(keys, append([]byte(nil), k...)), append(vals, p)
+					}
+				}
+				next = binary.BigEndian.Uint64(k) + 1
+			}
+			done = k == nil
+			b.FillPercent = 1.0
+			for i := range keys {
+				if err := b.Put(keys[i], vals[i]); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			if done && total+n > 0 {
+				return tx.Bucket(bucketMeta).Put(keyFormat, []byte(FormatVersion))
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("pack the format-2 event values: %w", err)
+		}
+		total += n
+		if done {
+			return total, nil
+		}
+	}
+}
+
+// recompact compacts the bbolt file at path into a new temporary file
+// beside it, removes path and returns the new name.
+func recompact(path string) (string, error) {
+	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return path, errors.New(cause(err))
+	}
+	defer src.Close()
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+"-*")
+	if err != nil {
+		return path, err
+	}
+	out := f.Name()
+	f.Close()
+	dst, err := bbolt.Open(out, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		syscall.Unlink(out)
+		return path, errors.New(cause(err))
+	}
+	dst.AllocSize = dst.Info().PageSize
+	err = bbolt.Compact(dst, src, compactTxBytes)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		syscall.Unlink(out)
+		return path, err
+	}
+	syscall.Unlink(path)
+	return out, nil
 }

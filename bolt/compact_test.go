@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -254,5 +255,74 @@ func TestWaiterOnTheOldFileFollowsTheCompaction(t *testing.T) {
 	defer r.Close()
 	if rep, err := r.Verify(bg); err != nil || rep.Events != 102 {
 		t.Fatalf("verify: %d events, %v", rep.Events, err)
+	}
+}
+
+// TestCompactPacksAFormat2Ledger: a ledger a format-2 build wrote (every
+// event value JSON) comes out of Compact packed, format 3, smaller, with
+// the same events, and verified.
+func TestCompactPacksAFormat2Ledger(t *testing.T) {
+	f := newFactory()
+	opts := Options{Projections: []fold.Projection{testProjection()}}
+	st, path := openTest(t, opts)
+	for i := 0; i < 30; i++ {
+		if err := st.Update(bg, func(tx *Tx) error {
+			for j := 0; j < 100; j++ {
+				e := f.run(fmt.Sprintf("r%d", (i*100+j)%300), j)
+				if _, err := tx.Append(e.Stream, AnyVersion, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := readAll(t, st)
+	st.Close()
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		if err := unpackAll(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatV2))
+	})
+	delete(damaged, path) // a format-2 ledger, not a damaged one
+	st, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Compact(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, st); !sameEvents(got, want) {
+		t.Error("the events differ after compacting a format-2 ledger")
+	}
+	if _, err := st.Verify(bg); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if got := formatOf(t, path); got != FormatVersion {
+		t.Errorf("format %q after compact, want %q", got, FormatVersion)
+	}
+	unpacked := 0
+	readRaw(t, path, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketEvents).ForEach(func(_, v []byte) error {
+			if v[0] != packedTag {
+				unpacked++
+			}
+			return nil
+		})
+	})
+	if unpacked != 0 {
+		t.Errorf("%d values left as JSON", unpacked)
+	}
+	// The envelopes shrink by more than half: the file does too.
+	if rep.After.FileBytes*2 > rep.Before.FileBytes {
+		t.Errorf("compacted %d -> %d bytes, want under half", rep.Before.FileBytes, rep.After.FileBytes)
+	}
+	t.Logf("format-2 ledger compacted %d -> %d bytes", rep.Before.FileBytes, rep.After.FileBytes)
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*compact*")); len(matches) != 0 {
+		t.Errorf("temporary files left: %v", matches)
 	}
 }
