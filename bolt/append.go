@@ -57,6 +57,7 @@ type Tx struct {
 	canon   []byte          // scratch for the canonical bytes a seal hashes
 	enc     []byte          // scratch for an envelope's stored form, before packing
 	unpack  eventBuf        // a stored envelope read back (storedRef)
+	pack    bool            // the ledger is format 3: event values are packed (storedValue)
 	folded  events.Envelope // scratch: the envelope the folds get (apply)
 	// arena backs the stored envelopes and projection values put in this
 	// tx (bbolt keeps the slices until commit).
@@ -98,7 +99,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		t.streams.FillPercent = 0.9
 		t.ids.b.FillPercent = 0.9
 		t.heads.FillPercent = 0.9
-		t.head = string(btx.Bucket(bucketMeta).Get(keyChainHead))
+		m := btx.Bucket(bucketMeta)
+		t.head = string(m.Get(keyChainHead))
+		t.pack = string(m.Get(keyFormat)) == FormatVersion
 		ferr := fn(t)
 		switch {
 		case ferr != nil:
@@ -126,13 +129,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 				return err
 			}
 		}
-		m := btx.Bucket(bucketMeta)
-		if string(m.Get(keyFormat)) != FormatVersion { // a format-2 ledger's first packed value
-			if err := m.Put(keyFormat, []byte(FormatVersion)); err != nil {
-				return err
-			}
-		}
-		return m.Put(keyChainHead, []byte(t.head))
+		return btx.Bucket(bucketMeta).Put(keyChainHead, []byte(t.head))
 	})
 	if err == errNothingWritten {
 		return nil
@@ -365,7 +362,7 @@ func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
 		return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", e.Stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 	}
 	binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
-	if err := t.events.Put(t.key[:], t.arena.pack(enc)); err != nil {
+	if err := t.events.Put(t.key[:], t.storedValue(enc)); err != nil {
 		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
 	}
 	if err := t.apply(e); err != nil {
@@ -373,6 +370,17 @@ func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
 	}
 	t.head = e.Hash
 	return nil
+}
+
+// storedValue is the events bucket value of the stored envelope enc, in
+// the tx's arena: packed in a format-3 ledger, enc itself in a format-2
+// one, which only `tree-ring init` (Options.Migrate) brings to format 3,
+// as the older program its hooks run reads only format 2.
+func (t *Tx) storedValue(enc []byte) []byte {
+	if t.pack {
+		return t.arena.pack(enc)
+	}
+	return t.arena.copy(enc)
 }
 
 // storedRef is storedRef with the tx's buffer.

@@ -28,9 +28,9 @@ type CompactReport struct {
 // the file loses its free pages, its growth reserve and the half-empty
 // pages of keys inserted at random places. Every key and value is copied
 // as it is: the hash chain, the bodies and the projections are the same
-// bytes; only the event values a format-2 build stored as JSON are packed
-// (repackEvents, then the copy is compacted once more), and read back the
-// same. The copy is written beside the ledger, verified as `audit verify`
+// bytes; only in a format-3 ledger, the event values a format-2 build
+// stored as JSON are packed (repackEvents, then the copy is compacted once
+// more), and read back the same. The copy is written beside the ledger, verified as `audit verify`
 // verifies (Verify, with this Store's projections), then renamed over
 // ledger.db while this Store holds the lock; a failure before the rename
 // leaves the ledger untouched. The Store then works on the new file.
@@ -129,10 +129,14 @@ func (s *Store) compactCopy(ctx context.Context, rep *CompactReport) (string, er
 // repackChunk bounds one transaction of repackEvents.
 const repackChunk = 20_000
 
-// repackEvents packs, in db (a compacted copy), every event value a
-// format-2 build stored as JSON, and marks the copy format 3; it returns
-// how many it packed. The stored envelopes read back the same.
+// repackEvents packs, in db (a compacted copy of a format-3 ledger), every
+// event value a format-2 build stored as JSON; it returns how many it
+// packed. The stored envelopes read back the same.
 func repackEvents(db *bbolt.DB) (int, error) {
+	format := ""
+	if err := db.View(func(tx *bbolt.Tx) error { format = string(tx.Bucket(bucketMeta).Get(keyFormat)); return nil }); err != nil || format != FormatVersion {
+		return 0, err // a format-2 ledger stays readable by the program its hooks run
+	}
 	total := 0
 	next := uint64(1)
 	for {
@@ -158,9 +162,6 @@ func repackEvents(db *bbolt.DB) (int, error) {
 				}
 			}
 			n = len(keys)
-			if done && total+n > 0 {
-				return tx.Bucket(bucketMeta).Put(keyFormat, []byte(FormatVersion))
-			}
 			return nil
 		})
 		if err != nil {

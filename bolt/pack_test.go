@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -107,8 +108,10 @@ func TestPackWordsAreFrozen(t *testing.T) {
 }
 
 // TestFormat2LedgerReadsAndBecomesFormat3: a ledger a format-2 build wrote
-// (every value JSON) reads, verifies and appends; its first commit makes
-// it format 3 with both kinds of values, and it still verifies.
+// (every value JSON) reads, verifies and takes appends as format 2 (JSON
+// values: the older program its hooks run still reads it) until a write
+// open with Migrate (`tree-ring init`) makes it format 3; from then on
+// appends are packed, and it verifies with both kinds of values.
 func TestFormat2LedgerReadsAndBecomesFormat3(t *testing.T) {
 	f := newFactory()
 	st, path := openTest(t, Options{Projections: nil})
@@ -134,33 +137,49 @@ func TestFormat2LedgerReadsAndBecomesFormat3(t *testing.T) {
 		t.Fatalf("verify the format-2 ledger: %v", err)
 	}
 	ro.Close()
-	if got := formatOf(t, path); got != "2" {
-		t.Fatalf("a read-only open changed the format to %q", got)
-	}
 
 	st, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, st, "run/a", 2, f.run("a", 3))
-	if _, err := st.Verify(bg); err != nil {
-		t.Fatalf("verify after the first format-3 commit: %v", err)
+	st.Close()
+	if got, kinds := formatOf(t, path), valueKinds(t, path); got != formatV2 || kinds != "{{{" {
+		t.Fatalf("after an append without Migrate: format %q, value kinds %q; want format 2 and JSON values", got, kinds)
 	}
-	all := readAll(t, st)
-	if len(all) != 3 || !sameEvents(all[:2], want) {
-		t.Errorf("after the append: %d events, the first two the same: %v", len(all), sameEvents(all[:2], want))
+
+	st, err = Open(path, Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	st.Close()
 	if got := formatOf(t, path); got != FormatVersion {
-		t.Errorf("format after an append: %q, want %q", got, FormatVersion)
+		t.Errorf("format after a Migrate open: %q, want %q", got, FormatVersion)
 	}
+	if st, err = Open(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, st, "run/a", 3, f.run("a", 4))
+	if _, err := st.Verify(bg); err != nil {
+		t.Fatalf("verify after the first packed append: %v", err)
+	}
+	all := readAll(t, st)
+	if len(all) != 4 || !sameEvents(all[:2], want) {
+		t.Errorf("after the appends: %d events, the first two the same: %v", len(all), sameEvents(all[:2], want))
+	}
+	st.Close()
+	if kinds := valueKinds(t, path); kinds != "{{{\x01" {
+		t.Errorf("value kinds %q, want the three JSON values kept and the new one packed", kinds)
+	}
+}
+
+// valueKinds is the first byte of every events value: '{' JSON, 0x01 packed.
+func valueKinds(t *testing.T, path string) string {
 	var kinds []byte
 	readRaw(t, path, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketEvents).ForEach(func(_, v []byte) error { kinds = append(kinds, v[0]); return nil })
 	})
-	if string(kinds) != "{{\x01" {
-		t.Errorf("value kinds %q, want the two JSON values kept and the new one packed", kinds)
-	}
+	return string(kinds)
 }
 
 func formatOf(t *testing.T, path string) (f string) {
@@ -198,7 +217,7 @@ func FuzzPackEvent(f *testing.F) {
 
 func readRaw(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 	t.Helper()
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

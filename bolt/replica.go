@@ -124,7 +124,7 @@ func (t *Tx) writeReplica(e *events.Envelope, raw []byte, h head) error {
 	if pos != e.Position {
 		return fmt.Errorf("replicate position %d: the events sequence gave %d", e.Position, pos)
 	}
-	if err := t.events.Put(u64(pos), t.arena.pack(raw)); err != nil {
+	if err := t.events.Put(u64(pos), t.storedValue(raw)); err != nil {
 		return fmt.Errorf("replicate position %d: %w", pos, err)
 	}
 	if err := t.pending.add(e.Stream, e.Version, e.ID, pos); err != nil {

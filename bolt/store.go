@@ -38,10 +38,12 @@ const LedgerFile = "ledger.db"
 // FormatVersion is written to meta.format when a ledger is created. Format
 // 2 indexes streams and ids in blocks (index.go); a write open with
 // Options.Migrate migrates a format-1 ledger (migrate.go). Format 3 packs
-// event values (pack.go): it reads every format-2 value as it is, so a
-// format-2 ledger becomes format 3 with the first commit that appends an
-// event, and a build that reads only format 2 then refuses it instead of
-// misreading a packed value.
+// event values (pack.go) and reads every format-2 value as it is: a
+// format-2 ledger is read, and written with unpacked values, as format 2
+// until a write open with Options.Migrate (`tree-ring init`, which installs
+// this build's program for the hooks) sets format 3; from then on values
+// are packed and a build that reads only format 2 refuses the ledger
+// instead of misreading a packed value.
 const FormatVersion = "3"
 
 // formatV2 is the format a format-3 build reads and upgrades in place.
@@ -85,8 +87,8 @@ type Options struct {
 	// lock between transactions (see Store.Yield). Zero holds it from Open
 	// to Close.
 	SliceBudget time.Duration
-	// Migrate lets a write open bring a format-1 ledger to format 2
-	// (migrate.go). Without it a write open refuses format 1 as a
+	// Migrate lets a write open bring a format-1 ledger to this build's
+	// format (migrate.go), and a format-2 one to format 3. Without it a write open refuses format 1 as a
 	// read-only open does (*FormatMigrationError): the hooks of a project
 	// run its installed program, an older build that reads only format 1,
 	// so the migration belongs to the explicit upgrade (`tree-ring init`,
@@ -388,7 +390,7 @@ func (s *Store) checkProjections(tx *bbolt.Tx) error {
 // (a crash mid-rebuild) catches up. An up-to-date ledger is only read, so
 // opening costs no commit.
 func (s *Store) init() error {
-	ready, migrate := false, false
+	ready, migrate, pack := false, false, false
 	err := s.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
 			return nil
@@ -405,7 +407,10 @@ func (s *Store) init() error {
 		if err := s.checkProjections(tx); err != nil {
 			return err
 		}
-		ready = s.projectionsCurrent(tx)
+		// Format 2 to 3 is only the switch: packing starts with the next
+		// append (its values stay readable as they are).
+		pack = s.opts.Migrate && !s.opts.ReadOnly && string(tx.Bucket(bucketMeta).Get(keyFormat)) == formatV2
+		ready = s.projectionsCurrent(tx) && !pack
 		return nil
 	})
 	if err != nil {
@@ -429,7 +434,10 @@ func (s *Store) init() error {
 			}
 			return createLayout(tx)
 		}
-		return checkLayout(s.path, tx)
+		if err := checkLayout(s.path, tx); err != nil || !pack {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(FormatVersion))
 	})
 	if err != nil || s.opts.Rebuilding {
 		return err
