@@ -282,13 +282,7 @@ func TestCompactPacksAFormat2Ledger(t *testing.T) {
 	}
 	want := readAll(t, st)
 	st.Close()
-	rawUpdate(t, path, func(tx *bbolt.Tx) error {
-		if err := unpackAll(tx); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatV2))
-	})
-	delete(damaged, path) // a format-2 ledger, not a damaged one
+	toFormat2(t, path)
 	// Not upgraded: compact keeps it format 2, for the program its hooks run.
 	st, err := Open(path, opts)
 	if err != nil {

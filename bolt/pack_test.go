@@ -118,13 +118,7 @@ func TestFormat2LedgerReadsAndBecomesFormat3(t *testing.T) {
 	mustAppend(t, st, "run/a", 0, f.run("a", 1), f.run("a", 2))
 	want := readAll(t, st)
 	st.Close()
-	rawUpdate(t, path, func(tx *bbolt.Tx) error {
-		if err := unpackAll(tx); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatV2))
-	})
-	delete(damaged, path) // a format-2 ledger, not a damaged one
+	toFormat2(t, path)
 
 	ro, err := Open(path, Options{ReadOnly: true})
 	if err != nil {
@@ -171,6 +165,19 @@ func TestFormat2LedgerReadsAndBecomesFormat3(t *testing.T) {
 	if kinds := valueKinds(t, path); kinds != "{{{\x01" {
 		t.Errorf("value kinds %q, want the three JSON values kept and the new one packed", kinds)
 	}
+}
+
+// toFormat2 rewrites a closed ledger as a format-2 build leaves it: every
+// event value its JSON, meta.format "2".
+func toFormat2(t *testing.T, path string) {
+	t.Helper()
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		if err := unpackAll(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatV2))
+	})
+	delete(damaged, path) // a format-2 ledger, not a damaged one
 }
 
 // valueKinds is the first byte of every events value: '{' JSON, 0x01 packed.
