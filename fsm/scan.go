@@ -89,6 +89,8 @@ func coreOf(p any) core {
 	}
 	c.harness, _ = harnessOf(p)
 	switch p := p.(type) {
+	case *events.PreflightStarted:
+		c.worker = p.WorkerKeyFingerprint
 	case *events.PreflightSucceeded:
 		c.receipt, c.worker = p.ReceiptID, p.WorkerKeyFingerprint
 	case *events.ReceiptRecorded:
