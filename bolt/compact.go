@@ -30,8 +30,9 @@ type CompactReport struct {
 // as it is: the hash chain, the bodies and the projections are the same
 // bytes; only in a format-3 ledger, the event values a format-2 build
 // stored as JSON are packed (repackEvents, then the copy is compacted once
-// more), and read back the same. The copy is written beside the ledger, verified as `audit verify`
-// verifies (Verify, with this Store's projections), then renamed over
+// more), and read back the same. The copy is written beside the ledger,
+// verified as `audit verify` verifies (Verify, with this Store's
+// projections), then renamed over
 // ledger.db while this Store holds the lock; a failure before the rename
 // leaves the ledger untouched. The Store then works on the new file.
 //
@@ -83,31 +84,15 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 // compactCopy writes and verifies the compacted copy under a temporary
 // name beside the ledger and returns that name.
 func (s *Store) compactCopy(ctx context.Context, rep *CompactReport) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".compact-*")
-	if err != nil {
-		return "", fmt.Errorf("compact: nothing changed: %w", err)
-	}
-	tmp := f.Name()
-	f.Close()
-	dst, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
-	if err != nil {
-		return tmp, fmt.Errorf("compact: nothing changed: %s", cause(err))
-	}
-	// Every commit of the copy is synced by bbolt (data, then meta page);
-	// each grows the file to its pages only, not by bbolt's 16 MiB.
-	dst.AllocSize = dst.Info().PageSize
-	err = s.guard(func() error { return bbolt.Compact(dst, s.db, compactTxBytes) })
 	repacked := 0
-	if err == nil {
+	tmp, err := s.compactInto(s.db, func(dst *bbolt.DB) (err error) {
 		repacked, err = repackEvents(dst)
-	}
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err == nil && repacked > 0 {
 		// The values packed in place left their pages part empty: compact
 		// the copy once more (only a ledger that format 2 wrote).
-		tmp, err = recompact(tmp)
+		tmp, err = s.recompact(tmp)
 	}
 	if err != nil {
 		return tmp, fmt.Errorf("compact: nothing changed: %w", err)
@@ -174,32 +159,49 @@ func repackEvents(db *bbolt.DB) (int, error) {
 	}
 }
 
-// recompact compacts the bbolt file at path into a new temporary file
-// beside it, removes path and returns the new name.
-func recompact(path string) (string, error) {
+// compactInto compacts src (bbolt.Compact) into a new temporary file
+// beside the ledger, runs then on the copy before closing it (nil:
+// nothing), and returns its name: "" when it could not be created, else
+// the caller's to remove.
+func (s *Store) compactInto(src *bbolt.DB, then func(dst *bbolt.DB) error) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".compact-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	f.Close()
+	dst, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return tmp, errors.New(cause(err))
+	}
+	// Every commit of the copy is synced by bbolt (data, then meta page);
+	// each grows the file to its pages only, not by bbolt's 16 MiB.
+	dst.AllocSize = dst.Info().PageSize
+	err = s.guard(func() error { return bbolt.Compact(dst, src, compactTxBytes) })
+	if err == nil && then != nil {
+		err = then(dst)
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	return tmp, err
+}
+
+// recompact compacts the copy at path into another (compactInto),
+// removes path and returns the new name; on failure, path.
+func (s *Store) recompact(path string) (string, error) {
 	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		return path, errors.New(cause(err))
 	}
-	defer src.Close()
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+"-*")
-	if err != nil {
-		return path, err
-	}
-	out := f.Name()
-	f.Close()
-	dst, err := bbolt.Open(out, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
-	if err != nil {
-		syscall.Unlink(out)
-		return path, errors.New(cause(err))
-	}
-	dst.AllocSize = dst.Info().PageSize
-	err = bbolt.Compact(dst, src, compactTxBytes)
-	if cerr := dst.Close(); err == nil {
+	out, err := s.compactInto(src, nil)
+	if cerr := src.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		syscall.Unlink(out)
+		if out != "" {
+			syscall.Unlink(out)
+		}
 		return path, err
 	}
 	syscall.Unlink(path)

@@ -135,14 +135,7 @@ func TestCompactCopyIsByteIdentical(t *testing.T) {
 	}
 	st.Close()
 	want := bucketDigests(t, path)
-	st, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Compact(bg); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	compactClosed(t, path, opts)
 	got := bucketDigests(t, path)
 	for name, d := range want {
 		if got[name] != d {
@@ -284,20 +277,13 @@ func TestCompactPacksAFormat2Ledger(t *testing.T) {
 	st.Close()
 	toFormat2(t, path)
 	// Not upgraded: compact keeps it format 2, for the program its hooks run.
-	st, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Compact(bg); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	compactClosed(t, path, opts)
 	if got, kinds := formatOf(t, path), valueKinds(t, path); got != formatV2 || strings.Trim(kinds, "{") != "" {
 		t.Fatalf("compact of a format-2 ledger: format %q, values not all JSON", got)
 	}
 	migrated := opts
 	migrated.Migrate = true
-	st, err = Open(path, migrated)
+	st, err := Open(path, migrated)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,4 +322,17 @@ func TestCompactPacksAFormat2Ledger(t *testing.T) {
 	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*compact*")); len(matches) != 0 {
 		t.Errorf("temporary files left: %v", matches)
 	}
+}
+
+// compactClosed opens the closed ledger at path, compacts it and closes it.
+func compactClosed(t *testing.T, path string, opts Options) {
+	t.Helper()
+	st, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Compact(bg); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 }

@@ -88,9 +88,10 @@ type Options struct {
 	// to Close.
 	SliceBudget time.Duration
 	// Migrate lets a write open bring a format-1 ledger to this build's
-	// format (migrate.go), and a format-2 one to format 3. Without it a write open refuses format 1 as a
-	// read-only open does (*FormatMigrationError): the hooks of a project
-	// run its installed program, an older build that reads only format 1,
+	// format (migrate.go), and a format-2 one to format 3 (pack.go).
+	// Without it a write open refuses format 1 as a read-only open does
+	// (*FormatMigrationError): the hooks of a project run its installed
+	// program, an older build that reads only format 1,
 	// so the migration belongs to the explicit upgrade (`tree-ring init`,
 	// which installs this build's program in the same run), never to a
 	// `remember` that happens to run a newer build.
