@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -214,8 +215,16 @@ func TestImportOfDecodedExport(t *testing.T) {
 // an event already present and one repeated in the input) leaves every
 // bucket byte for byte as appending the same events one by one does.
 func TestImportWritesWhatAppendsWrite(t *testing.T) {
+	// Chunks of 7 events, and a chunk of every event, whose first batch of
+	// values (packBatch) is full before the chunk ends.
+	for _, chunk := range []int{7, 1000} {
+		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) { importWritesWhatAppendsWrite(t, chunk) })
+	}
+}
+
+func importWritesWhatAppendsWrite(t *testing.T, chunk int) {
 	defer func(n int) { importChunk = n }(importChunk)
-	importChunk = 7
+	importChunk = chunk
 	f := newFactory()
 	local := f.run("local", 0)
 	local.ID[7] = 0xff // distinct from the input's ids
