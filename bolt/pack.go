@@ -148,12 +148,10 @@ func packEvent(dst, enc []byte) []byte {
 			continue
 		}
 		end, ok := stringEnd(enc, i)
+		if end < 0 { // a byte below 0x20: not packed
+			return append(dst[:start], enc...)
+		}
 		if !ok { // an unterminated string: the rest as it is
-			for _, c := range enc[i:] {
-				if c < 0x20 {
-					return append(dst[:start], enc...)
-				}
-			}
 			return append(dst, enc[i:]...)
 		}
 		s := enc[i:end]
@@ -174,11 +172,6 @@ func packEvent(dst, enc []byte) []byte {
 			i = end
 			continue
 		}
-		for _, c := range s {
-			if c < 0x20 {
-				return append(dst[:start], enc...)
-			}
-		}
 		dst = append(dst, s...)
 		i = end
 	}
@@ -186,18 +179,25 @@ func packEvent(dst, enc []byte) []byte {
 }
 
 // stringEnd returns the index just past the JSON string that starts at
-// b[i] == '"' (false: it does not end). A byte loop: the strings are short,
-// and two IndexByte calls per string measured slower.
+// b[i] == '"' (false: it does not end, and no byte after b[i] is below
+// 0x20), or -1 when a byte below 0x20 comes first: one pass checks the
+// string's bytes for packEvent. A byte loop: the strings are short, and
+// two IndexByte calls per string measured slower.
 func stringEnd(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
+		switch c := b[j]; {
+		case c < 0x20:
+			return -1, false
+		case c == '\\':
+			if j+1 < len(b) && b[j+1] < 0x20 {
+				return -1, false
+			}
 			j++
-		case '"':
+		case c == '"':
 			return j + 1, true
 		}
 	}
-	return 0, false
+	return len(b), false
 }
 
 func appendWord(dst []byte, w int) []byte {
