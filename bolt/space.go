@@ -33,8 +33,32 @@ type Space struct {
 	Buckets   []BucketSpace // largest first
 }
 
-// Space reports the file's use by bucket, in one read transaction.
-func (s *Store) Space() (Space, error) {
+// FreeBytes is the bytes of the free pages (FreePages × PageSize).
+func (sp Space) FreeBytes() int64 { return int64(sp.FreePages) * int64(sp.PageSize) }
+
+// CompactThreshold is when a compaction is worth suggesting: free pages of
+// at least MinFreeBytes and at least MinFreeShare of the pages in use.
+type CompactThreshold struct {
+	MinFreeBytes int64
+	MinFreeShare float64
+}
+
+// CompactWorthwhile reports whether sp's free pages reach at. The pages in
+// use (UsedBytes less the free pages), not the file, are the share's base:
+// they are what a compaction copies, while the growth reserve (up to
+// bbolt's 16 MiB) comes back with the next commit that needs a new page.
+func (sp Space) CompactWorthwhile(at CompactThreshold) bool {
+	free := sp.FreeBytes()
+	inUse := sp.UsedBytes - free
+	return free > 0 && free >= at.MinFreeBytes && float64(free) >= at.MinFreeShare*float64(inUse)
+}
+
+// FileSpace is Space without Buckets: the file's size, the high-water mark
+// and the free and pending pages. It reads no page (a stat, bbolt's
+// freelist counters as of the last write transaction, and the meta page's
+// high-water mark), so it is cheap after an import of any size; FreePages
+// is 0 in a read-only open.
+func (s *Store) FileSpace() (Space, error) {
 	var sp Space
 	fi, err := os.Stat(s.path)
 	if err != nil {
@@ -46,6 +70,19 @@ func (s *Store) Space() (Space, error) {
 	err = s.db.View(func(tx *bbolt.Tx) error {
 		sp.PageSize = tx.DB().Info().PageSize
 		sp.UsedBytes = tx.Size()
+		return nil
+	})
+	return sp, err
+}
+
+// Space is FileSpace with the file's use by bucket (largest first): it
+// walks every page of every bucket (FileSpace does not).
+func (s *Store) Space() (Space, error) {
+	sp, err := s.FileSpace()
+	if err != nil {
+		return sp, err
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			bs := b.Stats()
 			sp.Buckets = append(sp.Buckets, BucketSpace{

@@ -95,7 +95,11 @@ func finishImport(ctx context.Context, g *Globals, st *bolt.Store, envs []events
 	if err != nil {
 		return &PartialError{Err: err, Done: fmt.Sprintf("the import is committed (%d imported, %d skipped as duplicates); `tree-ring projections rebuild` restores the receipt files", res.Imported, res.Skipped)}
 	}
-	return printImport(g, res, restored)
+	var sp *ledgerSpace
+	if res.Imported > 0 {
+		sp = spaceAfterImport(st)
+	}
+	return printImport(g, res, restored, sp)
 }
 
 // ownEvents admits an import into a project store (a ledger with
@@ -194,18 +198,22 @@ func openImport(g *Globals, name string) (r io.Reader, close func(), err error) 
 	return f, func() { f.Close() }, nil
 }
 
-func printImport(g *Globals, res bolt.ImportResult, restored int) error {
+// printImport prints the result; sp is the ledger's size after an import
+// that wrote (nil: none, or it could not be read).
+func printImport(g *Globals, res bolt.ImportResult, restored int, sp *ledgerSpace) error {
 	if g.JSON {
 		return json.NewEncoder(g.Stdout).Encode(struct {
 			OK bool `json:"ok"`
 			bolt.ImportResult
 			ReceiptFilesRestored int `json:"receipt_files_restored,omitempty"`
-		}{true, res, restored})
+			*ledgerSpace
+		}{true, res, restored, sp})
 	}
 	fmt.Fprintf(g.Stdout, "imported %d, skipped %d duplicates\n", res.Imported, res.Skipped)
 	if restored > 0 {
 		fmt.Fprintf(g.Stdout, "restored %d receipt file(s) from their events\n", restored)
 	}
+	printCompactHint(g, sp)
 	return nil
 }
 

@@ -58,8 +58,9 @@ const firstImportChunk = 500
 // bytes written per memory at 100k (docs/benchmarks.md).
 const importSliceBudget = 100 * time.Millisecond
 
-// importResult holds the published summary fields, and the lines
-// --skip-refused skipped (numbers and reason kinds only).
+// importResult holds the published summary fields, the lines
+// --skip-refused skipped (numbers and reason kinds only) and the ledger's
+// size.
 type importResult struct {
 	Valid             int                  `json:"valid"`
 	Inserted          int                  `json:"inserted"`
@@ -67,6 +68,8 @@ type importResult struct {
 	SkippedDuplicates int                  `json:"skipped_duplicates"`
 	DryRun            bool                 `json:"dry_run"`
 	SkippedRefused    []memory.RefusedLine `json:"skipped_refused,omitempty"`
+	// The ledger's size, after an import that wrote (nil: no field).
+	*ledgerSpace
 }
 
 func runImport(ctx context.Context, g *Globals, o *importOptions, args []string) error {
@@ -118,6 +121,9 @@ func runImport(ctx context.Context, g *Globals, o *importOptions, args []string)
 	}
 	_, err = fmt.Fprintf(g.Stdout, "Tree Ring Memory import complete: valid=%d inserted=%d replaced=%d skipped_duplicates=%d dry_run=%t\n",
 		res.Valid, res.Inserted, res.Replaced, res.SkippedDuplicates, res.DryRun)
+	if err == nil {
+		printCompactHint(g, res.ledgerSpace)
+	}
 	return err
 }
 
@@ -365,7 +371,11 @@ func applyImport(ctx context.Context, g *Globals, recs []memory.Record, res *imp
 		return nil
 	}
 	im.run.SetItems(int64(res.Inserted))
-	return im.supersede(ctx, inserted)
+	if err := im.supersede(ctx, inserted); err != nil {
+		return err
+	}
+	res.ledgerSpace = spaceAfterImport(st)
+	return nil
 }
 
 // importer is one import's store, planner and run record.

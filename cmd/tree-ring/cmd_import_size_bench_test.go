@@ -24,7 +24,7 @@ config flag release build linker vet lint fuzz golden fixture clock entropy rece
 
 // writeSizeBenchExport writes n memories whose summaries are about 200
 // bytes (issue 28's dataset), each with a few rare tokens of its own.
-func writeSizeBenchExport(b *testing.B, path string, n int) {
+func writeSizeBenchExport(b testing.TB, path string, n int) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
