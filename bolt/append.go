@@ -58,6 +58,7 @@ type Tx struct {
 	enc     []byte          // scratch for an envelope's stored form, before packing
 	unpack  eventBuf        // a stored envelope read back (storedRef)
 	pack    bool            // the ledger is format 3: event values are packed (storedValue)
+	packer  *importPacker   // set during an import chunk of a format-3 ledger: puts the event values
 	folded  events.Envelope // scratch: the envelope the folds get (apply)
 	// arena backs the stored envelopes and projection values put in this
 	// tx (bbolt keeps the slices until commit).
@@ -344,25 +345,10 @@ func (t *Tx) write(stream string, h head, evs []events.Envelope, positions []uin
 // position pos, chained to t.head, folds it and moves t.head to its hash.
 // The index entries are the caller's.
 func (t *Tx) putEvent(e *events.Envelope, version, pos uint64) error {
-	enc, _, err := t.seal(e, version, pos)
-	if err != nil {
-		return err
-	}
-	binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
-	if err := t.events.Put(t.key[:], t.storedValue(enc)); err != nil {
-		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
-	}
-	return t.foldSealed(e)
-}
-
-// seal gives e version and position pos, chained to t.head, and returns
-// its stored form: e's own input line when carried (valid as long as e),
-// else t.enc (valid until the next seal).
-func (t *Tx) seal(e *events.Envelope, version, pos uint64) (enc []byte, carried bool, err error) {
 	// An imported event whose chain values stay what they were in its
 	// ledger carries a hash DecodeEnvelope verified: not hashed twice,
 	// and its input line, when that is its stored form, packed as it is.
-	enc, carried = e.CarriedStored(version, pos, t.head)
+	enc, carried := e.CarriedStored(version, pos, t.head)
 	if !carried {
 		// One that moved is sealed and encoded from its line.
 		var ok bool
@@ -374,13 +360,20 @@ func (t *Tx) seal(e *events.Envelope, version, pos uint64) (enc []byte, carried 
 		t.enc = enc[:0]
 	}
 	if len(enc) > events.MaxEnvelopeBytes {
-		return nil, false, fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", e.Stream, e.Version, len(enc), events.MaxEnvelopeBytes)
+		return fmt.Errorf("append %s@%d: envelope is %d bytes, limit %d", e.Stream, e.Version, len(enc), events.MaxEnvelopeBytes)
 	}
-	return enc, carried, nil
-}
-
-// foldSealed folds the sealed e, whose value is put, and moves t.head to it.
-func (t *Tx) foldSealed(e *events.Envelope) error {
+	if t.packer != nil {
+		// An import chunk's: packed beside the transaction, put in order
+		// before the chunk ends. A carried form is the input's own line.
+		if err := t.packer.add(t, pos, enc, carried); err != nil {
+			return err
+		}
+	} else {
+		binary.BigEndian.PutUint64(t.key[:], pos) // bbolt copies keys
+		if err := t.events.Put(t.key[:], t.storedValue(enc)); err != nil {
+			return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
+		}
+	}
 	if err := t.apply(e); err != nil {
 		return fmt.Errorf("append %s@%d: %w", e.Stream, e.Version, err)
 	}

@@ -134,10 +134,9 @@ func (t *Tx) importChunk(p *importPlanned, heads []importHead, gen, start int) (
 	envs := p.envs
 	limit := min(start+importChunk, len(envs))
 	t.pending.reserve(limit - start)
-	var pk *importPacker
 	if t.pack {
-		pk = newImportPacker(limit - start)
-		defer pk.stop()
+		t.packer = newImportPacker(limit - start)
+		defer func() { t.packer.stop(); t.packer = nil }()
 	}
 	var touched []int32
 	i := start
@@ -150,14 +149,14 @@ func (t *Tx) importChunk(p *importPlanned, heads []importHead, gen, start int) (
 			c.skipped++
 			continue
 		}
-		if err := t.importOne(p, heads, gen, i, &touched, pk); err != nil {
+		if err := t.importOne(p, heads, gen, i, &touched); err != nil {
 			t.err = err
 			return c, &ImportError{Index: i, Err: err}
 		}
 		c.imported++
 	}
-	if pk != nil {
-		if err := pk.finish(t); err != nil {
+	if t.packer != nil {
+		if err := t.packer.finish(t); err != nil {
 			t.err = err
 			return c, err
 		}
@@ -171,9 +170,8 @@ func (t *Tx) importChunk(p *importPlanned, heads []importHead, gen, start int) (
 }
 
 // importOne appends envs[i] (checked by the plan: valid, absent, its
-// stream's name valid) after its stream's head; pk, when not nil, packs
-// and puts its value.
-func (t *Tx) importOne(p *importPlanned, heads []importHead, gen, i int, touched *[]int32, pk *importPacker) error {
+// stream's name valid) after its stream's head.
+func (t *Tx) importOne(p *importPlanned, heads []importHead, gen, i int, touched *[]int32) error {
 	e := p.envs[i]
 	if _, ok := events.Lookup(e.Type); !ok {
 		return fmt.Errorf("append %s: %w", e.Stream, &events.UnknownTypeError{Type: e.Type})
@@ -193,22 +191,8 @@ func (t *Tx) importOne(p *importPlanned, heads []importHead, gen, i int, touched
 	t.wrote, t.dirty = true, true
 	h.head.version++
 	h.head.position = pos
-	if pk == nil {
-		if err := t.putEvent(&e, h.head.version, pos); err != nil {
-			return err
-		}
-	} else {
-		enc, carried, err := t.seal(&e, h.head.version, pos)
-		if err != nil {
-			return err
-		}
-		// A carried form is p.envs[i]'s own line.
-		if err := pk.add(t, pos, enc, carried); err != nil {
-			return err
-		}
-		if err := t.foldSealed(&e); err != nil {
-			return err
-		}
+	if err := t.putEvent(&e, h.head.version, pos); err != nil {
+		return err
 	}
 	t.pending.ids = append(t.pending.ids, idEntry{e.ID, pos})
 	h.run.pos = append(h.run.pos, pos)

@@ -22,8 +22,9 @@ type importPacker struct {
 	out   chan *packJob // the packer's batches, packed, in order
 	job   *packJob      // the batch being filled
 	queue []*packJob    // batches not yet put, in order
-	copy  []byte        // copies of stored forms that do not outlive their seal
-	slab  []byte        // values of the batches this goroutine packs
+	// arena holds the copies of stored forms that do not outlive their
+	// seal and the values of the batches the chunk packs itself.
+	arena valueArena
 }
 
 // packJob is a batch of events: their positions and stored forms, then
@@ -48,27 +49,21 @@ func newImportPacker(n int) *importPacker {
 	}
 	go func() {
 		defer close(p.out)
-		var slab []byte
+		var a valueArena
 		for j := range p.in {
-			slab = j.pack(slab)
+			j.pack(&a)
 			p.out <- j
 		}
 	}()
 	return p
 }
 
-// pack packs j's values into slab (a new one when it is full), returning it.
-func (j *packJob) pack(slab []byte) []byte {
+// pack packs j's values into a.
+func (j *packJob) pack(a *valueArena) {
 	j.val = make([][]byte, len(j.enc))
 	for k, enc := range j.enc {
-		if cap(slab)-len(slab) < len(enc)+1 {
-			slab = make([]byte, 0, max(arenaSlab, len(enc)+1))
-		}
-		start := len(slab)
-		slab = packEvent(slab, enc)
-		j.val[k] = slab[start:len(slab):len(slab)]
+		j.val[k] = a.pack(enc)
 	}
-	return slab
 }
 
 // add queues the stored form enc of the event at pos; owned says enc
@@ -76,12 +71,7 @@ func (j *packJob) pack(slab []byte) []byte {
 // batch it puts the batches that are ready.
 func (p *importPacker) add(t *Tx, pos uint64, enc []byte, owned bool) error {
 	if !owned {
-		if cap(p.copy)-len(p.copy) < len(enc) {
-			p.copy = make([]byte, 0, max(arenaSlab, len(enc)))
-		}
-		start := len(p.copy)
-		p.copy = append(p.copy, enc...)
-		enc = p.copy[start:len(p.copy):len(p.copy)]
+		enc = p.arena.copy(enc)
 	}
 	if p.job == nil {
 		p.job = &packJob{pos: make([]uint64, 0, packBatch), enc: make([][]byte, 0, packBatch)}
@@ -107,7 +97,7 @@ func (p *importPacker) send() {
 	select {
 	case p.in <- j:
 	default:
-		p.slab = j.pack(p.slab)
+		j.pack(&p.arena)
 		j.ready = true
 	}
 }
