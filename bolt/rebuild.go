@@ -417,6 +417,26 @@ func (s *Store) foldChunk(mu *sync.Mutex, tx *bbolt.Tx, projs []fold.Projection,
 type foldEvent struct {
 	pos uint64
 	e   events.Envelope
+	// The body a memory's capture references, read by the decoding: the
+	// recall and duplicate indexes each read it, on the goroutines that
+	// bound the fold, and the decoding has time to spare.
+	digest string
+	body   []byte
+}
+
+// eventBodies serves a projection's goroutine the body its event's
+// decoding read (foldEvent), and any other from the bucket.
+type eventBodies struct {
+	digest string
+	body   []byte
+	all    fold.Bodies
+}
+
+func (b *eventBodies) Body(d string) []byte {
+	if b.body != nil && d == b.digest {
+		return b.body
+	}
+	return b.all.Body(d)
 }
 
 // foldBatchLen is how many decoded events the projections' goroutines
@@ -475,13 +495,15 @@ func startChunk(projs []fold.Projection, kvs []fold.KV, from, to []uint64, bod f
 func (c *chunk) run(i int) {
 	defer c.wg.Done()
 	p := c.projs[i]
+	bod := &eventBodies{all: c.bod}
 	for b := range c.ins[i] {
 		for j := range b {
 			ev := &b[j]
 			if ev.pos <= c.from[i] || ev.pos > c.to[i] || !p.Handles(ev.e.Type) {
 				continue
 			}
-			if err := p.Apply(c.kvs[i], c.bod, &ev.e); err != nil {
+			bod.digest, bod.body = ev.digest, ev.body
+			if err := p.Apply(c.kvs[i], bod, &ev.e); err != nil {
 				c.fail(i, ev.pos, fmt.Errorf("position %d: projection %s: %w", ev.pos, p.Name(), err))
 				for range c.ins[i] {
 				}
@@ -545,7 +567,13 @@ func (c *chunk) feed(pos uint64, e *events.Envelope, want []bool) bool {
 	if c.batch == nil {
 		c.batch = make([]foldEvent, 0, foldBatchLen)
 	}
-	c.batch = append(c.batch, foldEvent{pos, *e})
+	ev := foldEvent{pos: pos, e: *e}
+	if v, ok := events.VerifiedPayload(e); ok {
+		if m, ok := v.(*events.MemoryCaptured); ok {
+			ev.digest, ev.body = m.BodySHA256, c.bod.Body(m.BodySHA256)
+		}
+	}
+	c.batch = append(c.batch, ev)
 	if len(c.batch) == foldBatchLen {
 		c.send()
 	}
